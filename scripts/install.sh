@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs kubetrain into ./.venv with everything the local engine needs.
+#   scripts/install.sh          runtime install (torch CPU build included)
+#   scripts/install.sh --dev    also the test and lint tools
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extra="torch"
+[[ "${1:-}" == "--dev" ]] && extra="dev"
+
+# System packages: bubblewrap sandboxes pods; OpenMPI and ssh serve the MPI runtimes.
+need=()
+command -v bwrap >/dev/null || need+=(bubblewrap)
+command -v mpirun >/dev/null || need+=(openmpi-bin libopenmpi-dev)
+command -v ssh >/dev/null || need+=(openssh-client)
+if ((${#need[@]})); then
+  if [[ $(id -u) -eq 0 ]]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+[[ -x .venv/bin/python ]] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e ".[${extra}]"

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The test command: install with dev tools, then lint, type-check, check layers, run the tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install.sh --dev
+export PATH="$PWD/.venv/bin:$PATH"
+echo "== ruff";          ruff check src tests benchmarks examples
+echo "== mypy --strict"; mypy
+echo "== import-linter"; lint-imports
+echo "== pytest";        pytest -q "$@"

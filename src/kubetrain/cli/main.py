@@ -1,0 +1,58 @@
+"""The ``kubetrain`` command.
+
+Each sub-command lives in its own ``cmd_<name>.py`` module exposing ``add_arguments(parser)``
+and ``run(args) -> int``. Modules are imported only when their command runs (or when building
+``--help`` for that command), so ``kubetrain --help`` stays well under half a second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+# name -> (module, one-line help). Order is the order shown in --help.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "render": ("cmd_render", "print every object a TrainJob would create (dry run)"),
+    "validate": ("cmd_validate", "check TrainJobs and runtimes; silent when valid"),
+    "runtimes": ("cmd_runtimes", "list the default training runtimes, or print one"),
+}
+
+
+def _build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kubetrain",
+        description="Kubeflow Trainer v2 TrainJobs: render, validate, and run them locally or on Kubernetes.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    wanted = next((a for a in argv if not a.startswith("-")), None)
+    for name, (module, help_text) in COMMANDS.items():
+        cmd_parser = sub.add_parser(name, help=help_text, description=help_text)
+        if name == wanted:
+            mod = importlib.import_module(f"kubetrain.cli.{module}")
+            mod.add_arguments(cmd_parser)
+            cmd_parser.set_defaults(_module=mod)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = _build_parser(args_list)
+    args = parser.parse_args(args_list)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        code: int = args._module.run(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
