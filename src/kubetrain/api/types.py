@@ -1,0 +1,564 @@
+"""Wire types of TrainJob, TrainingRuntime, ClusterTrainingRuntime (trainer.kubeflow.org/v1alpha1)
+and the JobSet v1alpha2 API they embed.
+
+Objects stay plain JSON-like dicts at run time (fast, and byte-faithful on the wire); these
+TypedDicts only give them names for mypy. They are also the single description of our own kinds:
+the ``Annotated`` markers (see :mod:`kubetrain.api.markers`) are what ``tools/gen_crds.py`` turns
+into the CRD schemas, from which load-time defaults and validation are read back. Field order
+follows the Kubernetes convention (as written by users), which is also how dumps are ordered.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Required, TypedDict
+
+from kubetrain.api.core import (
+    Condition,
+    EnvVar,
+    JobTemplateSpec,
+    LocalObjectReference,
+    ObjectMeta,
+    ResourceRequirements,
+    Volume,
+)
+from kubetrain.api.markers import (
+    Default,
+    Format,
+    ListMap,
+    ListType,
+    Maximum,
+    MaxItems,
+    MaxLength,
+    Minimum,
+    MinItems,
+    MinLength,
+    MinProperties,
+    OpenAPI,
+    Rule,
+)
+
+__all__ = [
+    "ClusterTrainingRuntime",
+    "ContainerNames",
+    "ContainerPatch",
+    "Coordinator",
+    "CoschedulingPodGroupPolicySource",
+    "DatasetInitializer",
+    "DependsOn",
+    "EmbeddedObjectMeta",
+    "EnvInjection",
+    "EnvInjectionTarget",
+    "FailurePolicy",
+    "FailurePolicyRule",
+    "FluxMLPolicySource",
+    "Initializer",
+    "Int32",
+    "Int64",
+    "JAXMLPolicySource",
+    "JobSet",
+    "JobSetSpec",
+    "JobSetStatus",
+    "JobSetTemplatePatch",
+    "JobSetTemplateSpec",
+    "JobStatus",
+    "JobTemplatePatch",
+    "JobTemplateSpecPatch",
+    "MLPolicy",
+    "MPIMLPolicySource",
+    "ModelInitializer",
+    "Network",
+    "NetworkTopologySpec",
+    "Obj",
+    "PodGroupPolicy",
+    "PodSpecPatch",
+    "PodTemplatePatch",
+    "ReplicatedJob",
+    "ReplicatedJobPatch",
+    "ReplicatedJobStatus",
+    "RuntimePatch",
+    "RuntimeRef",
+    "StartupPolicy",
+    "SuccessPolicy",
+    "Time",
+    "TorchMLPolicySource",
+    "TrainJob",
+    "TrainJobSpec",
+    "TrainJobStatus",
+    "Trainer",
+    "TrainerStatus",
+    "TrainingRuntime",
+    "TrainingRuntimeSpec",
+    "TrainingRuntimeSpecPatch",
+    "VolcanoPodGroupPolicySource",
+    "VolumeClaimPolicy",
+    "VolumeRetentionPolicy",
+    "XGBoostMLPolicySource",
+]
+
+# Every Kubernetes object, ours or not, is one of these at run time.
+Obj = dict[str, Any]
+
+Int32 = Annotated[int, Format("int32")]
+Int64 = Annotated[int, Format("int64")]
+Time = Annotated[str, Format("date-time")]
+
+_IMMUTABLE = Rule("self == oldSelf", "field is immutable")
+_JOBSET_IMMUTABLE = Rule("self == oldSelf", "Value is immutable")
+
+# core/v1 types that only pass through: their schema is Kubernetes' own.
+_SecurityContext = Annotated[dict[str, Any], OpenAPI("io.k8s.api.core.v1.SecurityContext")]
+_PodSecurityContext = Annotated[dict[str, Any], OpenAPI("io.k8s.api.core.v1.PodSecurityContext")]
+_Affinity = Annotated[dict[str, Any], OpenAPI("io.k8s.api.core.v1.Affinity")]
+_Toleration = Annotated[dict[str, Any], OpenAPI("io.k8s.api.core.v1.Toleration")]
+_SchedulingGate = Annotated[dict[str, Any], OpenAPI("io.k8s.api.core.v1.PodSchedulingGate")]
+_VolumeMount = Annotated[dict[str, Any], OpenAPI("io.k8s.api.core.v1.VolumeMount")]
+_PVC = Annotated[dict[str, Any], OpenAPI("io.k8s.api.core.v1.PersistentVolumeClaim")]
+_EnvList = Annotated[list[EnvVar], ListMap("name"), MaxItems(128)]
+
+
+class EmbeddedObjectMeta(TypedDict, total=False):
+    """The metadata a template may carry (what an embedded ObjectMeta keeps in a CRD)."""
+
+    name: str
+    namespace: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    finalizers: list[str]
+
+
+_Meta = EmbeddedObjectMeta
+
+# ============================================================================================
+# JobSet jobset.x-k8s.io/v1alpha2 (the version embedded by Trainer v2.3)
+# ============================================================================================
+
+
+class DependsOn(TypedDict, total=False):
+    name: Required[str]
+    status: Required[Literal["Ready", "Complete"]]
+
+
+class ReplicatedJob(TypedDict, total=False):
+    name: Required[str]
+    groupName: Annotated[str, Default("default")]
+    template: Required[JobTemplateSpec]
+    replicas: Annotated[Int32, Default(1)]
+    dependsOn: Annotated[list[DependsOn], ListMap("name"), MaxItems(5), _JOBSET_IMMUTABLE]
+
+
+class Network(TypedDict, total=False):
+    enableDNSHostnames: bool
+    subdomain: str
+    publishNotReadyAddresses: bool
+
+
+class SuccessPolicy(TypedDict, total=False):
+    operator: Required[Literal["All", "Any"]]
+    targetReplicatedJobs: Annotated[list[str], ListType("atomic")]
+
+
+class FailurePolicyRule(TypedDict, total=False):
+    name: Required[str]
+    action: Required[
+        Literal[
+            "FailJobSet",
+            "RestartJobSet",
+            "RestartJobSetAndIgnoreMaxRestarts",
+            "RestartJob",
+            "RestartJobAndIgnoreMaxRestarts",
+        ]
+    ]
+    onJobFailureReasons: list[str]
+    onJobFailureMessagePatterns: list[str]
+    targetReplicatedJobs: Annotated[list[str], ListType("atomic")]
+
+
+class FailurePolicy(TypedDict, total=False):
+    maxRestarts: Int32
+    restartStrategy: Annotated[
+        Literal["Recreate", "BlockingRecreate", "InPlaceRestart"], Default("Recreate")
+    ]
+    rules: list[FailurePolicyRule]
+
+
+class StartupPolicy(TypedDict, total=False):
+    startupPolicyOrder: Required[Literal["AnyOrder", "InOrder"]]
+
+
+class Coordinator(TypedDict, total=False):
+    replicatedJob: Required[str]
+    jobIndex: int
+    podIndex: int
+
+
+class VolumeRetentionPolicy(TypedDict, total=False):
+    whenDeleted: Annotated[Literal["Delete", "Retain"], Default("Delete")]
+
+
+class VolumeClaimPolicy(TypedDict, total=False):
+    templates: Annotated[list[_PVC], ListType("atomic"), MaxItems(50)]
+    retentionPolicy: VolumeRetentionPolicy
+
+
+class JobSetSpec(TypedDict, total=False):
+    replicatedJobs: Annotated[list[ReplicatedJob], ListMap("name")]
+    network: Annotated[Network, _JOBSET_IMMUTABLE]
+    successPolicy: Annotated[SuccessPolicy, _JOBSET_IMMUTABLE]
+    failurePolicy: Annotated[FailurePolicy, _JOBSET_IMMUTABLE]
+    startupPolicy: Annotated[StartupPolicy, _JOBSET_IMMUTABLE]
+    suspend: bool
+    coordinator: Coordinator
+    managedBy: str
+    ttlSecondsAfterFinished: Annotated[Int32, Minimum(0)]
+    volumeClaimPolicies: Annotated[
+        list[
+            Annotated[
+                VolumeClaimPolicy,
+                Rule(
+                    "self.templates.all(t, !has(t.metadata.namespace) || size(t.metadata.namespace) == 0)",
+                    "namespace cannot be set for VolumeClaimPolicies templates",
+                ),
+            ]
+        ],
+        ListType("atomic"),
+        MaxItems(50),
+        _JOBSET_IMMUTABLE,
+    ]
+
+
+# Cross-field rule on every JobSetSpec (ours and the one embedded in runtimes).
+JOBSET_SPEC_RULES = (
+    Rule(
+        "!(has(self.startupPolicy) && self.startupPolicy.startupPolicyOrder == 'InOrder' && "
+        "self.replicatedJobs.exists(x, has(x.dependsOn)))",
+        "StartupPolicy and DependsOn APIs are mutually exclusive",
+    ),
+)
+_JobSetSpec = Annotated[JobSetSpec, *JOBSET_SPEC_RULES]
+
+
+class ReplicatedJobStatus(TypedDict, total=False):
+    name: Required[str]
+    ready: Required[Int32]
+    succeeded: Required[Int32]
+    failed: Required[Int32]
+    active: Required[Int32]
+    suspended: Required[Int32]
+    jobRestarts: Annotated[list[Int32], ListType("atomic"), MaxItems(1024)]
+    jobRestartsCountTowardsMax: Annotated[list[Int32], ListType("atomic"), MaxItems(1024)]
+
+
+class JobSetStatus(TypedDict, total=False):
+    conditions: Annotated[list[Condition], ListMap("type")]
+    restarts: Int32
+    restartsCountTowardsMax: Int32
+    currentInPlaceRestartAttempt: Annotated[Int32, Minimum(0)]
+    previousInPlaceRestartAttempt: Annotated[Int32, Minimum(0)]
+    terminalState: str
+    replicatedJobsStatus: Annotated[list[ReplicatedJobStatus], ListMap("name")]
+
+
+class JobSet(TypedDict, total=False):
+    apiVersion: str
+    kind: str
+    metadata: ObjectMeta
+    spec: _JobSetSpec
+    status: JobSetStatus
+
+
+# ============================================================================================
+# TrainingRuntime / ClusterTrainingRuntime
+# ============================================================================================
+
+
+ContainerNames = Annotated[
+    list[Annotated[str, MaxLength(63)]],
+    ListType("set"),
+    MinItems(1),
+    MaxItems(8),
+    Rule(
+        "!self.exists(c, c == 'node')",
+        "containerNames must not include the main node container because PET_* envs are "
+        "always injected into it",
+    ),
+]
+
+
+class EnvInjectionTarget(TypedDict, total=False):
+    jobName: Required[Annotated[str, MinLength(1), MaxLength(253)]]
+    containerNames: Required[ContainerNames]
+
+
+class EnvInjection(TypedDict, total=False):
+    targets: Annotated[list[EnvInjectionTarget], ListMap("jobName"), MaxItems(16)]
+
+
+class TorchMLPolicySource(TypedDict, total=False):
+    envInjection: EnvInjection
+
+
+class MPIMLPolicySource(TypedDict, total=False):
+    numProcPerNode: Annotated[Int32, Default(1)]
+    mpiImplementation: Annotated[Literal["OpenMPI", ""], Default("OpenMPI")]
+    sshAuthMountPath: Annotated[str, Default("/root/.ssh"), MaxLength(4096)]
+    runLauncherAsNode: Annotated[bool, Default(False)]
+
+
+class JAXMLPolicySource(TypedDict, total=False):
+    pass
+
+
+class XGBoostMLPolicySource(TypedDict, total=False):
+    pass
+
+
+class FluxMLPolicySource(TypedDict, total=False):
+    numProcPerNode: Annotated[
+        Int32, Default(1), Rule("self >= 1", "NumProcPerNode in fluxPolicy must be >= 1")
+    ]
+
+
+class MLPolicy(TypedDict, total=False):
+    numNodes: Int32
+    torch: TorchMLPolicySource
+    mpi: MPIMLPolicySource
+    jax: JAXMLPolicySource
+    xgboost: XGBoostMLPolicySource
+    flux: FluxMLPolicySource
+
+
+_MLPolicy = Annotated[
+    MLPolicy,
+    Rule(
+        "[has(self.torch), has(self.mpi), has(self.jax), has(self.xgboost),has(self.flux)]"
+        ".filter(x, x).size() <= 1",
+        "Only one of the policy can be configured",
+    ),
+]
+
+
+class CoschedulingPodGroupPolicySource(TypedDict, total=False):
+    scheduleTimeoutSeconds: Annotated[Int32, Default(60)]
+
+
+class NetworkTopologySpec(TypedDict, total=False):
+    mode: Annotated[Literal["hard", "soft"], Default("hard")]
+    highestTierAllowed: Annotated[int, Default(1)]
+
+
+class VolcanoPodGroupPolicySource(TypedDict, total=False):
+    networkTopology: NetworkTopologySpec
+
+
+class PodGroupPolicy(TypedDict, total=False):
+    coscheduling: CoschedulingPodGroupPolicySource
+    volcano: VolcanoPodGroupPolicySource
+
+
+class JobSetTemplateSpec(TypedDict, total=False):
+    metadata: _Meta
+    spec: _JobSetSpec
+
+
+class TrainingRuntimeSpec(TypedDict, total=False):
+    mlPolicy: _MLPolicy
+    podGroupPolicy: PodGroupPolicy
+    template: Required[Annotated[JobSetTemplateSpec, MinProperties(1)]]
+
+
+class TrainingRuntime(TypedDict, total=False):
+    apiVersion: str
+    kind: str
+    metadata: ObjectMeta
+    spec: Annotated[TrainingRuntimeSpec, MinProperties(1)]
+
+
+# Same shape, cluster-scoped.
+ClusterTrainingRuntime = TrainingRuntime
+
+# ============================================================================================
+# TrainJob
+# ============================================================================================
+
+
+class RuntimeRef(TypedDict, total=False):
+    name: Required[Annotated[str, MinLength(1), MaxLength(253)]]
+    apiGroup: Annotated[str, Default("trainer.kubeflow.org"), MaxLength(253)]
+    kind: Annotated[str, Default("ClusterTrainingRuntime"), MaxLength(253)]
+
+
+_StorageUri = Annotated[
+    str,
+    MaxLength(2048),
+    Rule(
+        "self == '' || self.matches('^[A-Za-z][A-Za-z0-9+.-]*://.+$')",
+        "storageUri may be empty, or it must be a valid URI (scheme://...)",
+    ),
+]
+
+
+class DatasetInitializer(TypedDict, total=False):
+    storageUri: _StorageUri
+    env: _EnvList
+    secretRef: LocalObjectReference
+
+
+class ModelInitializer(TypedDict, total=False):
+    storageUri: _StorageUri
+    env: _EnvList
+    secretRef: LocalObjectReference
+
+
+class Initializer(TypedDict, total=False):
+    dataset: DatasetInitializer
+    model: ModelInitializer
+
+
+_Strings = Annotated[list[Annotated[str, MaxLength(1048576)]], ListType("atomic"), MaxItems(128)]
+
+
+class Trainer(TypedDict, total=False):
+    image: Annotated[str, MaxLength(500)]
+    command: _Strings
+    args: _Strings
+    env: _EnvList
+    numNodes: Int32
+    resourcesPerNode: ResourceRequirements
+    numProcPerNode: Int32
+
+
+class ContainerPatch(TypedDict, total=False):
+    name: Required[Annotated[str, MinLength(1), MaxLength(253)]]
+    env: _EnvList
+    # Keyed by name here (core/v1 keys container volumeMounts by mountPath).
+    volumeMounts: Annotated[list[_VolumeMount], ListMap("name"), MaxItems(128)]
+    securityContext: _SecurityContext
+
+
+_ContainerPatches = Annotated[list[ContainerPatch], ListMap("name"), MaxItems(64), _IMMUTABLE]
+
+
+class PodSpecPatch(TypedDict, total=False):
+    serviceAccountName: Annotated[str, MaxLength(253), _IMMUTABLE]
+    volumes: Annotated[list[Volume], ListMap("name"), MaxItems(128), _IMMUTABLE]
+    initContainers: _ContainerPatches
+    containers: _ContainerPatches
+    imagePullSecrets: Annotated[
+        list[LocalObjectReference], ListMap("name"), MaxItems(64), _IMMUTABLE
+    ]
+    securityContext: Annotated[_PodSecurityContext, _IMMUTABLE]
+    nodeSelector: dict[str, str]
+    affinity: _Affinity
+    tolerations: Annotated[list[_Toleration], ListType("atomic"), MaxItems(128)]
+    schedulingGates: Annotated[list[_SchedulingGate], ListMap("name"), MaxItems(16)]
+    terminationGracePeriodSeconds: Annotated[Int64, Minimum(0), _IMMUTABLE]
+
+
+class PodTemplatePatch(TypedDict, total=False):
+    metadata: _Meta
+    spec: PodSpecPatch
+
+
+class JobTemplateSpecPatch(TypedDict, total=False):
+    template: PodTemplatePatch
+
+
+class JobTemplatePatch(TypedDict, total=False):
+    metadata: _Meta
+    spec: JobTemplateSpecPatch
+
+
+class ReplicatedJobPatch(TypedDict, total=False):
+    name: Required[Annotated[str, MinLength(1), MaxLength(253)]]
+    template: JobTemplatePatch
+
+
+class JobSetSpecPatch(TypedDict, total=False):
+    replicatedJobs: Annotated[list[ReplicatedJobPatch], ListMap("name"), MaxItems(100)]
+
+
+class JobSetTemplatePatch(TypedDict, total=False):
+    metadata: _Meta
+    spec: JobSetSpecPatch
+
+
+class TrainingRuntimeSpecPatch(TypedDict, total=False):
+    template: JobSetTemplatePatch
+
+
+class RuntimePatch(TypedDict, total=False):
+    manager: Required[Annotated[str, MinLength(1), MaxLength(253), _IMMUTABLE]]
+    time: Time
+    trainingRuntimeSpec: TrainingRuntimeSpecPatch
+
+
+class TrainJobSpec(TypedDict, total=False):
+    runtimeRef: Required[Annotated[RuntimeRef, _IMMUTABLE]]
+    initializer: Annotated[Initializer, _IMMUTABLE]
+    trainer: Annotated[Trainer, _IMMUTABLE]
+    runtimePatches: Annotated[list[RuntimePatch], ListMap("manager"), MaxItems(16)]
+    suspend: Annotated[bool, Default(False)]
+    managedBy: Annotated[
+        str,
+        Default("trainer.kubeflow.org/trainjob-controller"),
+        MaxLength(253),
+        Rule(
+            "self in ['trainer.kubeflow.org/trainjob-controller', 'kueue.x-k8s.io/multikueue']",
+            "ManagedBy must be trainer.kubeflow.org/trainjob-controller or "
+            "kueue.x-k8s.io/multikueue if set",
+        ),
+        _IMMUTABLE,
+    ]
+    activeDeadlineSeconds: Annotated[Int64, Minimum(1), _IMMUTABLE]
+
+
+class JobStatus(TypedDict, total=False):
+    name: Required[Annotated[str, MinLength(1), MaxLength(253)]]
+    ready: Required[Annotated[Int32, Minimum(0)]]
+    succeeded: Required[Annotated[Int32, Minimum(0)]]
+    failed: Required[Annotated[Int32, Minimum(0)]]
+    active: Required[Annotated[Int32, Minimum(0)]]
+    suspended: Required[Annotated[Int32, Minimum(0)]]
+
+
+class Metric(TypedDict, total=False):
+    name: Required[Annotated[str, MinLength(1), MaxLength(64)]]
+    value: Required[Annotated[str, MinLength(1), MaxLength(64)]]
+
+
+class TrainerStatus(TypedDict, total=False):
+    progressPercentage: Annotated[Int32, Minimum(0), Maximum(100)]
+    estimatedRemainingSeconds: Annotated[Int32, Minimum(0)]
+    metrics: Annotated[list[Metric], ListType("atomic"), MaxItems(256)]
+    lastUpdatedTime: Time
+
+
+class TrainJobStatus(TypedDict, total=False):
+    conditions: Annotated[list[Condition], ListMap("type"), MaxItems(8)]
+    jobsStatus: Annotated[list[JobStatus], ListMap("name"), MaxItems(100)]
+    trainerStatus: Annotated[
+        TrainerStatus,
+        Rule(
+            "has(self.lastUpdatedTime)", "lastUpdatedTime is required when trainerStatus is present"
+        ),
+    ]
+
+
+class TrainJob(TypedDict, total=False):
+    apiVersion: str
+    kind: str
+    metadata: ObjectMeta
+    spec: TrainJobSpec
+    status: Annotated[TrainJobStatus, MinProperties(1)]
+
+
+# Object-level CEL rules of each kind (the generator puts them on the schema root).
+ROOT_RULES: dict[str, tuple[Rule, ...]] = {
+    "TrainJob": (
+        Rule(
+            "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+            "metadata.name must match RFC 1035 DNS label format",
+        ),
+        Rule("size(self.metadata.name) <= 63", "metadata.name must be no more than 63 characters"),
+    ),
+}
