@@ -1,0 +1,198 @@
+"""Informers: list, then watch from the list's resourceVersion, into an in-memory cache.
+
+The cache is what reconcilers read, so a reconcile costs no API call for the objects it only
+looks at. Watches end for ordinary reasons (server timeout, restart, network); the informer
+re-watches from the last resourceVersion it saw, and lists again only when the server says that
+version is gone (410) — after a relist, objects missing from the new list are reported as
+deleted, so handlers see every disappearance even when the DELETED event itself was lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import httpx2
+
+from kubetrain.api.types import Obj
+from kubetrain.controller.kube import ApiError, KubeClient
+from kubetrain.controller.resources import Kind
+
+__all__ = ["Backoff", "EventHandler", "Informer", "object_key"]
+
+log = logging.getLogger(__name__)
+
+
+# Called with ("ADDED" | "MODIFIED" | "DELETED", object); DELETED carries the last known state.
+EventHandler = Callable[[str, Obj], None]
+
+
+def object_key(obj: Obj) -> tuple[str, str]:
+    """``(namespace, name)``; the namespace is "" for cluster-scoped objects."""
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+@dataclass(slots=True)
+class Backoff:
+    """Exponential delay with jitter for reconnecting; reset after a healthy watch."""
+
+    initial: float = 0.2
+    maximum: float = 30.0
+    attempt: int = 0
+
+    def next(self) -> float:
+        delay = min(self.maximum, self.initial * (2**self.attempt))
+        self.attempt += 1
+        return float(delay * random.uniform(0.8, 1.2))
+
+    def reset(self) -> None:
+        self.attempt = 0
+
+
+class Informer:
+    """One kind (optionally one namespace), cached and watched; handlers run on the event loop."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        kind: Kind,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        watch_timeout: int = 300,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self.kind = kind
+        self._client = client
+        self._namespace = namespace if kind.namespaced else None
+        self._selector = label_selector
+        self._watch_timeout = watch_timeout
+        self._backoff = backoff or Backoff()
+        self._store: dict[tuple[str, str], Obj] = {}
+        self._handlers: list[EventHandler] = []
+        self._rv: str | None = None
+        self.synced = asyncio.Event()
+        # Counters that tests and metrics read: how often the informer listed and (re)watched.
+        self.lists = 0
+        self.watches = 0
+
+    def add_handler(self, handler: EventHandler) -> None:
+        self._handlers.append(handler)
+
+    def get(self, name: str, namespace: str = "") -> Obj | None:
+        return self._store.get((namespace if self.kind.namespaced else "", name))
+
+    def observe(self, obj: Obj) -> None:
+        """Take an object the controller just wrote, so the next reconcile does not act on the
+        older cached copy before the watch delivers it (no handlers run; the watch event will)."""
+        key = object_key(obj)
+        cached = self._store.get(key)
+        if cached is None or _newer(obj, cached):
+            self._store[key] = obj
+
+    def forget(self, obj: Obj) -> None:
+        """Drop an object the controller just deleted (its DELETED event will follow)."""
+        self._store.pop(object_key(obj), None)
+
+    def items(self) -> Iterator[Obj]:
+        return iter(list(self._store.values()))
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    async def run(self) -> None:
+        """List and watch until cancelled; never returns otherwise."""
+        while True:
+            try:
+                if self._rv is None:
+                    await self._relist()
+                await self._watch_once()
+                self._backoff.reset()
+            except asyncio.CancelledError:
+                raise
+            except ApiError as err:
+                if err.gone:
+                    log.info(
+                        "%s: resourceVersion %s expired, listing again", self.kind.kind, self._rv
+                    )
+                    self._rv = None
+                    continue
+                await self._pause(err)
+            except (httpx2.HTTPError, OSError, ValueError) as err:
+                await self._pause(err)
+
+    async def _pause(self, err: BaseException) -> None:
+        delay = self._backoff.next()
+        log.warning("%s informer: %s; retrying in %.1fs", self.kind.kind, err, delay)
+        await asyncio.sleep(delay)
+
+    async def _relist(self) -> None:
+        items, rv = await self._client.list(
+            self.kind.api_version,
+            self.kind.plural,
+            namespace=self._namespace,
+            label_selector=self._selector,
+        )
+        self.lists += 1
+        fresh = {object_key(o): o for o in items}
+        gone = [o for k, o in self._store.items() if k not in fresh]
+        old = self._store
+        self._store = fresh
+        self._rv = rv or None
+        for obj in gone:
+            self._notify("DELETED", obj)
+        for key, obj in fresh.items():
+            previous = old.get(key)
+            if previous is None:
+                self._notify("ADDED", obj)
+            elif _rv_of(previous) != _rv_of(obj):
+                self._notify("MODIFIED", obj)
+        self.synced.set()
+
+    async def _watch_once(self) -> None:
+        self.watches += 1
+        async for event_type, obj in self._client.watch(
+            self.kind.api_version,
+            self.kind.plural,
+            namespace=self._namespace,
+            resource_version=self._rv,
+            label_selector=self._selector,
+            timeout_seconds=self._watch_timeout,
+        ):
+            rv = _rv_of(obj)
+            if event_type == "BOOKMARK":
+                self._rv = rv or self._rv
+                continue
+            key = object_key(obj)
+            if event_type == "DELETED":
+                self._store.pop(key, None)
+            elif event_type in ("ADDED", "MODIFIED"):
+                self._store[key] = obj
+            else:
+                continue
+            if rv:
+                self._rv = rv
+            self._notify(event_type, obj)
+
+    def _notify(self, event_type: str, obj: Obj) -> None:
+        for handler in self._handlers:
+            try:
+                handler(event_type, obj)
+            except Exception:  # a handler bug must not stop the watch for everyone else
+                log.exception("%s handler failed", self.kind.kind)
+
+
+def _rv_of(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _newer(a: Obj, b: Obj) -> bool:
+    # resourceVersions are opaque, but every server we talk to uses integers; if not, trust `a`.
+    ra, rb = _rv_of(a), _rv_of(b)
+    if ra.isdigit() and rb.isdigit():
+        return int(ra) > int(rb)
+    return True
