@@ -1,0 +1,135 @@
+"""Small helpers that edit JSON-like Kubernetes objects in place.
+
+Upstream's plugins merge env vars, ports, volumes and mounts with one rule: *replace the entry
+with the same key where it is, append otherwise*. The position matters because rendered output
+is compared byte for byte, so every plugin goes through these helpers instead of writing lists
+by hand. Keys: env vars by ``name``, ports by ``containerPort`` *or* ``name``, volumes by
+``name``, volume mounts by ``mountPath``.
+
+``tree_copy`` is a fast copy for JSON trees (dict/list/scalars); ``copy.deepcopy`` is an order of
+magnitude slower and rendering copies the runtime on every call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+__all__ = [
+    "Obj",
+    "child_list",
+    "child_obj",
+    "env_field_ref",
+    "env_value",
+    "find_container",
+    "find_named",
+    "tree_copy",
+    "upsert_env",
+    "upsert_port",
+    "upsert_volume",
+    "upsert_volume_mount",
+]
+
+# TODO(H1): switch to kubetrain.api.Obj once the api package exports it; same definition.
+Obj = dict[str, Any]
+
+
+def tree_copy(value: Any) -> Any:
+    """Copy a JSON tree (dicts, lists, scalars). Tuples become lists, like a JSON round trip."""
+    if isinstance(value, dict):
+        return {
+            k: tree_copy(v) if isinstance(v, dict | list | tuple) else v for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [tree_copy(v) if isinstance(v, dict | list | tuple) else v for v in value]
+    return value
+
+
+def child_obj(parent: Obj, key: str) -> Obj:
+    """``parent[key]`` as a dict, created (and stored) when absent or null."""
+    value = parent.get(key)
+    if not isinstance(value, dict):
+        value = {}
+        parent[key] = value
+    return value
+
+
+def child_list(parent: Obj, key: str) -> list[Any]:
+    """``parent[key]`` as a list, created (and stored) when absent or null."""
+    value = parent.get(key)
+    if not isinstance(value, list):
+        value = []
+        parent[key] = value
+    return value
+
+
+def find_named(items: Any, name: str) -> Obj | None:
+    """The first dict in ``items`` whose ``name`` is ``name`` (tolerates junk entries)."""
+    if isinstance(items, list):
+        for item in items:
+            if isinstance(item, dict) and item.get("name") == name:
+                return item
+    return None
+
+
+def find_container(pod_spec: Any, name: str, *, init: bool = False) -> Obj | None:
+    """Container ``name`` of a pod spec; with ``init=True`` init containers are searched after."""
+    if not isinstance(pod_spec, dict):
+        return None
+    found = find_named(pod_spec.get("containers"), name)
+    if found is None and init:
+        found = find_named(pod_spec.get("initContainers"), name)
+    return found
+
+
+def _upsert(items: list[Any], new: Iterable[Obj], same: Callable[[Any, Obj], bool]) -> None:
+    for item in new:
+        for i, existing in enumerate(items):
+            if isinstance(existing, dict) and same(existing, item):
+                items[i] = item
+                break
+        else:
+            items.append(item)
+
+
+def _same_name(a: Obj, b: Obj) -> bool:
+    return a.get("name") == b.get("name")
+
+
+def _same_port(a: Obj, b: Obj) -> bool:
+    # Upstream compares pointers-to-values: two absent names are "equal" (both nil) too.
+    return a.get("containerPort") == b.get("containerPort") or a.get("name") == b.get("name")
+
+
+def _same_mount_path(a: Obj, b: Obj) -> bool:
+    return a.get("mountPath") == b.get("mountPath")
+
+
+def upsert_env(container: Obj, *env: Obj) -> None:
+    """Upsert env vars into ``container["env"]`` by name, in order."""
+    _upsert(child_list(container, "env"), env, _same_name)
+
+
+def upsert_port(container: Obj, *ports: Obj) -> None:
+    """Upsert ports into ``container["ports"]`` by containerPort or name."""
+    _upsert(child_list(container, "ports"), ports, _same_port)
+
+
+def upsert_volume_mount(container: Obj, *mounts: Obj) -> None:
+    """Upsert volume mounts into ``container["volumeMounts"]`` by mountPath."""
+    _upsert(child_list(container, "volumeMounts"), mounts, _same_mount_path)
+
+
+def upsert_volume(pod_spec: Obj, *volumes: Obj) -> None:
+    """Upsert volumes into ``pod_spec["volumes"]`` by name."""
+    _upsert(child_list(pod_spec, "volumes"), volumes, _same_name)
+
+
+def env_value(name: str, value: str) -> Obj:
+    """``{name, value}``; Kubernetes env values are always strings."""
+    return {"name": name, "value": value}
+
+
+def env_field_ref(name: str, field_path: str) -> Obj:
+    """An env var from the downward API, e.g. the job-completion-index annotation."""
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": field_path}}}
