@@ -1,0 +1,168 @@
+"""Virtual batch/v1 Jobs, derived from the pods that exist.
+
+The executor stores no Job objects: every fact a Job's status holds can be read back from its
+pods, because terminal pods stay in the API until their Job is deleted (as on a cluster) and a
+failed Job always moves its JobSet to a new restart attempt or to Failed in the same reconcile,
+which the JobSet status records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .labels import (
+    BACKOFF_LIMIT_EXCEEDED_MESSAGE,
+    BACKOFF_LIMIT_EXCEEDED_REASON,
+    JOB_COMPLETION_INDEX,
+    JOB_INDEX,
+    REPLICATED_JOB_NAME,
+    RESTART_ATTEMPT,
+)
+from .spec import ReplicatedJob
+
+__all__ = [
+    "JobView",
+    "container_restarts",
+    "is_deleting",
+    "is_ready",
+    "is_terminal",
+    "job_name",
+    "last_finished_at",
+    "pod_attempt",
+    "pod_completion_index",
+    "pod_job_index",
+    "pod_phase",
+    "pod_rjob",
+]
+
+
+def job_name(jobset: str, rjob: str, index: int) -> str:
+    """``<jobset>-<replicatedJob>-<jobIndex>``, as JobSet names its child Jobs."""
+    return f"{jobset}-{rjob}-{index}"
+
+
+def _labels(pod: dict[str, Any]) -> dict[str, str]:
+    return dict((pod.get("metadata") or {}).get("labels") or {})
+
+
+def _int_label(pod: dict[str, Any], key: str) -> int:
+    try:
+        return int(_labels(pod).get(key, "-1"))
+    except ValueError:
+        return -1
+
+
+def pod_rjob(pod: dict[str, Any]) -> str:
+    return _labels(pod).get(REPLICATED_JOB_NAME, "")
+
+
+def pod_job_index(pod: dict[str, Any]) -> int:
+    return _int_label(pod, JOB_INDEX)
+
+
+def pod_attempt(pod: dict[str, Any]) -> int:
+    return _int_label(pod, RESTART_ATTEMPT)
+
+
+def pod_completion_index(pod: dict[str, Any]) -> int:
+    return _int_label(pod, JOB_COMPLETION_INDEX)
+
+
+def pod_phase(pod: dict[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("phase") or "Pending")
+
+
+def is_terminal(pod: dict[str, Any]) -> bool:
+    return pod_phase(pod) in ("Succeeded", "Failed")
+
+
+def is_deleting(pod: dict[str, Any]) -> bool:
+    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def is_ready(pod: dict[str, Any]) -> bool:
+    for cond in (pod.get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Ready":
+            return bool(cond.get("status") == "True")
+    return False
+
+
+def container_restarts(pod: dict[str, Any]) -> int:
+    status = pod.get("status") or {}
+    statuses = [
+        *(status.get("initContainerStatuses") or []),
+        *(status.get("containerStatuses") or []),
+    ]
+    return sum(int(s.get("restartCount") or 0) for s in statuses)
+
+
+def last_finished_at(pod: dict[str, Any]) -> str:
+    """The latest ``finishedAt`` of the pod's terminated containers ('' when none)."""
+    times = [
+        str(((s.get("state") or {}).get("terminated") or {}).get("finishedAt") or "")
+        for s in (pod.get("status") or {}).get("containerStatuses") or []
+    ]
+    return max(times, default="")
+
+
+@dataclass
+class JobView:
+    """One Indexed Job of the current restart attempt, with the status its pods imply."""
+
+    name: str
+    rjob: ReplicatedJob
+    index: int
+    pods: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def live_pods(self) -> list[dict[str, Any]]:
+        """Pods the Job counts as active: not terminal and not being deleted."""
+        return [p for p in self.pods if not is_terminal(p) and not is_deleting(p)]
+
+    @property
+    def succeeded_indexes(self) -> set[int]:
+        return {pod_completion_index(p) for p in self.pods if pod_phase(p) == "Succeeded"}
+
+    @property
+    def succeeded(self) -> int:
+        return len(self.succeeded_indexes & set(range(self.rjob.completions)))
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for p in self.pods if pod_phase(p) == "Failed")
+
+    @property
+    def active(self) -> int:
+        return len(self.live_pods)
+
+    @property
+    def ready(self) -> int:
+        return sum(1 for p in self.live_pods if is_ready(p))
+
+    def failure(self) -> tuple[str, str] | None:
+        """(reason, message) when the Job has failed, else None.
+
+        The Job controller's two backoff rules: more failed pods than ``backoffLimit``; or, with
+        ``restartPolicy: OnFailure``, container restarts of live pods reaching it (any restart
+        when the limit is 0).
+        """
+        limit = self.rjob.backoff_limit
+        if self.failed > limit:
+            return BACKOFF_LIMIT_EXCEEDED_REASON, BACKOFF_LIMIT_EXCEEDED_MESSAGE
+        if self.rjob.restart_policy == "OnFailure":
+            restarts = sum(container_restarts(p) for p in self.live_pods)
+            if (limit == 0 and restarts > 0) or (limit > 0 and restarts >= limit):
+                return BACKOFF_LIMIT_EXCEEDED_REASON, BACKOFF_LIMIT_EXCEEDED_MESSAGE
+        return None
+
+    @property
+    def complete(self) -> bool:
+        return self.failure() is None and self.succeeded >= self.rjob.completions
+
+    @property
+    def finished(self) -> bool:
+        return self.complete or self.failure() is not None
+
+    def failure_time(self) -> str:
+        return max((last_finished_at(p) for p in self.pods if pod_phase(p) == "Failed"), default="")
