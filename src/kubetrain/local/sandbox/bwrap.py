@@ -1,0 +1,158 @@
+"""The bubblewrap command line for one container.
+
+Filesystem, in the order bwrap applies it:
+
+1. a tmpfs root; every top-level host entry bound read-only (symlinks recreated), except
+   ``/proc`` (fresh, for the new PID namespace), ``/dev`` (bwrap's minimal one, plus any GPU
+   device nodes), and ``/tmp`` and ``/run`` (private tmpfs, as in a container);
+2. directories that must gain a mount point that does not exist on the host (``/home`` for
+   ``/home/mpiuser/.ssh``, ``/etc`` for ``/etc/mpi``) are *split*: a tmpfs at that place with
+   each host child bound back in, so bwrap can create the missing directory on the tmpfs
+   while the host stays untouched;
+3. volumes at their mount paths, parents before children, and the generated
+   ``/etc/hosts`` and ``/etc/hostname``.
+
+Mount paths are resolved through host symlinks first (``/var/run`` → ``/run``): bwrap
+creates mount points under its new root, where an absolute symlink would point back to the
+host.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path, PurePosixPath
+
+from .volumes import Mount
+
+__all__ = ["DEFAULT_CAPS", "PRIVATE_TMPFS", "bwrap_argv", "canonical_target"]
+
+# Fresh, writable, per-sandbox directories, as a container has them.
+PRIVATE_TMPFS = ("/tmp", "/run")
+_SPECIAL = {"/proc", "/dev", *PRIVATE_TMPFS}
+
+# The capabilities a container runtime grants by default. Only matters when bwrap runs as
+# real root, where it would otherwise keep every capability and the workload could remount
+# the read-only host.
+DEFAULT_CAPS = (
+    "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETGID",
+    "CAP_SETUID", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE", "CAP_NET_RAW", "CAP_SYS_CHROOT",
+    "CAP_MKNOD", "CAP_AUDIT_WRITE", "CAP_SETFCAP",
+)  # fmt: skip
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def canonical_target(target: str) -> str:
+    """``target`` with host symlinks resolved in the part that exists on the host.
+
+    Resolution stops at the private tmpfs directories: what lies below them on the host is
+    not what the sandbox sees.
+    """
+    parts = PurePosixPath(os.path.normpath(target)).parts[1:]
+    current = "/"
+    for i, part in enumerate(parts):
+        nxt = os.path.join(current, part)
+        if nxt in _SPECIAL or not os.path.lexists(nxt):
+            return os.path.join(nxt, *parts[i + 1 :])
+        current = os.path.realpath(nxt)
+        if any(_under(current, s) for s in _SPECIAL):
+            return os.path.join(current, *parts[i + 1 :])
+    return current
+
+
+def _splits(targets: Sequence[str]) -> set[str]:
+    """Host directories that must become writable so missing mount points can be made."""
+    out: set[str] = set()
+    for t in targets:
+        if os.path.lexists(t) or any(_under(t, s) for s in _SPECIAL):
+            continue
+        # Inside another mount: bwrap creates the point in that volume, as a runtime would.
+        if any(o != t and _under(t, o) for o in targets):
+            continue
+        parent = os.path.dirname(t)
+        while not os.path.lexists(parent):
+            parent = os.path.dirname(parent)
+        if parent != "/":
+            out.add(parent)
+    return out
+
+
+def _bind_children(
+    directory: str, splits: set[str], skip: set[str], args: list[str], done: set[str]
+) -> None:
+    """Bind ``directory``'s host children read-only into the sandbox (recreating symlinks)."""
+    done.add(directory)
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(directory, name)
+        if path in skip or path in _SPECIAL:
+            continue
+        if path in splits:
+            args += ["--tmpfs", path]
+            _bind_children(path, splits, skip, args, done)
+        elif os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        else:
+            args += ["--ro-bind", path, path]
+
+
+def _gpu_devices() -> list[str]:
+    try:
+        names = os.listdir("/dev")
+    except OSError:
+        return []
+    devs = [f"/dev/{n}" for n in sorted(names) if n.startswith("nvidia")]
+    if os.path.isdir("/dev/dri"):
+        devs.append("/dev/dri")
+    return devs
+
+
+def bwrap_argv(
+    bwrap: str,
+    *,
+    hostname: str,
+    mounts: Iterable[Mount],
+    workdir: str,
+    command: Sequence[str],
+    status_fd: int | None = None,
+    die_with_parent: bool = False,
+) -> list[str]:
+    """The full argv: ``bwrap <options> -- <command...>``."""
+    binds = [(m, canonical_target(m.target)) for m in mounts]
+    # Resolv.conf that points into a private tmpfs (systemd-resolved) would dangle.
+    resolv = os.path.realpath("/etc/resolv.conf")
+    if any(_under(resolv, s) for s in PRIVATE_TMPFS) and os.path.isfile(resolv):
+        binds.append((Mount(Path(resolv), resolv, True), resolv))
+    targets = [t for _, t in binds]
+    splits = _splits(targets)
+    args = [bwrap]
+    done: set[str] = set()
+    _bind_children("/", splits, set(targets), args, done)
+    # Splits below a directory that was bound whole go on top of that bind, shallowest first.
+    for split in sorted(splits - done, key=lambda s: len(PurePosixPath(s).parts)):
+        if split not in done:
+            args += ["--tmpfs", split]
+            _bind_children(split, splits, set(targets), args, done)
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    for dev in _gpu_devices():
+        args += ["--dev-bind-try", dev, dev]
+    for tmp in PRIVATE_TMPFS:
+        args += ["--tmpfs", tmp]
+    for mount, target in sorted(binds, key=lambda b: len(PurePosixPath(b[1]).parts)):
+        args += ["--ro-bind" if mount.read_only else "--bind", str(mount.source), target]
+    args += ["--unshare-pid", "--unshare-uts", "--hostname", hostname, "--chdir", workdir]
+    if os.geteuid() == 0:
+        args += ["--cap-drop", "ALL"]
+        for cap in DEFAULT_CAPS:
+            args += ["--cap-add", cap]
+    if die_with_parent:
+        args.append("--die-with-parent")
+    if status_fd is not None:
+        args += ["--json-status-fd", str(status_fd)]
+    return [*args, "--", *command]

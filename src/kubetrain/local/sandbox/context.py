@@ -1,0 +1,114 @@
+"""What the caller tells the sandbox about one pod: directories, addresses, data, images.
+
+The executor owns the JobSet: it knows every pod's DNS name and address, the ConfigMaps and
+Secrets the pod refers to, and where ``KUBETRAIN_HOME`` lives. It hands that over once, as a
+`SandboxContext`, so the sandbox itself never talks to the API server.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+__all__ = [
+    "DEFAULT_PATH",
+    "ImageEnv",
+    "ImageMap",
+    "SandboxContext",
+    "SandboxMode",
+    "current_image_env",
+]
+
+SandboxMode = Literal["bwrap", "plain"]
+
+# The PATH a Debian-based image would have; the image's own bin/ goes in front of it.
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+@dataclass(frozen=True)
+class ImageEnv:
+    """A local stand-in for a container image.
+
+    ``prefix`` is a venv or installation prefix whose ``bin/`` goes first on PATH. Images have
+    no entrypoint locally unless one is named here; ``workdir`` plays the image's WORKDIR.
+    """
+
+    prefix: Path
+    workdir: str = "/"
+    entrypoint: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def is_venv(self) -> bool:
+        return (self.prefix / "pyvenv.cfg").is_file()
+
+    def path(self) -> str:
+        return f"{self.prefix / 'bin'}:{DEFAULT_PATH}"
+
+
+def current_image_env() -> ImageEnv:
+    """The environment of the interpreter running kubetrain: the default for every image."""
+    return ImageEnv(prefix=Path(sys.prefix))
+
+
+@dataclass(frozen=True)
+class ImageMap:
+    """Image reference → local environment.
+
+    Keys are exact references or ``fnmatch`` patterns (``pytorch/pytorch:*``), tried in order
+    after an exact match; anything unmatched runs in ``default``.
+    """
+
+    images: Mapping[str, ImageEnv] = field(default_factory=dict)
+    default: ImageEnv = field(default_factory=current_image_env)
+
+    def resolve(self, image: str | None) -> ImageEnv:
+        if not image:
+            return self.default
+        if image in self.images:
+            return self.images[image]
+        for pattern, env in self.images.items():
+            if fnmatch.fnmatchcase(image, pattern):
+                return env
+        return self.default
+
+
+@dataclass(frozen=True)
+class SandboxContext:
+    """Everything one pod needs from outside itself.
+
+    - ``pod_dir``: per-pod working dir under KUBETRAIN_HOME (volumes, state, generated files).
+    - ``log_dir``: logs go to ``<log_dir>/<namespace>/<pod>/<container>.log``.
+    - ``pod_ip``: this pod's own loopback address (127.x.y.z).
+    - ``hosts``: every pod DNS name of the JobSet → its address (see `hosts.pod_dns_names`).
+    - ``claims_dir``: PVC ``c`` in namespace ``ns`` lives at ``<claims_dir>/<ns>/<c>``; it
+      outlives the pod. Defaults to ``<pod_dir>/../claims``.
+    - ``config_maps`` / ``secrets``: name → data (secrets already base64-decoded).
+    - ``tokens``: audience → service-account token text for projected token sources; the key
+      ``""`` serves sources without an audience.
+    - ``mode``: force ``"bwrap"`` or ``"plain"``; ``None`` picks what `sandbox_mode` reports.
+    - ``die_with_parent``: pass bwrap's ``--die-with-parent``. Off by default because it ties
+      every pod to the daemon's life: a restarted daemon could then never adopt a pod.
+    """
+
+    pod_dir: Path
+    log_dir: Path
+    pod_ip: str
+    hosts: Mapping[str, str] = field(default_factory=dict)
+    claims_dir: Path | None = None
+    config_maps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    secrets: Mapping[str, Mapping[str, bytes | str]] = field(default_factory=dict)
+    tokens: Mapping[str, str] = field(default_factory=dict)
+    images: ImageMap = field(default_factory=ImageMap)
+    node_name: str = "kubetrain-local"
+    host_ip: str = "127.0.0.1"
+    mode: SandboxMode | None = None
+    die_with_parent: bool = False
+
+    def claim_path(self, namespace: str, claim: str) -> Path:
+        root = self.claims_dir if self.claims_dir is not None else self.pod_dir.parent / "claims"
+        return root / namespace / claim

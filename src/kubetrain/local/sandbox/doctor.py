@@ -1,0 +1,61 @@
+"""What ``kubetrain doctor`` says about running pods here, as plain data for the CLI."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+
+from .context import ImageMap
+from .mode import sandbox_mode, userns_status
+
+__all__ = ["SandboxDoctor", "doctor_report"]
+
+# Tools the default runtimes' commands call; torchrun comes from the image's environment.
+_TOOLS = ("torchrun", "mpirun", "ssh", "sshd")
+
+
+@dataclass(frozen=True)
+class SandboxDoctor:
+    mode: str
+    reason: str
+    bwrap: str | None
+    bwrap_version: str | None
+    user_namespaces: bool
+    user_namespaces_detail: str
+    running_as_root: bool
+    images: dict[str, str]  # image pattern (or "*" for the default) → environment prefix
+    tools: dict[str, str | None]  # tool → path, None when missing
+    missing: list[str] = field(default_factory=list)
+    limitations: list[str] = field(default_factory=list)
+
+
+def doctor_report(images: ImageMap | None = None) -> SandboxDoctor:
+    images = images or ImageMap()
+    report = sandbox_mode()
+    userns, userns_detail = userns_status()
+    mapping = {pattern: str(env.prefix) for pattern, env in images.images.items()}
+    mapping["*"] = str(images.default.prefix)
+    path = images.default.path()
+    tools = {t: shutil.which(t, path=path) for t in _TOOLS}
+    missing = [t for t, where in tools.items() if where is None]
+    limitations = []
+    if report.mode == "plain":
+        limitations += [
+            "pods share the host's hostname; peers' DNS names do not resolve, so env values "
+            "naming a peer pod are rewritten to its loopback address (names inside scripts are not)",
+            "volumes are not mounted at their mountPath: only hostPath volumes mounted at their "
+            "own host path are visible",
+            "no PID namespace: processes that leave the container's process tree and group "
+            "cannot be found on terminate",
+        ]
+    limitations.append(
+        "pods share the host network namespace: two pods binding the same port on all "
+        "interfaces (e.g. two torch jobs' rendezvous on 29500) collide"
+    )
+    return SandboxDoctor(
+        mode=report.mode, reason=report.reason, bwrap=report.bwrap,
+        bwrap_version=report.bwrap_version, user_namespaces=userns,
+        user_namespaces_detail=userns_detail, running_as_root=os.geteuid() == 0,
+        images=mapping, tools=tools, missing=missing, limitations=limitations,
+    )  # fmt: skip

@@ -1,0 +1,63 @@
+"""Pod DNS names, loopback addresses and the generated /etc/hosts.
+
+Every pod gets its own address in 127.0.0.0/8 (all of it is loopback on Linux), so two pods
+can both listen on port 29500 of their own address and name each other as on a cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+__all__ = ["hosts_file", "loopback_address", "pod_dns_names"]
+
+CLUSTER_DOMAIN = "cluster.local"
+
+
+def pod_dns_names(hostname: str, subdomain: str | None, namespace: str) -> list[str]:
+    """The names a cluster DNS answers for a pod behind a headless Service, shortest first."""
+    if not subdomain:
+        return [hostname]
+    svc = f"{hostname}.{subdomain}.{namespace}.svc"
+    return [hostname, f"{hostname}.{subdomain}", svc, f"{svc}.{CLUSTER_DOMAIN}"]
+
+
+def loopback_address(index: int) -> str:
+    """The ``index``-th pod address: 127.0.0.2, 127.0.0.3, … (127.0.0.1 stays the host's).
+
+    Host bytes 0 and 255 are skipped in each /24 so no address looks like a network or
+    broadcast address to tools that still care.
+    """
+    if index < 0:
+        raise ValueError("index must be >= 0")
+    per_block = 254
+    block, offset = divmod(index + 1, per_block)
+    if block >= 256 * 256:
+        raise ValueError("out of loopback addresses")
+    return f"127.{block // 256}.{block % 256}.{offset + 1}"
+
+
+def hosts_file(hosts: Mapping[str, str], own: Iterable[str] = (), own_ip: str | None = None) -> str:
+    """``/etc/hosts`` text: localhost lines, then one line per address with all its names.
+
+    ``own`` names (the pod's hostname forms) are added for ``own_ip`` when the caller's map
+    lacks them, as the kubelet writes the pod's own entry.
+    """
+    by_ip: dict[str, list[str]] = {}
+    for name, ip in hosts.items():
+        by_ip.setdefault(ip, []).append(name)
+    if own_ip:
+        mine = by_ip.setdefault(own_ip, [])
+        for name in own:
+            if name not in mine:
+                mine.append(name)
+    lines = [
+        "# Kubernetes-style hosts file written by kubetrain.",
+        "127.0.0.1\tlocalhost",
+        "::1\tlocalhost ip6-localhost ip6-loopback",
+    ]
+    for ip, names in by_ip.items():
+        # Longest (fully qualified) name first, as the kubelet does, so reverse lookups of an
+        # address give its FQDN.
+        ordered = sorted(names, key=lambda n: (-n.count("."), n))
+        lines.append(f"{ip}\t{' '.join(ordered)}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,143 @@
+"""Turn one container of a Pod into what to exec: argv, environment, working dir, mounts.
+
+Pure apart from reading the host filesystem for the bwrap plan; nothing is started here.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .context import SandboxContext, SandboxMode
+from .envvars import expand, resolve_env
+from .errors import SandboxError
+from .volumes import Mount, container_mounts
+
+__all__ = ["Launch", "base_env", "find_container", "plan_launch", "pod_hostname"]
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Everything needed to start one container, before any sandbox wrapping."""
+
+    name: str
+    command: list[str]
+    env: dict[str, str]
+    workdir: str
+    hostname: str
+    mounts: list[Mount]
+    mode: SandboxMode
+    warnings: list[str] = field(default_factory=list)
+
+
+def pod_hostname(pod: Mapping[str, Any]) -> str:
+    """``spec.hostname``, else the pod name, cut to a DNS label as the kubelet does."""
+    spec = pod.get("spec") or {}
+    name = str(spec.get("hostname") or (pod.get("metadata") or {}).get("name") or "pod")
+    return name[:63].rstrip("-.")
+
+
+def find_container(pod: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    spec = pod.get("spec") or {}
+    for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+        if c.get("name") == name:
+            return dict(c)
+    raise SandboxError(f"pod has no container {name!r}")
+
+
+def _home() -> str:
+    if os.geteuid() == 0:
+        return "/root"
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_dir
+    except KeyError:
+        return "/"
+
+
+def base_env(hostname: str, image_path: str, image_env: Mapping[str, str]) -> dict[str, str]:
+    """What every container starts with before its own env: the image's, plus the kubelet's.
+
+    PYTHONUNBUFFERED is ours: logs go to a file, and Python would otherwise buffer them in
+    blocks, so ``kubectl logs -f`` would show nothing for minutes.
+    """
+    env = {"PATH": image_path, "HOME": _home(), "HOSTNAME": hostname, "PYTHONUNBUFFERED": "1"}
+    env.update(image_env)
+    return env
+
+
+def _rewrite_names(value: str, names: list[tuple[re.Pattern[str], str]]) -> str:
+    for pattern, ip in names:
+        value = pattern.sub(ip, value)
+    return value
+
+
+def _path_rewriter(mounts: list[Mount]) -> Callable[[str], str]:
+    """Replace mount paths by their host sources in one pass (a replacement is never
+    rewritten again); the longest target wins, so /workspace/output beats /workspace."""
+    targets = {m.target.rstrip("/") or "/": str(m.source) for m in mounts}
+    if not targets:
+        return lambda value: value
+    alternation = "|".join(re.escape(t) for t in sorted(targets, key=len, reverse=True))
+    pattern = re.compile(rf"(?<![\w./-])({alternation})(?=/|$|[^\w.-])")
+    return lambda value: pattern.sub(lambda m: targets[m.group(1)], value)
+
+
+def plan_launch(
+    pod: Mapping[str, Any],
+    container: Mapping[str, Any],
+    ctx: SandboxContext,
+    volumes: Mapping[str, Path],
+    mode: SandboxMode,
+) -> Launch:
+    """Resolve env, command and mounts for ``container`` as the kubelet would."""
+    name = str(container.get("name", ""))
+    hostname = pod_hostname(pod)
+    image = ctx.images.resolve(container.get("image"))
+    env = base_env(hostname, image.path(), image.env)
+    if image.is_venv:
+        env["VIRTUAL_ENV"] = str(image.prefix)
+    env.update(resolve_env(pod, container, ctx))
+    warnings: list[str] = []
+    if mode == "plain" and ctx.hosts:
+        # Without an /etc/hosts of its own the pod cannot resolve its peers' names, so
+        # values that name a peer (PET_MASTER_ADDR, JAX_COORDINATOR_ADDRESS=host:port, ...)
+        # get the peer's address instead. Names inside scripts are not rewritten.
+        names = [
+            (re.compile(rf"(?<![\w.-]){re.escape(n)}(?![\w-]|\.\w)"), ip)
+            for n, ip in sorted(ctx.hosts.items(), key=lambda kv: -len(kv[0]))
+        ]
+        env = {k: _rewrite_names(v, names) for k, v in env.items()}
+    command = [str(c) for c in container.get("command") or []] or list(image.entrypoint)
+    if not command:
+        raise SandboxError(
+            f"container {name!r} has no command: images are local Python environments here "
+            "and carry no entrypoint; set 'command' (or map the image to an entrypoint)",
+            reason="CreateContainerError",
+        )
+    args = [str(a) for a in container.get("args") or []]
+    argv = [expand(a, env) for a in [*command, *args]]
+    workdir = str(container.get("workingDir") or image.workdir)
+    mounts = container_mounts(pod, container, volumes)
+    if mode == "plain":
+        # No mount namespace: paths below a mountPath are rewritten to the volume's host
+        # directory wherever they appear as text in argv, env values and workingDir. A path
+        # the program builds itself still misses; `warnings` says so in the log.
+        rewrite = _path_rewriter(mounts)
+        argv = [rewrite(a) for a in argv]
+        env = {k: rewrite(v) for k, v in env.items()}
+        workdir = rewrite(workdir)
+        for m in mounts:
+            if os.path.realpath(m.target) != os.path.realpath(m.source):
+                warnings.append(
+                    f"plain mode: volume at {m.target} is not mounted; paths below it in "
+                    f"command, args and env point to {m.source} instead"
+                )
+        if not os.path.isdir(workdir):
+            warnings.append(f"plain mode: working dir {workdir} does not exist; using pod dir")
+            workdir = str(ctx.pod_dir)
+    return Launch(name, argv, env, workdir, hostname, mounts, mode, warnings)

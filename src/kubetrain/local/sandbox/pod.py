@@ -1,0 +1,231 @@
+"""A whole pod: volumes and generated files once, init containers in order, then the
+containers side by side, restarted in place as ``restartPolicy`` says.
+
+The executor drives one `PodSandbox` per Pod object and maps what it reports (events and
+a `PodResult` of per-container exit codes) to Pod phases; this module knows nothing of Jobs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .context import SandboxContext, SandboxMode
+from .hosts import hosts_file, pod_dns_names
+from .launch import Launch, find_container, plan_launch, pod_hostname
+from .mode import sandbox_mode
+from .process import ContainerProcess
+from .state import read_states
+from .volumes import Mount, prepare_volumes
+
+__all__ = ["ContainerEvent", "EventHook", "PodResult", "PodSandbox"]
+
+
+@dataclass(frozen=True)
+class ContainerEvent:
+    """A container started or ended; ``exit_code`` is set for ``exited``."""
+
+    container: str
+    kind: Literal["started", "exited"]
+    restart_count: int
+    init: bool = False
+    exit_code: int | None = None
+
+
+EventHook = Callable[[ContainerEvent], None]
+
+
+@dataclass
+class PodResult:
+    """Last exit code of each container that ran, and how often each was restarted."""
+
+    init_containers: dict[str, int] = field(default_factory=dict)
+    containers: dict[str, int] = field(default_factory=dict)
+    restarts: dict[str, int] = field(default_factory=dict)
+    terminated: bool = False  # ended by `terminate`, not by itself
+
+    @property
+    def succeeded(self) -> bool:
+        codes = [*self.init_containers.values(), *self.containers.values()]
+        return bool(self.containers) and all(c == 0 for c in codes)
+
+
+class PodSandbox:
+    """Runs one Pod (Kubernetes JSON shape) as sandboxed local processes."""
+
+    def __init__(self, pod: Mapping[str, Any], ctx: SandboxContext) -> None:
+        self.pod = pod
+        self.ctx = ctx
+        report = sandbox_mode()
+        self.mode: SandboxMode = ctx.mode or report.mode
+        self._bwrap = report.bwrap
+        self.hostname = pod_hostname(pod)
+        meta = pod.get("metadata") or {}
+        self.namespace = str(meta.get("namespace") or "default")
+        self.name = str(meta.get("name") or self.hostname)
+        self.log_dir = ctx.log_dir / self.namespace / self.name
+        self.state_dir = ctx.pod_dir / "state"
+        self.processes: dict[str, ContainerProcess] = {}
+        self.result = PodResult()
+        self._volumes: dict[str, Path] | None = None
+        self._stopping = False
+
+    # -- setup ---------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        """Create volumes and the generated /etc files. Raises `SandboxError`."""
+        self.ctx.pod_dir.mkdir(parents=True, exist_ok=True)
+        self._volumes = prepare_volumes(self.pod, self.ctx)
+        etc = self.ctx.pod_dir / "etc"
+        etc.mkdir(exist_ok=True)
+        spec = self.pod.get("spec") or {}
+        own = pod_dns_names(self.hostname, spec.get("subdomain"), self.namespace)
+        (etc / "hosts").write_text(hosts_file(self.ctx.hosts, own, self.ctx.pod_ip))
+        (etc / "hostname").write_text(self.hostname + "\n")
+
+    def launch(self, container_name: str) -> Launch:
+        """The resolved argv/env/mounts for one container (prepares the pod if needed)."""
+        if self._volumes is None:
+            self.prepare()
+        assert self._volumes is not None
+        container = find_container(self.pod, container_name)
+        launch = plan_launch(self.pod, container, self.ctx, self._volumes, self.mode)
+        if self.mode == "bwrap":
+            own = {m.target for m in launch.mounts}
+            etc = self.ctx.pod_dir / "etc"
+            for name in ("hosts", "hostname"):
+                if f"/etc/{name}" not in own:
+                    launch.mounts.append(Mount(etc / name, f"/etc/{name}", read_only=True))
+        return launch
+
+    async def start_container(
+        self, name: str, *, restart_count: int = 0, init: bool = False
+    ) -> ContainerProcess:
+        """Start one container now; the executor may use this to drive restarts itself."""
+        proc = await ContainerProcess.start(
+            self.launch(name), log_dir=self.log_dir, state_dir=self.state_dir,
+            restart_count=restart_count, init=init, bwrap=self._bwrap,
+            die_with_parent=self.ctx.die_with_parent,
+        )  # fmt: skip
+        self.processes[name] = proc
+        return proc
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def _restart_policy(self) -> str:
+        return str((self.pod.get("spec") or {}).get("restartPolicy") or "Always")
+
+    async def _run_one(
+        self, name: str, init: bool, on_event: EventHook | None, backoff: float, cap: float
+    ) -> int:
+        policy = self._restart_policy()
+        restarts = 0
+        delay = backoff
+        while True:
+            proc = await self.start_container(name, restart_count=restarts, init=init)
+            if on_event:
+                on_event(ContainerEvent(name, "started", restarts, init))
+            code = await proc.wait()
+            if on_event:
+                on_event(ContainerEvent(name, "exited", restarts, init, code))
+            again = policy == "Always" or (policy == "OnFailure" and code != 0)
+            if self._stopping or not again or (init and code == 0):
+                self.result.restarts[name] = restarts
+                return code
+            # Back off as the kubelet does (doubling, capped), but on a laptop's scale.
+            await asyncio.sleep(delay)
+            delay = min(cap, delay * 2)
+            if self._stopping:
+                self.result.restarts[name] = restarts
+                return code
+            restarts += 1
+
+    async def run(
+        self,
+        *,
+        on_event: EventHook | None = None,
+        backoff: float = 1.0,
+        backoff_cap: float = 30.0,
+    ) -> PodResult:
+        """Run the pod to its end (or until `terminate`) and return the exit codes.
+
+        Init containers run one after another and stop the pod at the first that fails for
+        good; init containers with ``restartPolicy: Always`` are sidecars: started, not
+        waited for, and stopped once the containers have ended.
+        """
+        self.prepare()
+        spec = self.pod.get("spec") or {}
+        sidecars: list[str] = []
+        for c in spec.get("initContainers") or []:
+            if self._stopping:
+                return self._finish()
+            name = str(c["name"])
+            if c.get("restartPolicy") == "Always":
+                await self.start_container(name, init=True)
+                if on_event:
+                    on_event(ContainerEvent(name, "started", 0, True))
+                sidecars.append(name)
+                continue
+            code = await self._run_one(name, True, on_event, backoff, backoff_cap)
+            self.result.init_containers[name] = code
+            if code != 0:
+                await self._stop_sidecars(sidecars)
+                return self._finish()
+        if self._stopping:
+            return self._finish()
+        names = [str(c["name"]) for c in spec.get("containers") or []]
+        codes = await asyncio.gather(
+            *(self._run_one(n, False, on_event, backoff, backoff_cap) for n in names)
+        )
+        self.result.containers.update(zip(names, codes, strict=True))
+        await self._stop_sidecars(sidecars)
+        return self._finish()
+
+    async def _stop_sidecars(self, names: list[str]) -> None:
+        # Reverse start order, as the kubelet stops sidecars.
+        for name in reversed(names):
+            code = await self.processes[name].terminate(self._grace())
+            self.result.init_containers[name] = code
+
+    def _finish(self) -> PodResult:
+        self.result.terminated = self._stopping
+        return self.result
+
+    def _grace(self) -> float:
+        value = (self.pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+        return 30.0 if value is None else float(value)
+
+    def is_alive(self) -> bool:
+        return any(p.is_alive() for p in self.processes.values())
+
+    async def terminate(self, grace: float | None = None) -> dict[str, int]:
+        """Stop every container: SIGTERM, then SIGKILL after ``grace`` (default: the pod's
+        ``terminationGracePeriodSeconds``, else 30 s). No restarts follow."""
+        self._stopping = True
+        g = self._grace() if grace is None else grace
+        procs = list(self.processes.values())
+        codes = await asyncio.gather(*(p.terminate(g) for p in procs))
+        return {p.name: c for p, c in zip(procs, codes, strict=True)}
+
+    async def wait(self) -> dict[str, int]:
+        """Exit codes of the containers started so far (or adopted), once all have ended."""
+        procs = list(self.processes.values())
+        codes = await asyncio.gather(*(p.wait() for p in procs))
+        return {p.name: c for p, c in zip(procs, codes, strict=True)}
+
+    # -- after a daemon restart ----------------------------------------------------------
+
+    @classmethod
+    def adopt(cls, pod: Mapping[str, Any], ctx: SandboxContext) -> PodSandbox:
+        """A sandbox holding the containers a previous daemon started for this pod.
+
+        Each is alive or not (`ContainerProcess.is_alive`); `wait` gives the codes (those it
+        cannot know are `UNKNOWN_EXIT_CODE` with ``exit_known`` False); `terminate` ends them.
+        """
+        sandbox = cls(pod, ctx)
+        for state in read_states(ctx.pod_dir):
+            sandbox.processes[state.container] = ContainerProcess.adopt(state)
+        return sandbox

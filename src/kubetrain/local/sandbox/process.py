@@ -1,0 +1,241 @@
+"""One running container: start it sandboxed, wait for it, stop it, or find it again.
+
+Each container is the leader of its own session and process group, never the daemon's, so
+a terminal's Ctrl-C or the daemon's own death does not reach it; a restarted daemon finds it
+again from the state file (`adopt`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import time
+from pathlib import Path
+
+from .bwrap import PRIVATE_TMPFS, bwrap_argv
+from .errors import SandboxError
+from .launch import Launch
+from .procfs import ProcInfo, proc_info, processes_of, signal_all
+from .state import ContainerState, read_exit_code, write_state
+
+__all__ = ["UNKNOWN_EXIT_CODE", "ContainerProcess", "rotate_log"]
+
+# What the kubelet reports (with reason ContainerStatusUnknown) for a container whose end it
+# did not see; we use it for an adopted container whose exit code was never written.
+UNKNOWN_EXIT_CODE = 137
+
+# Plain mode's parent process: records the exit code where bwrap would, so it survives the
+# daemon. The trap keeps the wrapper alive through a group-wide SIGTERM until the command
+# has ended (traps are reset in the command itself).
+_PLAIN_WRAPPER = (
+    'trap : TERM INT HUP; "$@"; rc=$?; printf \'{ "exit-code": %d }\\n\' "$rc" >> "$0"; exit "$rc"'
+)
+
+
+def rotate_log(log_dir: Path, container: str, restart_count: int) -> Path:
+    """``<container>.log`` for this run; the previous run's moves to ``<container>.<n-1>.log``."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    current = log_dir / f"{container}.log"
+    if restart_count > 0 and current.exists():
+        current.replace(log_dir / f"{container}.{restart_count - 1}.log")
+    return current
+
+
+def _check_executable(launch: Launch) -> None:
+    """Fail like a runtime's StartError when the program surely does not exist.
+
+    Inside bwrap the host's paths are visible unchanged except below mounts and the private
+    tmpfs dirs, where a missing program might still appear; those are left to exec.
+    """
+    prog = launch.command[0]
+    hidden = [m.target for m in launch.mounts] + (
+        list(PRIVATE_TMPFS) if launch.mode == "bwrap" else []
+    )
+    if "/" in prog:
+        path = prog if prog.startswith("/") else os.path.join(launch.workdir, prog)
+        if any(path.startswith(h.rstrip("/") + "/") for h in hidden) or not prog.startswith("/"):
+            return
+        if os.access(path, os.X_OK):
+            return
+    else:
+        search = launch.env.get("PATH", "")
+        if any(
+            d.startswith(h.rstrip("/") + "/") or d == h for d in search.split(":") for h in hidden
+        ):
+            return
+        if shutil.which(prog, path=search):
+            return
+    raise SandboxError(
+        f'exec: "{prog}": executable file not found in $PATH', reason="RunContainerError"
+    )
+
+
+class ContainerProcess:
+    """A started (or adopted) container. Not built directly: use `start` or `adopt`."""
+
+    def __init__(self, state: ContainerState, proc: asyncio.subprocess.Process | None) -> None:
+        self.state = state
+        self._proc = proc
+        self._exit_code: int | None = None
+        self.exit_known = True
+
+    @property
+    def name(self) -> str:
+        return self.state.container
+
+    @property
+    def pid(self) -> int:
+        return self.state.pid
+
+    @property
+    def log_path(self) -> Path:
+        return Path(self.state.log)
+
+    @property
+    def exit_code(self) -> int | None:
+        """Set once `wait` has seen the end."""
+        return self._exit_code
+
+    @classmethod
+    async def start(
+        cls,
+        launch: Launch,
+        *,
+        log_dir: Path,
+        state_dir: Path,
+        restart_count: int = 0,
+        init: bool = False,
+        bwrap: str | None = None,
+        die_with_parent: bool = False,
+    ) -> ContainerProcess:
+        _check_executable(launch)
+        state_dir.mkdir(parents=True, exist_ok=True)
+        log = rotate_log(log_dir, launch.name, restart_count)
+        status = state_dir / f"{launch.name}.status"
+        status_fd = os.open(status, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        # A first run starts a fresh log (a new pod may reuse an old one's name); a restart
+        # has just rotated the previous run's log away.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_TRUNC
+        log_fd = os.open(log, flags, 0o644)
+        try:
+            for warning in launch.warnings:
+                os.write(log_fd, f"[kubetrain] {warning}\n".encode())
+            if launch.mode == "bwrap":
+                if bwrap is None:
+                    raise SandboxError(
+                        "bwrap mode without a bwrap binary", reason="RunContainerError"
+                    )
+                argv = bwrap_argv(
+                    bwrap, hostname=launch.hostname, mounts=launch.mounts,
+                    workdir=launch.workdir, command=launch.command, status_fd=status_fd,
+                    die_with_parent=die_with_parent,
+                )  # fmt: skip
+                cwd, fds = "/", [status_fd]
+            else:
+                argv = ["/bin/sh", "-c", _PLAIN_WRAPPER, str(status), *launch.command]
+                cwd, fds = launch.workdir, []
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    *argv, stdin=asyncio.subprocess.DEVNULL, stdout=log_fd,
+                    stderr=asyncio.subprocess.STDOUT, env=launch.env, cwd=cwd,
+                    start_new_session=True, pass_fds=fds,
+                )  # fmt: skip
+            except OSError as err:
+                raise SandboxError(
+                    f"cannot start {argv[0]}: {err}", reason="RunContainerError"
+                ) from err
+        finally:
+            os.close(status_fd)
+            os.close(log_fd)
+        info = proc_info(proc.pid)
+        state = ContainerState(
+            container=launch.name, restart_count=restart_count, init=init, pid=proc.pid,
+            pgid=proc.pid, start_time=info.start_time if info else 0, mode=launch.mode,
+            log=str(log), status_file=str(status),
+        )  # fmt: skip
+        write_state(state_dir / f"{launch.name}.json", state)
+        return cls(state, proc)
+
+    @classmethod
+    def adopt(cls, state: ContainerState) -> ContainerProcess:
+        """Take over a container a previous daemon started (it may have ended meanwhile)."""
+        return cls(state, None)
+
+    def _root(self) -> ProcInfo | None:
+        info = proc_info(self.state.pid)
+        if info is None or info.start_time != self.state.start_time or info.state in "ZX":
+            return None
+        return info
+
+    def is_alive(self) -> bool:
+        if self._proc is not None:
+            return self._proc.returncode is None
+        return self._exit_code is None and self._root() is not None
+
+    def _members(self) -> list[ProcInfo]:
+        return processes_of(self.state.pid, self.state.pgid, self.state.start_time)
+
+    def _workload(self) -> list[ProcInfo]:
+        # The wrappers (outer bwrap, bwrap's PID-1 init, plain mode's sh) are left out of the
+        # polite SIGTERM: the outer bwrap would die of it at once and its init would then
+        # lose the command's exit code.
+        root = self.state.pid
+        return [
+            p for p in self._members()
+            if p.pid != root and not (p.comm == "bwrap" and p.ppid == root)
+        ]  # fmt: skip
+
+    def kill(self) -> None:
+        """SIGKILL every process of the container, until none is left (bounded)."""
+        for _ in range(20):
+            procs = self._members()
+            if not procs:
+                return
+            signal_all(procs, signal.SIGKILL)
+            time.sleep(0.01)
+
+    async def wait(self) -> int:
+        """The exit code, once the container has ended; leftover processes are then killed."""
+        if self._exit_code is not None:
+            return self._exit_code
+        if self._proc is not None:
+            rc = await self._proc.wait()
+            rc = 128 - rc if rc < 0 else rc  # signal deaths as a runtime reports them
+        else:
+            while self._root() is not None:
+                await asyncio.sleep(0.2)
+            rc = UNKNOWN_EXIT_CODE
+        written = read_exit_code(Path(self.state.status_file))
+        if written is None and self._proc is None:
+            self.exit_known = False
+        code = written if written is not None else rc
+        # The container is over when its main process is; anything it left behind (plain
+        # mode has no PID namespace to take it down) goes now, as on a node.
+        await asyncio.to_thread(self.kill)
+        self._exit_code = code
+        return code
+
+    async def terminate(self, grace: float = 30.0) -> int:
+        """SIGTERM the workload, SIGKILL everything after ``grace`` seconds; the exit code."""
+        if not self.is_alive():
+            return await self.wait()
+        signalled: set[tuple[int, int]] = set()
+        deadline = time.monotonic() + grace
+        waiter = asyncio.ensure_future(self.wait())
+        try:
+            while not waiter.done() and time.monotonic() < deadline:
+                # Re-sent to processes that appear meanwhile (bwrap may still be setting up).
+                fresh = [p for p in self._workload() if (p.pid, p.start_time) not in signalled]
+                signal_all(fresh, signal.SIGTERM)
+                signalled.update((p.pid, p.start_time) for p in fresh)
+                await asyncio.wait(
+                    {waiter}, timeout=min(0.1, max(0.0, deadline - time.monotonic()))
+                )
+            if not waiter.done():
+                await asyncio.to_thread(self.kill)
+            return await waiter
+        finally:
+            if not waiter.done():
+                waiter.cancel()
