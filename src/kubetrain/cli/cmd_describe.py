@@ -1,0 +1,174 @@
+"""``kubetrain describe trainjob NAME``: everything about one job, for a person."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kubetrain.client.view import JobView
+
+__all__ = ["add_arguments", "describe_job", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from kubetrain.client.connection import add_connection_arguments
+
+    parser.add_argument("kind", metavar="KIND", help="trainjob")
+    parser.add_argument("name", metavar="NAME", help="TrainJob name")
+    add_connection_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kubetrain.client import resources as R
+    from kubetrain.client.present import guarded, print_error
+
+    if R.resolve_kind(args.kind) != (R.TRAINJOB,):
+        print_error(
+            f'describe knows trainjobs; for "{args.kind}" use: kubetrain get {args.kind} NAME -o yaml'
+        )
+        return 2
+    return guarded(lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    from kubetrain.client.connection import connect_from_args
+    from kubetrain.client.jobs import JobClient
+
+    with JobClient(connect_from_args(args)) as jc:
+        view = jc.job(args.name)
+        pods = jc.pods(args.name)
+        events = jc.events(args.name)
+    print(describe_job(view, pods, events))
+    return 0
+
+
+def _section(title: str, headers: list[str], rows: list[list[str]]) -> list[str]:
+    from kubetrain.client.present import render_table
+
+    if not rows:
+        return [f"{title}:  <none>"]
+    return [f"{title}:", *("  " + line for line in render_table(headers, rows).splitlines())]
+
+
+def _kv(pairs: list[tuple[str, Any]], indent: str = "") -> list[str]:
+    shown = [(k, v) for k, v in pairs if v not in (None, "", [], {})]
+    width = max((len(k) for k, _ in shown), default=0) + 2
+    return [f"{indent}{(k + ':').ljust(width)}{v}" for k, v in shown]
+
+
+def describe_job(view: JobView, pods: list[dict[str, Any]], events: list[dict[str, Any]]) -> str:
+    """The describe text: summary, spec, progress, conditions, jobs, steps, pods, events."""
+    import shlex
+
+    from kubetrain.client.present import eta, event_rows, pod_row
+    from kubetrain.client.view import age
+
+    spec = view.obj.get("spec") or {}
+    trainer = spec.get("trainer") or {}
+    status = view.obj.get("status") or {}
+    created = f"{view.created} ({age(view.created)} ago)" if view.created else ""
+    lines = _kv(
+        [
+            ("Name", view.name),
+            ("Namespace", view.namespace),
+            ("State", view.state),
+            ("Message", view.message),
+            ("Runtime", f"{view.runtime_kind}/{view.runtime_name}"),
+            ("Created", created),
+            ("Suspend", str(view.suspended).lower()),
+            (
+                "Active deadline",
+                f"{spec['activeDeadlineSeconds']}s" if spec.get("activeDeadlineSeconds") else "",
+            ),
+            ("Managed by", spec.get("managedBy")),
+        ]
+    )
+    resources = trainer.get("resourcesPerNode") or {}
+    limits = resources.get("limits") or resources.get("requests") or {}
+    command = [*(trainer.get("command") or []), *(trainer.get("args") or [])]
+    lines.append("Trainer:")
+    lines += _kv(
+        [
+            ("Nodes", view.num_nodes if view.num_nodes is not None else "-"),
+            ("Procs per node", trainer.get("numProcPerNode")),
+            ("Image", trainer.get("image")),
+            ("Command", shlex.join(str(c) for c in command) if command else ""),
+            ("Resources", ", ".join(f"{k}={v}" for k, v in limits.items())),
+            ("Env", ", ".join(str(e.get("name")) for e in trainer.get("env") or [])),
+        ],
+        "  ",
+    ) or ["  <from the runtime>"]
+    init = spec.get("initializer") or {}
+    if init:
+        lines.append("Initializer:")
+        lines += _kv(
+            [(k.capitalize(), (init.get(k) or {}).get("storageUri")) for k in ("dataset", "model")],
+            "  ",
+        )
+    progress = view.progress
+    if progress:
+        pct = progress.get("progressPercentage")
+        metrics = ", ".join(
+            f"{m.get('name')}={m.get('value')}" for m in progress.get("metrics") or []
+        )
+        lines.append("Progress:")
+        lines += _kv(
+            [
+                ("Percent", f"{pct}%" if pct is not None else ""),
+                ("ETA", eta(progress.get("estimatedRemainingSeconds"))),
+                ("Metrics", metrics),
+                ("Updated", progress.get("lastUpdatedTime")),
+            ],
+            "  ",
+        )
+    lines += _section(
+        "Conditions",
+        ["TYPE", "STATUS", "REASON", "MESSAGE", "AGE"],
+        [
+            [
+                str(c.get("type")),
+                str(c.get("status")),
+                str(c.get("reason") or ""),
+                str(c.get("message") or ""),
+                age(c.get("lastTransitionTime")),
+            ]
+            for c in view.conditions
+        ],
+    )
+    lines += _section(
+        "Jobs",
+        ["NAME", "ACTIVE", "READY", "SUCCEEDED", "FAILED", "SUSPENDED"],
+        [
+            [str(j.get("name"))]
+            + [str(j.get(k, 0)) for k in ("active", "ready", "succeeded", "failed", "suspended")]
+            for j in status.get("jobsStatus") or []
+        ],
+    )
+    lines += _section(
+        "Steps",
+        ["STEP", "POD", "PHASE", "RESTARTS", "EXIT CODE", "REASON"],
+        [
+            [
+                s.name,
+                s.pod,
+                s.phase,
+                str(s.restarts),
+                "-" if s.exit_code is None else str(s.exit_code),
+                s.reason or "-",
+            ]
+            for s in view.steps
+        ],
+    )
+    step_pods = {s.pod for s in view.steps}
+    older = [p for p in pods if p["metadata"]["name"] not in step_pods]
+    if older:  # pods a restart replaced: still worth seeing while they exist
+        lines += _section(
+            "Other pods",
+            ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "EXIT CODE", "IP"],
+            [pod_row(p, wide=True) for p in older],
+        )
+    lines += _section(
+        "Events", ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"], event_rows(events)
+    )
+    return "\n".join(lines)

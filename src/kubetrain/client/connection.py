@@ -1,0 +1,125 @@
+"""Which Kubernetes API to talk to: a kubeconfig context, or this machine's local daemon.
+
+The rule, in order: ``--kubeconfig``/``--context`` name a cluster (kubectl's resolution, including
+``$KUBECONFIG``); otherwise the local control plane of ``$KUBETRAIN_HOME`` is used and started on
+demand. Both paths end in the same lightkube client, so every operation behaves the same on a
+laptop and on a cluster. This module imports lightkube only inside functions: the CLI builds its
+parsers from here and must stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubetrain.client.errors import ClientError
+
+__all__ = [
+    "LOCAL_CONTEXT",
+    "Connection",
+    "add_connection_arguments",
+    "connect",
+    "connect_from_args",
+]
+
+LOCAL_CONTEXT = "kubetrain-local"
+# The CLI and SDK write with this manager; kubectl's own applies stay separate owners.
+FIELD_MANAGER = "kubetrain"
+
+
+@dataclass
+class Connection:
+    """A ready client plus the facts commands print: where it points and which namespace."""
+
+    client: Any  # lightkube.Client; typed loosely because lightkube ships no stubs we check
+    namespace: str
+    server: str
+    context: str
+    local: bool
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def add_connection_arguments(parser: argparse.ArgumentParser, *, namespaced: bool = True) -> None:
+    """``--kubeconfig``, ``--context`` and (for namespaced commands) ``-n/--namespace``."""
+    group = parser.add_argument_group("connection")
+    group.add_argument(
+        "--kubeconfig", metavar="PATH", help="kubeconfig file (default: the local kubetrain daemon)"
+    )
+    group.add_argument(
+        "--context", metavar="NAME", help="kubeconfig context (default: the local kubetrain daemon)"
+    )
+    if namespaced:
+        group.add_argument(
+            "-n",
+            "--namespace",
+            metavar="NS",
+            help="namespace (default: the context's, else default)",
+        )
+
+
+def connect_from_args(args: argparse.Namespace) -> Connection:
+    """:func:`connect` with the options of :func:`add_connection_arguments`."""
+    return connect(
+        kubeconfig=getattr(args, "kubeconfig", None),
+        context=getattr(args, "context", None),
+        namespace=getattr(args, "namespace", None),
+    )
+
+
+def _local_kubeconfig(home: str | os.PathLike[str] | None) -> Path:
+    """Start (or find) the daemon of ``home`` and return the kubeconfig it wrote."""
+    from kubetrain.local import daemon
+
+    try:
+        info: Any = daemon.ensure_daemon(home)
+    except Exception as exc:  # the daemon reports its own causes; keep them to one line
+        raise ClientError(f"cannot start the local kubetrain daemon: {exc}") from None
+    # ensure_daemon answers a record with a kubeconfig path; accept a bare path as well.
+    path = getattr(info, "kubeconfig", info)
+    if isinstance(info, dict):
+        path = info["kubeconfig"]
+    return Path(path)
+
+
+def connect(
+    *,
+    kubeconfig: str | os.PathLike[str] | None = None,
+    context: str | None = None,
+    namespace: str | None = None,
+    home: str | os.PathLike[str] | None = None,
+    timeout: float = 10.0,
+) -> Connection:
+    """A client for the cluster named by ``kubeconfig``/``context``, else for the local daemon."""
+    import httpx2
+    from lightkube import Client, ConfigError, KubeConfig
+
+    local = kubeconfig is None and context in (None, LOCAL_CONTEXT)
+    try:
+        if local:
+            config = KubeConfig.from_file(_local_kubeconfig(home)).get(LOCAL_CONTEXT)
+        elif kubeconfig is not None:
+            config = KubeConfig.from_file(kubeconfig).get(context)
+        else:
+            config = KubeConfig.from_env().get(context)
+    except ConfigError as exc:
+        raise ClientError(f"kubeconfig: {exc}") from None
+    except KeyError as exc:  # a context naming a cluster or user the file lacks
+        raise ClientError(f"kubeconfig: context {context!r} refers to missing {exc}") from None
+    if config is None:
+        raise ClientError("kubeconfig: no current context; pass --context")
+    ns = namespace or config.namespace or "default"
+    client = Client(
+        config, namespace=ns, timeout=httpx2.Timeout(timeout), field_manager=FIELD_MANAGER
+    )
+    return Connection(
+        client=client,
+        namespace=ns,
+        server=str(config.cluster.server),
+        context=config.context_name,
+        local=local,
+    )

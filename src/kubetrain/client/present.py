@@ -1,0 +1,216 @@
+"""Presenting client results: kubectl-like tables for people, YAML/JSON/names for scripts.
+
+Rows are built as plain strings first, so the same table prints through rich on a terminal (state
+coloured, aligned) and as plain aligned text in pipes and tests. Also home of the one error
+boundary every command uses: a :class:`ClientError` or a load error becomes ``error: <line>`` on
+stderr and exit code 1, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, TextIO
+
+from kubetrain.client.steps import pod_summary
+from kubetrain.client.view import JobView, age
+
+__all__ = [
+    "STATE_STYLES",
+    "dump",
+    "eta",
+    "guarded",
+    "pod_row",
+    "print_error",
+    "print_table",
+    "render_table",
+    "runtime_row",
+    "trainjob_headers",
+    "trainjob_row",
+]
+
+STATE_STYLES = {
+    "Complete": "green",
+    "Failed": "bold red",
+    "Running": "cyan",
+    "Suspended": "yellow",
+    "Created": "dim",
+}
+
+
+def print_error(message: str, stream: TextIO | None = None) -> None:
+    print(f"error: {message}", file=stream or sys.stderr)
+
+
+def guarded(body: Callable[[], int]) -> int:
+    """Run a command body; known failures print one line and give exit code 1."""
+    from kubetrain.api.errors import LoadError
+    from kubetrain.client.errors import ClientError
+
+    try:
+        return body()
+    except ClientError as exc:
+        print_error(str(exc))
+        return 1
+    except LoadError as exc:
+        for line in str(exc).splitlines():
+            print_error(line)
+        return 1
+
+
+def _widths(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
+    return [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+
+
+def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Columns padded to their widest cell with three spaces between, like kubectl."""
+    widths = _widths(headers, rows)
+    lines = []
+    for cells in (headers, *rows):
+        lines.append("   ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
+    return "\n".join(lines)
+
+
+def print_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    header: bool = True,
+    stream: TextIO | None = None,
+) -> None:
+    """Print a table; on a terminal the header is bold and the STATE/STATUS cell coloured."""
+    out = stream or sys.stdout
+    lines = render_table(headers, rows).splitlines()
+    if not out.isatty():
+        print("\n".join(lines if header else lines[1:]), file=out, flush=True)
+        return
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(file=out, highlight=False, soft_wrap=True)
+    if header:
+        console.print(Text(lines[0], style="bold"))
+    col = next((i for i, h in enumerate(headers) if h in ("STATE", "STATUS")), None)
+    widths = _widths(headers, rows)
+    for line, cells in zip(lines[1:], rows, strict=True):
+        text = Text(line)
+        if col is not None:
+            start = sum(widths[:col]) + 3 * col
+            text.stylize(STATE_STYLES.get(cells[col], ""), start, start + len(cells[col]))
+        console.print(text)
+
+
+def eta(seconds: Any) -> str:
+    """``1h02m``/``3m05s``/``12s`` for a remaining-seconds value; ``-`` when unknown."""
+    if not isinstance(seconds, int | float):
+        return "-"
+    s = int(seconds)
+    if s >= 3600:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    if s >= 60:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s}s"
+
+
+def trainjob_headers(*, wide: bool, all_namespaces: bool) -> list[str]:
+    # PROGRESS/ETA come from status.trainerStatus, written only when training code reports it.
+    headers = ["NAME", "STATE", "RUNTIME", "NODES", "AGE"]
+    if wide:
+        headers += ["PROGRESS", "ETA", "STEPS", "MESSAGE"]
+    return (["NAMESPACE"] if all_namespaces else []) + headers
+
+
+def trainjob_row(
+    view: JobView, *, wide: bool, all_namespaces: bool, now: datetime | None = None
+) -> list[str]:
+    row = [
+        view.name,
+        view.state,
+        view.runtime_name,
+        str(view.num_nodes) if view.num_nodes is not None else "-",
+        age(view.created, now),
+    ]
+    if wide:
+        progress = view.progress.get("progressPercentage")
+        running = sum(1 for s in view.steps if s.phase == "Running")
+        row += [
+            f"{progress}%" if isinstance(progress, int) else "-",
+            eta(view.progress.get("estimatedRemainingSeconds")),
+            f"{running}/{len(view.steps)} running" if view.steps else "-",
+            view.message or "-",
+        ]
+    return ([view.namespace] if all_namespaces else []) + row
+
+
+def runtime_row(obj: dict[str, Any], *, show_kind: bool, now: datetime | None = None) -> list[str]:
+    from kubetrain.api.labels import FRAMEWORK_LABEL
+
+    meta = obj.get("metadata") or {}
+    nodes = ((obj.get("spec") or {}).get("mlPolicy") or {}).get("numNodes")
+    row = [
+        str(meta.get("name")),
+        str((meta.get("labels") or {}).get(FRAMEWORK_LABEL, "-")),
+        str(nodes) if nodes is not None else "-",
+        age(meta.get("creationTimestamp"), now),
+    ]
+    return [row[0], str(obj.get("kind")), *row[1:]] if show_kind else row
+
+
+def pod_row(pod: dict[str, Any], *, wide: bool, now: datetime | None = None) -> list[str]:
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    restarts, exit_code, reason = pod_summary(pod)
+    statuses = status.get("containerStatuses") or []
+    ready = sum(1 for s in statuses if s.get("ready"))
+    total = len((pod.get("spec") or {}).get("containers") or []) or len(statuses)
+    # kubectl shows the container's waiting/terminated reason when there is one, else the phase.
+    shown = (
+        reason
+        if reason and status.get("phase") != "Running"
+        else str(status.get("phase") or "Pending")
+    )
+    if meta.get("deletionTimestamp"):
+        shown = "Terminating"
+    row = [
+        str(meta.get("name")),
+        f"{ready}/{total}",
+        shown,
+        str(restarts),
+        age(meta.get("creationTimestamp"), now),
+    ]
+    if wide:
+        row += [str(exit_code) if exit_code is not None else "-", str(status.get("podIP") or "-")]
+    return row
+
+
+def dump(value: Any, fmt: str, stream: TextIO | None = None) -> None:
+    """``yaml`` or ``json`` text of plain data, the way kubectl prints ``-o yaml|json``."""
+    out = stream or sys.stdout
+    if fmt == "json":
+        out.write(json.dumps(value, indent=4, ensure_ascii=False) + "\n")
+        return
+    import yaml
+
+    out.write(yaml.safe_dump(value, sort_keys=False, allow_unicode=True, default_flow_style=False))
+
+
+def event_rows(events: list[dict[str, Any]], now: datetime | None = None) -> list[list[str]]:
+    """LAST SEEN, TYPE, REASON, OBJECT (kind/name), MESSAGE for each Event, in the given order."""
+    rows = []
+    for ev in events:
+        inv = ev.get("involvedObject") or {}
+        when = ev.get("lastTimestamp") or ev.get("eventTime") or ev.get("firstTimestamp")
+        count = int(ev.get("count") or 1)
+        seen = age(when or (ev.get("metadata") or {}).get("creationTimestamp"), now)
+        rows.append(
+            [
+                f"{seen} (x{count})" if count > 1 else seen,
+                str(ev.get("type") or "Normal"),
+                str(ev.get("reason") or ""),
+                f"{str(inv.get('kind', '')).lower()}/{inv.get('name', '')}",
+                " ".join(str(ev.get("message") or "").split()),
+            ]
+        )
+    return rows
