@@ -42,7 +42,7 @@ class RateLimit:
 
     def delay(self, failures: int) -> float:
         """The per-key wait after ``failures`` earlier failures of that key."""
-        return min(self.max_delay, self.base_delay * (2 ** min(failures, 64)))
+        return min(self.max_delay, self.base_delay * float(2 ** min(failures, 64)))
 
 
 class _TokenBucket:

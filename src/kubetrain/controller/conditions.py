@@ -1,0 +1,148 @@
+"""TrainJob conditions: look-ups, upserts, terminal stickiness and the active deadline.
+
+Pure functions over plain dicts (``now`` is always passed in), so every rule here is tested
+without a server. The condition vocabulary is upstream's (types ``Suspended``, ``Complete``,
+``Failed``) plus two reasons of ours for failures upstream leaves invisible (see ``trainjob``).
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+
+from kubetrain.api.types import Obj
+
+__all__ = [
+    "COMPLETE",
+    "DEADLINE_EXCEEDED",
+    "DEADLINE_MESSAGE",
+    "FAILED",
+    "SUSPENDED",
+    "deadline_remaining",
+    "find",
+    "is_finished",
+    "is_true",
+    "keep_terminal",
+    "parse_time",
+    "set_condition",
+    "suspended_condition",
+    "time_str",
+]
+
+SUSPENDED = "Suspended"
+COMPLETE = "Complete"
+FAILED = "Failed"
+DEADLINE_EXCEEDED = "DeadlineExceeded"
+DEADLINE_MESSAGE = "TrainJob exceeded its active deadline"
+
+
+def time_str(t: datetime) -> str:
+    """metav1.Time: RFC 3339, UTC, whole seconds."""
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+def find(status: Obj | None, type_: str) -> Obj | None:
+    for cond in (status or {}).get("conditions") or []:
+        if cond.get("type") == type_:
+            return dict(cond)
+    return None
+
+
+def is_true(status: Obj | None, type_: str) -> bool:
+    cond = find(status, type_)
+    return cond is not None and cond.get("status") == "True"
+
+
+def is_finished(status: Obj | None) -> bool:
+    """Complete or Failed is True: the TrainJob never runs (again)."""
+    return is_true(status, COMPLETE) or is_true(status, FAILED)
+
+
+def set_condition(
+    status: Obj,
+    type_: str,
+    cond_status: str,
+    reason: str,
+    message: str,
+    now: datetime,
+    *,
+    observed_generation: int | None = None,
+) -> None:
+    """Upsert a condition in place; ``lastTransitionTime`` moves only when ``status`` changes."""
+    conditions: list[Obj] = list(status.get("conditions") or [])
+    new: Obj = {
+        "type": type_,
+        "status": cond_status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": time_str(now),
+    }
+    if observed_generation is not None:
+        new["observedGeneration"] = observed_generation
+    for i, old in enumerate(conditions):
+        if old.get("type") == type_:
+            if old.get("status") == cond_status and old.get("lastTransitionTime"):
+                new["lastTransitionTime"] = old["lastTransitionTime"]
+            conditions[i] = new
+            break
+    else:
+        conditions.append(new)
+    status["conditions"] = conditions
+
+
+def suspended_condition(status: Obj, suspend: bool, now: datetime, generation: int | None) -> None:
+    """Upstream's rule: suspend → Suspended=True; unsuspended after a suspension → False/Resumed."""
+    if suspend:
+        set_condition(
+            status, SUSPENDED, "True", "Suspended", "TrainJob is suspended", now,
+            observed_generation=generation,
+        )  # fmt: skip
+    elif is_true(status, SUSPENDED):
+        set_condition(
+            status, SUSPENDED, "False", "Resumed", "TrainJob is resumed", now,
+            observed_generation=generation,
+        )  # fmt: skip
+
+
+def keep_terminal(old: Obj | None, new: Obj) -> Obj:
+    """``new`` with the terminal state of ``old`` kept exactly: once Complete or Failed, a job
+    stays so, with the same reason, message and time (a vanished or changed JobSet cannot undo
+    it, and it cannot flip between Complete and Failed)."""
+    if not is_finished(old):
+        return new
+    result = copy.deepcopy(new)
+    terminal = [
+        c
+        for c in (old or {}).get("conditions") or []
+        if c.get("type") in (COMPLETE, FAILED) and c.get("status") == "True"
+    ]
+    others = [c for c in result.get("conditions") or [] if c.get("type") not in (COMPLETE, FAILED)]
+    result["conditions"] = others + [dict(c) for c in terminal]
+    return result
+
+
+def deadline_remaining(trainjob: Obj, status: Obj, now: datetime) -> float | None:
+    """Seconds left of ``spec.activeDeadlineSeconds`` (<= 0: expired), or None when no deadline
+    runs: none set, finished, or suspended. The clock starts at creation and restarts at resume.
+    """
+    spec = trainjob.get("spec") or {}
+    deadline = spec.get("activeDeadlineSeconds")
+    if not deadline or is_finished(status) or spec.get("suspend"):
+        return None
+    start = parse_time((trainjob.get("metadata") or {}).get("creationTimestamp"))
+    resumed = find(status, SUSPENDED)
+    if resumed is not None and resumed.get("status") == "False":
+        start = parse_time(resumed.get("lastTransitionTime")) or start
+    if start is None:
+        return None
+    return (start.timestamp() + float(deadline)) - now.timestamp()
