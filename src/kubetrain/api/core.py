@@ -219,6 +219,8 @@ class Condition(TypedDict, total=False):
 
 # Kubernetes OpenAPI definition for each class above, used by tools/gen_crds.py.
 OPENAPI_DEFINITIONS: dict[str, str] = {
+    "ObjectMeta": "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
+    "OwnerReference": "io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference",
     "LocalObjectReference": "io.k8s.api.core.v1.LocalObjectReference",
     "ObjectFieldSelector": "io.k8s.api.core.v1.ObjectFieldSelector",
     "ConfigMapKeySelector": "io.k8s.api.core.v1.ConfigMapKeySelector",

@@ -2,13 +2,12 @@
 
 The TypedDicts are the one description of our own kinds: mypy reads them for field names and
 types, and ``tools/gen_crds.py`` reads these markers to write the CRD schemas (defaults,
-validations, list semantics). Markers are tiny frozen dataclasses so that importing the types
-stays cheap.
+validations, list semantics). Markers are plain slotted classes, not dataclasses, so that
+importing the types stays cheap.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
@@ -31,99 +30,118 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class Doc:
+class _Marker:
+    """A value-carrying marker; equal when of the same class with equal values."""
+
+    __slots__ = ("value",)
+    __match_args__ = ("value",)
+
+    def __init__(self, value: Any = None) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.value!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, _Marker) and type(other) is type(self) and other.value == self.value
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self), repr(self.value)))
+
+
+class Doc(_Marker):
     """Field description written into the CRD."""
 
-    text: str
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Default:
+class Default(_Marker):
     """Value the API server fills in when the field is absent (structural-schema default)."""
 
-    value: Any
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Format:
+class Format(_Marker):
     """OpenAPI format: ``int32``, ``int64``, ``date-time``."""
 
-    name: str
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
-class MinLength:
-    value: int
+class MinLength(_Marker):
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
-class MaxLength:
-    value: int
+class MaxLength(_Marker):
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Minimum:
-    value: int
+class Minimum(_Marker):
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Maximum:
-    value: int
+class Maximum(_Marker):
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
-class MinItems:
-    value: int
+class MinItems(_Marker):
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
-class MaxItems:
-    value: int
+class MaxItems(_Marker):
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
-class MinProperties:
-    value: int
+class MinProperties(_Marker):
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Pattern:
-    regex: str
+class Pattern(_Marker):
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """A CEL rule (``x-kubernetes-validations``); enforced by the API server / runtime layer."""
-
-    rule: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class ListMap:
-    """``x-kubernetes-list-type: map`` keyed by these item fields."""
-
-    keys: tuple[str, ...]
-
-    def __init__(self, *keys: str) -> None:
-        object.__setattr__(self, "keys", keys)
-
-
-@dataclass(frozen=True, slots=True)
-class ListType:
+class ListType(_Marker):
     """``x-kubernetes-list-type``: ``atomic`` or ``set``."""
 
-    kind: str
+    __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Atomic:
-    """``x-kubernetes-map-type: atomic`` on an object."""
-
-
-@dataclass(frozen=True, slots=True)
-class OpenAPI:
+class OpenAPI(_Marker):
     """The field's schema is the Kubernetes OpenAPI definition of this name (e.g. core/v1 Pod)."""
 
-    definition: str
+    __slots__ = ()
+
+
+class Atomic(_Marker):
+    """``x-kubernetes-map-type: atomic`` on an object."""
+
+    __slots__ = ()
+
+
+class ListMap(_Marker):
+    """``x-kubernetes-list-type: map`` keyed by these item fields."""
+
+    __slots__ = ()
+
+    def __init__(self, *keys: str) -> None:
+        super().__init__(keys)
+
+
+class Rule(_Marker):
+    """A CEL rule (``x-kubernetes-validations``); enforced by the API server / runtime layer."""
+
+    __slots__ = ("message",)
+    __match_args__ = ("value", "message")
+
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(rule)
+        self.message = message
+
+    @property
+    def rule(self) -> str:
+        rule: str = self.value
+        return rule
+
+    def __repr__(self) -> str:
+        return f"Rule({self.value!r}, {self.message!r})"

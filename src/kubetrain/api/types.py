@@ -363,7 +363,7 @@ class JobSetTemplateSpec(TypedDict, total=False):
 class TrainingRuntimeSpec(TypedDict, total=False):
     mlPolicy: _MLPolicy
     podGroupPolicy: PodGroupPolicy
-    template: Required[Annotated[JobSetTemplateSpec, MinProperties(1)]]
+    template: Annotated[JobSetTemplateSpec, MinProperties(1)]
 
 
 class TrainingRuntime(TypedDict, total=False):
