@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from kubetrain.api.types import Obj
+
 __all__ = [
     "Obj",
     "child_list",
@@ -29,9 +31,6 @@ __all__ = [
     "upsert_volume",
     "upsert_volume_mount",
 ]
-
-# TODO(H1): switch to kubetrain.api.Obj once the api package exports it; same definition.
-Obj = dict[str, Any]
 
 
 def tree_copy(value: Any) -> Any:

@@ -8,59 +8,27 @@
 
 from __future__ import annotations
 
-import math
-from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 from typing import Any
+
+from kubetrain.api.quantity import parse_quantity
 
 __all__ = ["cpu_count", "gpu_count", "quantity_value"]
 
-# TODO(H1): replace with kubetrain.api.quantity once it lands (same Value() rounding).
-_SUFFIX = {
-    "Ki": Decimal(2) ** 10,
-    "Mi": Decimal(2) ** 20,
-    "Gi": Decimal(2) ** 30,
-    "Ti": Decimal(2) ** 40,
-    "Pi": Decimal(2) ** 50,
-    "Ei": Decimal(2) ** 60,
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "": Decimal(1),
-    "k": Decimal("1e3"),
-    "M": Decimal("1e6"),
-    "G": Decimal("1e9"),
-    "T": Decimal("1e12"),
-    "P": Decimal("1e15"),
-    "E": Decimal("1e18"),
-}
 
-
-def _parse(q: Any) -> Decimal:
-    if isinstance(q, bool):
-        return Decimal(0)
-    if isinstance(q, int | float):
-        return Decimal(str(q))
-    if not isinstance(q, str):
-        return Decimal(0)
-    text = q.strip()
-    for suffix in ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "n", "u", "m", "k", "M", "G", "T", "P", "E"):
-        if text.endswith(suffix) and not (suffix == "E" and "e" in text.lower()[:-1]):
-            try:
-                return Decimal(text[: -len(suffix)]) * _SUFFIX[suffix]
-            except InvalidOperation:
-                return Decimal(0)
+def _parse(q: Any) -> Fraction:
     try:
-        return Decimal(text)
-    except InvalidOperation:
-        return Decimal(0)
+        return parse_quantity(q).value
+    except ValueError:
+        return Fraction(0)
 
 
 def quantity_value(q: Any) -> int:
     """Kubernetes ``Quantity.Value()``: the value rounded up to an integer; junk counts as 0."""
-    value = _parse(q)
-    if not value.is_finite():
+    try:
+        return parse_quantity(q).value_int()
+    except ValueError:
         return 0
-    return math.ceil(value)
 
 
 def _gpu(resource_list: Any) -> int:

@@ -1,0 +1,164 @@
+"""Torch: torchrun's PET_* env, numProcPerNode, envInjection targets, TorchTune (§3.1, §3.2, §1.5).
+
+Order inside the trainer container matches upstream: runtime env, then ``spec.trainer.env``, then
+PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT (the last two
+not in TorchTune mode, whose command is rewritten by ``kubetrain.runtime.torchtune`` instead).
+"""
+
+from __future__ import annotations
+
+from kubetrain.api.errors import FieldError
+from kubetrain.runtime.core import as_int, convert_env_list, runtime_ref
+from kubetrain.runtime.framework import RenderError, ValidationContext
+from kubetrain.runtime.info import RuntimeInfo
+from kubetrain.runtime.podspec import Obj, env_field_ref, env_value, upsert_env, upsert_port
+from kubetrain.runtime.resources import cpu_count, gpu_count
+
+__all__ = ["RESERVED_ENV", "TORCHTUNE_ENTRYPOINT", "Torch", "new"]
+
+TRAINER_PORT = 29500
+COMPLETION_INDEX = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+RESERVED_ENV = frozenset(
+    {"PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"}
+)
+TORCHTUNE_ENTRYPOINT = ["tune", "run"]
+
+
+def _targets(info: RuntimeInfo) -> list[tuple[str, str]]:
+    torch = info.policy("torch") or {}
+    injection = torch.get("envInjection")
+    pairs: list[tuple[str, str]] = []
+    if not isinstance(injection, dict):
+        return pairs
+    for target in injection.get("targets") or []:
+        if not isinstance(target, dict):
+            continue
+        job_name = target.get("jobName")
+        for c in target.get("containerNames") or []:
+            pairs.append(
+                (job_name if isinstance(job_name, str) else "", c if isinstance(c, str) else "")
+            )
+    return pairs
+
+
+def _dict_or_none(value: object) -> Obj | None:
+    return value if isinstance(value, dict) else None
+
+
+def _find_target(info: RuntimeInfo, job_name: str, container: str) -> Obj | None:
+    ps = info.pod_set(job_name)
+    return ps.container(container, init=True) if ps is not None else None
+
+
+def _missing_target(job_name: str, container: str) -> str:
+    return f'envInjection target podSet "{job_name}" container "{container}" not found in runtime template'
+
+
+class Torch:
+    """Active with ``mlPolicy.torch``."""
+
+    name = "torch"
+
+    def validate(self, info: RuntimeInfo, job: Obj, ctx: ValidationContext) -> list[FieldError]:
+        if info.policy("torch") is None:
+            return []
+        errors = [
+            FieldError("spec.runtimeRef", _missing_target(j, c))
+            for j, c in _targets(info)
+            if _find_target(info, j, c) is None
+        ]
+        trainer = info.trainer
+        if trainer is not None:
+            env = trainer.get("env")
+            names = {
+                e["name"]
+                for e in (env if isinstance(env, list) else [])
+                if isinstance(e, dict) and isinstance(e.get("name"), str)
+            }
+            reserved = sorted(names & RESERVED_ENV)
+            if reserved:
+                errors.append(
+                    FieldError(
+                        "spec.trainer.env",
+                        f"must not have reserved envs, invalid envs configured: [{' '.join(reserved)}]",
+                    )
+                )
+            if trainer.get("command") == TORCHTUNE_ENTRYPOINT:
+                from kubetrain.runtime.torchtune import validate_torchtune
+
+                ps = info.trainer_pod_set()
+                node = ps.container("node") if ps is not None else None
+                errors.extend(
+                    validate_torchtune(
+                        runtime_name=runtime_ref(job)[2],
+                        trainer=trainer,
+                        runtime_resources=_dict_or_none(node.get("resources") if node else None),
+                    )
+                )
+        return errors
+
+    def enforce_ml_policy(self, info: RuntimeInfo, job: Obj) -> None:
+        if info.policy("torch") is None:
+            return
+        trainer = info.trainer
+        ps = info.trainer_pod_set()
+        if ps is not None and trainer is not None and trainer.get("numNodes") is not None:
+            ps.count = as_int(trainer.get("numNodes"), ps.count)
+
+        nproc: int | str = "auto"
+        if trainer is not None and trainer.get("numProcPerNode") is not None:
+            nproc = as_int(trainer.get("numProcPerNode"), 0)
+        resources = info.trainer_resources()
+        gpus = gpu_count(resources)
+        if nproc == "auto" and gpus == 0:
+            nproc = max(1, cpu_count(resources))
+
+        container = info.trainer_container() if trainer is not None else None
+        if container is not None and trainer is not None:
+            upsert_env(container, *convert_env_list(trainer.get("env")))
+        name = info.trainjob_name
+        nodes = ps.count if ps is not None else 1
+
+        def pet() -> list[Obj]:
+            return [
+                env_value("PET_NNODES", str(nodes)),
+                env_value("PET_NPROC_PER_NODE", str(nproc)),
+                env_field_ref("PET_NODE_RANK", COMPLETION_INDEX),
+            ]
+
+        def master() -> list[Obj]:
+            return [
+                env_value("PET_MASTER_ADDR", f"{name}-node-0-0.{name}"),
+                env_value("PET_MASTER_PORT", str(TRAINER_PORT)),
+            ]
+
+        if container is not None and trainer is not None:
+            upsert_env(container, *pet())
+            if trainer.get("command") != TORCHTUNE_ENTRYPOINT:
+                upsert_env(container, *master())
+            else:
+                from kubetrain.runtime.torchtune import torchtune_command
+
+                runtime_command = container.get("command")
+                trainer["command"] = torchtune_command(
+                    trainjob_name=name,
+                    runtime_name=runtime_ref(job)[2],
+                    num_nodes=nodes,
+                    num_proc_per_node=nproc,
+                    gpus=gpus,
+                    args=trainer.get("args") if isinstance(trainer.get("args"), list) else None,
+                    runtime_command=runtime_command if isinstance(runtime_command, list) else None,
+                )
+            upsert_port(container, {"containerPort": TRAINER_PORT})
+
+        for job_name, cname in _targets(info):
+            target = _find_target(info, job_name, cname)
+            if target is None:
+                raise RenderError(FieldError("", _missing_target(job_name, cname)))
+            upsert_env(target, *pet())
+            upsert_env(target, *master())
+
+
+def new(gates: object, env: object) -> Torch:
+    """Always registered."""
+    return Torch()

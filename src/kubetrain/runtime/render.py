@@ -1,0 +1,269 @@
+"""``render``: one TrainJob + its runtime -> exactly the objects upstream v2.3's reconcile applies.
+
+Pure: the caller passes what a reconcile would read (the runtime, the objects that already exist,
+``now`` for condition timestamps) and applies the returned ``Plan``. Order of ``Plan.objects``:
+the runtime snapshot ConfigMap (only when none exists yet), then each plugin's objects in
+``PLUGIN_ORDER`` (MPI Secret/ConfigMap, Flux ConfigMap/Secret, TJ-tls-config, PodGroup, JobSet
+last).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import yaml
+
+from kubetrain.api.errors import FieldError
+from kubetrain.runtime.config import Environment, FeatureGates
+from kubetrain.runtime.core import (
+    CLUSTER_TRAINING_RUNTIME,
+    TRAINER_GROUP,
+    TRAINING_RUNTIME,
+    new_runtime_info,
+    registry_key,
+    runtime_ref,
+)
+from kubetrain.runtime.framework import (
+    BuildContext,
+    Existing,
+    Framework,
+    RenderError,
+    owner_reference,
+)
+from kubetrain.runtime.info import RuntimeInfo
+from kubetrain.runtime.podspec import Obj
+from kubetrain.runtime.quantity_canon import canonicalize_jobset
+from kubetrain.runtime.status import derive, is_finished
+
+__all__ = ["SUPPORTED_RUNTIME_KEYS", "Plan", "render", "runtime_not_found", "snapshot_configmap"]
+
+SUPPORTED_RUNTIME_KEYS = (
+    f"{TRAINING_RUNTIME}.{TRAINER_GROUP}",
+    f"{CLUSTER_TRAINING_RUNTIME}.{TRAINER_GROUP}",
+)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+try:  # libyaml when present: the snapshot is dumped on every first reconcile
+    _Dumper: Any = yaml.CSafeDumper
+    _Loader: Any = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover
+    _Dumper = yaml.SafeDumper
+    _Loader = yaml.SafeLoader
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What one reconcile of a TrainJob would do."""
+
+    objects: list[Obj]
+    """Objects to server-side apply, in order (field manager ``trainer``, force)."""
+    warnings: list[str] = field(default_factory=list)
+    """Human-readable notes (nothing upstream writes anywhere)."""
+    trainjob_status: Obj = field(default_factory=dict)
+    """The TrainJob ``.status`` after this reconcile (first reconcile: e.g. Suspended)."""
+    requeue_after: float | None = None
+    """Seconds until the active deadline, when one is pending."""
+    delete_jobset: bool = False
+    """The active deadline passed: delete the JobSet."""
+
+
+def runtime_not_found(kind: str, name: str) -> str:
+    """Upstream's reconcile error when the referenced runtime does not exist (no snapshot)."""
+    if kind == TRAINING_RUNTIME:
+        return f'TrainingRuntime specified in TrainJob is not found: trainingruntimes.trainer.kubeflow.org "{name}" not found'
+    return (
+        "not found ClusterTrainingRuntime specified in TrainJob: "
+        f'clustertrainingruntimes.trainer.kubeflow.org "{name}" not found'
+    )
+
+
+def _d(value: Any) -> Obj:
+    return value if isinstance(value, dict) else {}
+
+
+def _runtime_yaml(runtime: Obj) -> str:
+    # sigs.k8s.io/yaml.Marshal of the typed object: keys sorted, and a zero creationTimestamp
+    # still present as null (metav1.Time has no omitempty).
+    obj = dict(runtime)
+    meta = dict(_d(obj.get("metadata")))
+    meta.setdefault("creationTimestamp", None)
+    obj["metadata"] = meta
+    text: str = yaml.dump(
+        obj, Dumper=_Dumper, sort_keys=True, default_flow_style=False, allow_unicode=True
+    )
+    return text
+
+
+def snapshot_configmap(info: RuntimeInfo, runtime: Obj) -> Obj:
+    """ConfigMap ``TJ-runtime-snapshot`` holding the whole runtime as YAML (v2.3, §2.6)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": f"{info.trainjob_name}-runtime-snapshot",
+            "namespace": info.trainjob_namespace,
+            "ownerReferences": [owner_reference(info)],
+        },
+        "data": {"runtime": _runtime_yaml(runtime)},
+    }
+
+
+def _read_snapshot(job: Obj, cm: Obj, uid: str) -> Obj:
+    owners = _d(cm.get("metadata")).get("ownerReferences")
+    controller = (
+        next(
+            (o for o in owners if isinstance(o, dict) and o.get("controller") is True),
+            None,
+        )
+        if isinstance(owners, list)
+        else None
+    )
+    if controller is None or controller.get("uid") != uid:
+        raise RenderError(
+            FieldError(
+                "",
+                "invalid runtime snapshot: a snapshot configmap exists but is owned by another object",
+            )
+        )
+    text = _d(cm.get("data")).get("runtime")
+    if not isinstance(text, str):
+        raise RenderError(
+            FieldError(
+                "", 'invalid runtime snapshot: snapshot ConfigMap missing "runtime" data key'
+            )
+        )
+    try:
+        runtime = yaml.load(text, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        raise RenderError(
+            FieldError("", f"invalid runtime snapshot: unable to unmarshal the snapshot: {exc}")
+        ) from exc
+    runtime = _d(runtime)
+    ref = _d(_d(job.get("spec")).get("runtimeRef"))
+    api_version = str(runtime.get("apiVersion", ""))
+    group = api_version.rpartition("/")[0] if "/" in api_version else ""
+    kind = str(runtime.get("kind", ""))
+    name = str(_d(runtime.get("metadata")).get("name", ""))
+    want_name = str(ref.get("name", ""))
+    want_kind, want_group = ref.get("kind"), ref.get("apiGroup")
+    if (
+        (want_kind is not None and kind != want_kind)
+        or (want_group is not None and group != want_group)
+        or (name != want_name)
+    ):
+        raise RenderError(
+            FieldError(
+                "",
+                "invalid runtime snapshot: the snapshot refers to the wrong runtime: expecting a runtime with"
+                f' name, api group and kind of "{want_name}", "{want_group if want_group is not None else "<any>"}",'
+                f' "{want_kind if want_kind is not None else "<any>"}" but found runtime with name, api group and'
+                f' kind of "{name}", "{group}", "{kind}"',
+            )
+        )
+    return runtime
+
+
+def render(
+    trainjob: Obj,
+    runtime: Obj | None,
+    *,
+    gates: FeatureGates | None = None,
+    environment: Environment | None = None,
+    existing: Existing | None = None,
+    now: datetime | None = None,
+) -> Plan:
+    """The objects one reconcile applies and the TrainJob status it writes.
+
+    ``runtime`` is the live runtime the TrainJob references (None when it does not exist; the
+    snapshot in ``existing`` is used first, as upstream does). Raises ``RenderError`` where
+    upstream's reconcile fails (runtime missing, bad snapshot, plugin errors); validate first
+    for admission errors. ``now`` stamps new conditions (default: the Unix epoch, so output
+    depends only on the arguments).
+    """
+    gates = gates if gates is not None else FeatureGates()
+    env = environment if environment is not None else Environment()
+    existing = existing if existing is not None else Existing()
+    stamp = now if now is not None else _EPOCH
+    spec = _d(trainjob.get("spec"))
+    key = registry_key(trainjob)
+    name = str(_d(trainjob.get("metadata")).get("name", ""))
+    existing_jobset = existing.get("JobSet", name)
+
+    managed_by = spec.get("managedBy")
+    if isinstance(managed_by, str) and managed_by != "trainer.kubeflow.org/trainjob-controller":
+        # Another controller (MultiKueue) owns it: upstream skips the TrainJob entirely.
+        return Plan(objects=[], trainjob_status=_d(trainjob.get("status")))
+
+    if key not in SUPPORTED_RUNTIME_KEYS:
+        update = derive(trainjob, existing_jobset, now=stamp, unsupported_runtime=key)
+        return Plan(
+            objects=[],
+            warnings=[f"unsupported runtime: {key}"],
+            trainjob_status=update.status,
+            requeue_after=update.requeue_after,
+            delete_jobset=update.delete_jobset,
+        )
+
+    # Finished jobs are not re-applied; a Failed condition that is about to be re-derived does not count.
+    status_now = _d(trainjob.get("status"))
+    conds = [
+        c
+        for c in (status_now.get("conditions") or [])
+        if not (
+            isinstance(c, dict)
+            and c.get("type") == "Failed"
+            and c.get("reason") != "DeadlineExceeded"
+        )
+    ]
+    objects: list[Obj] = []
+    applied_jobset = existing_jobset
+    if not is_finished({"conditions": conds}):
+        objects = _new_objects(trainjob, runtime, gates, env, existing)
+        for o in objects:
+            if o.get("kind") == "JobSet":
+                applied_jobset = {**o, "status": _d((existing_jobset or {}).get("status"))}
+    update = derive(trainjob, applied_jobset, now=stamp)
+    return Plan(
+        objects=objects,
+        trainjob_status=update.status,
+        requeue_after=update.requeue_after,
+        delete_jobset=update.delete_jobset,
+    )
+
+
+def _new_objects(
+    job: Obj, runtime: Obj | None, gates: FeatureGates, env: Environment, existing: Existing
+) -> list[Obj]:
+    framework = Framework.for_config(gates, env)
+    meta = _d(job.get("metadata"))
+    name = str(meta.get("name", ""))
+    uid = (
+        meta.get("uid")
+        if isinstance(meta.get("uid"), str) and meta.get("uid")
+        else env.uid_placeholder
+    )
+    _, kind, ref_name = runtime_ref(job)
+    objects: list[Obj] = []
+    snapshot = existing.get("ConfigMap", f"{name}-runtime-snapshot")
+    if snapshot is not None:
+        runtime = _read_snapshot(job, snapshot, str(uid))
+        info = new_runtime_info(job, runtime, env)
+    else:
+        if runtime is None:
+            raise RenderError(FieldError("", runtime_not_found(kind, ref_name)))
+        info = new_runtime_info(job, runtime, env)
+        objects.append(snapshot_configmap(info, runtime))
+    policy = info.policy_kind
+    if policy is not None and policy in framework.missing:
+        raise RenderError(
+            FieldError("", f"the {policy} plugin is not available in this build of kubetrain")
+        )
+    framework.run_enforce(info, job)
+    built = framework.run_build(info, job, BuildContext(gates=gates, env=env, existing=existing))
+    for o in built:
+        if o.get("kind") == "JobSet":
+            canonicalize_jobset(o)
+    objects.extend(built)
+    return objects

@@ -1,0 +1,304 @@
+"""TrainJob status as upstream's reconcile computes it (reference §2.2 steps 3-7), and one state enum.
+
+``derive`` is pure: the current TrainJob, its JobSet (or None) and ``now`` in; the new status, the
+deadline's requeue delay and whether the JobSet must be deleted out. Conditions follow
+``meta.SetStatusCondition``: an existing condition keeps its ``lastTransitionTime`` unless its
+status flips. Only upstream's condition types appear (Suspended, Complete, Failed), so the
+official SDK shows a running job as Running (kubeflow-sdk.md §6.2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from kubetrain.runtime.podspec import Obj, tree_copy
+
+__all__ = [
+    "STATE_TABLE",
+    "JobState",
+    "StatusUpdate",
+    "derive",
+    "derive_status",
+    "format_time",
+    "is_finished",
+    "job_state",
+    "jobset_status_to_trainjob",
+    "set_condition",
+]
+
+SUSPENDED_MESSAGE = "TrainJob is suspended"
+RESUMED_MESSAGE = "TrainJob is resumed"
+DEADLINE_MESSAGE = "TrainJob exceeded its active deadline"
+
+
+class JobState(StrEnum):
+    """One canonical state per TrainJob, for people and for the client (not written anywhere)."""
+
+    CREATED = "Created"
+    SUSPENDED = "Suspended"
+    RUNNING = "Running"
+    COMPLETE = "Complete"
+    FAILED = "Failed"
+
+    def is_terminal(self) -> bool:
+        """Complete and Failed are final: nothing is (re)applied after them."""
+        return self in (JobState.COMPLETE, JobState.FAILED)
+
+
+# How upstream's TrainJob status maps to JobState, first matching row wins.
+STATE_TABLE: tuple[tuple[str, JobState], ...] = (
+    ("condition Complete=True", JobState.COMPLETE),
+    ("condition Failed=True", JobState.FAILED),
+    ("spec.suspend=true or condition Suspended=True", JobState.SUSPENDED),
+    ("some jobsStatus entry has active or ready > 0", JobState.RUNNING),
+    ("otherwise", JobState.CREATED),
+)
+
+
+def _d(value: Any) -> Obj:
+    return value if isinstance(value, dict) else {}
+
+
+def _l(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _find(conditions: list[Any], ctype: str) -> Obj | None:
+    for c in conditions:
+        if isinstance(c, dict) and c.get("type") == ctype:
+            return c
+    return None
+
+
+def _true(conditions: list[Any], ctype: str) -> bool:
+    c = _find(conditions, ctype)
+    return c is not None and c.get("status") == "True"
+
+
+def format_time(t: datetime) -> str:
+    """metav1.Time on the wire: RFC 3339, seconds, UTC, ``Z``."""
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
+
+
+def set_condition(conditions: list[Any], new: Obj, now: datetime) -> None:
+    """``meta.SetStatusCondition``: upsert by type; the transition time moves only on a flip."""
+    existing = _find(conditions, str(new.get("type")))
+    if existing is None:
+        cond = dict(new)
+        if not cond.get("lastTransitionTime"):
+            cond["lastTransitionTime"] = format_time(now)
+        conditions.append(_ordered(cond))
+        return
+    if existing.get("status") != new.get("status"):
+        existing["status"] = new.get("status")
+        existing["lastTransitionTime"] = new.get("lastTransitionTime") or format_time(now)
+    existing["reason"] = new.get("reason", "")
+    existing["message"] = new.get("message", "")
+    if new.get("observedGeneration"):
+        existing["observedGeneration"] = new["observedGeneration"]
+    else:
+        existing.pop("observedGeneration", None)
+
+
+def _ordered(cond: Obj) -> Obj:
+    # metav1.Condition's field order on the wire.
+    out: Obj = {"type": cond.get("type"), "status": cond.get("status")}
+    if cond.get("observedGeneration"):
+        out["observedGeneration"] = cond["observedGeneration"]
+    out["lastTransitionTime"] = cond.get("lastTransitionTime")
+    out["reason"] = cond.get("reason", "")
+    out["message"] = cond.get("message", "")
+    return out
+
+
+def is_finished(status: Obj) -> bool:
+    """Complete=True or Failed=True."""
+    conds = _l(status.get("conditions"))
+    return _true(conds, "Complete") or _true(conds, "Failed")
+
+
+def jobset_status_to_trainjob(
+    job: Obj, jobset: Obj | None, now: datetime | None = None
+) -> Obj | None:
+    """The JobSet plugin's status: Complete/Failed copied from the JobSet, and jobsStatus.
+
+    ``None`` means "keep the status as it is" (no JobSet; upstream errors unless finished).
+    """
+    if jobset is None:
+        return None
+    status: Obj = tree_copy(_d(job.get("status")))
+    conditions = _l(status.get("conditions"))
+    js_status = _d(jobset.get("status"))
+    js_conds = _l(js_status.get("conditions"))
+    stamp = now or datetime.now(UTC)
+    for js_type, tj_type in (("Completed", "Complete"), ("Failed", "Failed")):
+        c = _find(js_conds, js_type)
+        if c is not None and c.get("status") == "True":
+            set_condition(conditions, {**c, "type": tj_type}, stamp)
+    if conditions:
+        status["conditions"] = conditions
+    jobs = [
+        {
+            "name": _d(r).get("name", ""),
+            "ready": _d(r).get("ready", 0),
+            "succeeded": _d(r).get("succeeded", 0),
+            "failed": _d(r).get("failed", 0),
+            "active": _d(r).get("active", 0),
+            "suspended": _d(r).get("suspended", 0),
+        }
+        for r in _l(js_status.get("replicatedJobsStatus"))
+    ]
+    if jobs:
+        status["jobsStatus"] = jobs
+    else:
+        status.pop("jobsStatus", None)
+    return status
+
+
+@dataclass(frozen=True, slots=True)
+class StatusUpdate:
+    """What one reconcile decides about status."""
+
+    status: Obj
+    """The new ``.status`` (``{}`` when empty)."""
+    requeue_after: float | None = None
+    """Seconds until the active deadline (>= 1), when one is pending."""
+    delete_jobset: bool = False
+    """The deadline passed just now: upstream deletes the JobSet."""
+
+
+def derive(
+    job: Obj,
+    jobset: Obj | None,
+    *,
+    now: datetime,
+    unsupported_runtime: str | None = None,
+) -> StatusUpdate:
+    """Reference §2.2 steps 3 and 5-7 (and step 4's unsupported-runtime condition).
+
+    ``unsupported_runtime`` is the registry key when the runtimeRef names no known runtime kind.
+    """
+    spec = _d(job.get("spec"))
+    status = tree_copy(_d(job.get("status")))
+    conditions = _l(status.get("conditions"))
+    # Step 3: a Failed condition is re-derived every time, except the sticky deadline one.
+    failed = _find(conditions, "Failed")
+    if failed is not None and failed.get("reason") != "DeadlineExceeded":
+        conditions.remove(failed)
+    if unsupported_runtime is not None:
+        set_condition(
+            conditions,
+            {
+                "type": "Failed",
+                "status": "True",
+                "reason": "TrainingRuntimeNotSupported",
+                "message": f"unsupported runtime: {unsupported_runtime}",
+            },
+            now,
+        )
+    # Step 5.
+    if spec.get("suspend") is True:
+        set_condition(
+            conditions,
+            {
+                "type": "Suspended",
+                "status": "True",
+                "reason": "Suspended",
+                "message": SUSPENDED_MESSAGE,
+            },
+            now,
+        )
+    elif _true(conditions, "Suspended"):
+        set_condition(
+            conditions,
+            {
+                "type": "Suspended",
+                "status": "False",
+                "reason": "Resumed",
+                "message": RESUMED_MESSAGE,
+            },
+            now,
+        )
+    if conditions:
+        status["conditions"] = conditions
+    else:
+        status.pop("conditions", None)
+    # Step 6: the JobSet's view replaces the status; a deadline failure survives it.
+    deadline_cond = _find(conditions, "Failed")
+    if deadline_cond is not None and deadline_cond.get("reason") != "DeadlineExceeded":
+        deadline_cond = None
+    from_jobset = jobset_status_to_trainjob({**job, "status": status}, jobset, now)
+    if from_jobset is not None:
+        status = from_jobset
+    if deadline_cond is not None:
+        conds = _l(status.get("conditions"))
+        set_condition(conds, deadline_cond, now)
+        status["conditions"] = conds
+    # Step 7.
+    requeue: float | None = None
+    delete = False
+    deadline_s = spec.get("activeDeadlineSeconds")
+    if (
+        isinstance(deadline_s, int)
+        and not isinstance(deadline_s, bool)
+        and deadline_s > 0
+        and not is_finished(status)
+        and spec.get("suspend") is not True
+    ):
+        start = _parse_time(_d(job.get("metadata")).get("creationTimestamp"))
+        suspended = _find(_l(status.get("conditions")), "Suspended")
+        if suspended is not None and suspended.get("status") == "False":
+            start = _parse_time(suspended.get("lastTransitionTime"))
+        if start is not None:
+            deadline = start + timedelta(seconds=deadline_s)
+            if now > deadline:
+                conds = _l(status.get("conditions"))
+                set_condition(
+                    conds,
+                    {
+                        "type": "Failed",
+                        "status": "True",
+                        "reason": "DeadlineExceeded",
+                        "message": DEADLINE_MESSAGE,
+                    },
+                    now,
+                )
+                status["conditions"] = conds
+                delete = True
+            else:
+                requeue = max((deadline - now).total_seconds(), 1.0)
+    return StatusUpdate(status=status, requeue_after=requeue, delete_jobset=delete)
+
+
+def derive_status(job: Obj, jobset: Obj | None, *, now: datetime) -> Obj:
+    """The TrainJob ``.status`` after one reconcile (see ``derive`` for the deadline outputs)."""
+    return derive(job, jobset, now=now).status
+
+
+def job_state(job: Obj) -> JobState:
+    """Map a TrainJob to ``JobState`` through ``STATE_TABLE``."""
+    status = _d(job.get("status"))
+    conds = _l(status.get("conditions"))
+    if _true(conds, "Complete"):
+        return JobState.COMPLETE
+    if _true(conds, "Failed"):
+        return JobState.FAILED
+    if _d(job.get("spec")).get("suspend") is True or _true(conds, "Suspended"):
+        return JobState.SUSPENDED
+    for js in _l(status.get("jobsStatus")):
+        if isinstance(js, dict) and (js.get("active", 0) or js.get("ready", 0)):
+            return JobState.RUNNING
+    return JobState.CREATED
