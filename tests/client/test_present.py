@@ -81,9 +81,9 @@ def test_files_folders_and_lists_are_read_in_order(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        pytest.param("a: [1\n", "not valid YAML", id="broken YAML names the file and line"),
+        pytest.param("a: [1\n", "line 2", id="broken YAML names the file and line"),
         pytest.param("- 1\n- 2\n", "must be a mapping", id="a list document is refused"),
-        pytest.param("kind: TrainJob\nmetadata: {name: x}\n", "apiVersion: required", id="apiVersion is required"),
+        pytest.param("kind: TrainJob\nmetadata: {name: x}\n", "apiVersion: Required value", id="apiVersion is required"),
         pytest.param("", "holds no objects", id="an empty file is refused"),
     ],
 )

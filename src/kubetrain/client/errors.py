@@ -14,7 +14,7 @@ from typing import Any
 __all__ = ["ClientError", "NotFoundError", "describe_status", "translate_errors"]
 
 
-class ClientError(Exception):
+class ClientError(RuntimeError):
     """A failure worth one line to a person; ``reason`` is the Kubernetes Status reason if any."""
 
     def __init__(self, message: str, *, reason: str = "", code: int = 0) -> None:

@@ -1,8 +1,4 @@
-"""Reading ``-f`` arguments: files, folders, ``-`` for stdin; multi-document YAML and JSON.
-
-Only shape is checked here (a mapping with apiVersion, kind and metadata.name or generateName);
-the server validates the rest, so the same file gives the same answer here and under kubectl.
-"""
+"""Reading ``-f`` arguments: files, folders, ``-`` for stdin; multi-document YAML and JSON."""
 
 from __future__ import annotations
 
@@ -38,50 +34,40 @@ def _expand(paths: Iterable[str]) -> list[str]:
 
 
 def _flatten(doc: Any, where: str) -> list[dict[str, Any]]:
-    if not isinstance(doc, dict):
-        raise LoadError(where, [FieldError("", "a document must be a mapping (an object)")])
-    if str(doc.get("kind", "")).endswith("List") and isinstance(doc.get("items"), list):
+    if isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
         objs: list[dict[str, Any]] = []
         for i, item in enumerate(doc["items"]):
-            objs.extend(_flatten(item, f"{where} items[{i}]"))
+            objs.extend(_flatten(item, f"{where}items[{i}]."))
         return objs
-    errors = [
-        FieldError(key, "required", "Required")
-        for key in ("apiVersion", "kind")
-        if not doc.get(key)
-    ]
-    meta = doc.get("metadata")
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
     if not isinstance(meta, dict) or not (meta.get("name") or meta.get("generateName")):
-        errors.append(FieldError("metadata.name", "required", "Required"))
-    if errors:
-        raise LoadError(where, errors)
+        raise LoadError("", [FieldError(f"{where}metadata.name", "Required value", "Required")])
     return [doc]
 
 
 def read_objects(paths: Iterable[str]) -> list[dict[str, Any]]:
-    """Every object in ``paths``, in file and document order; LoadError names file and field."""
-    import yaml
+    """Every object in ``paths``, in file and document order; LoadError names file and field.
+
+    Documents are checked by :func:`kubetrain.api.load.load_objects` (our kinds strictly against
+    their CRD schemas) but sent as written: defaults are the server's to fill, and an applied
+    default would make the CLI own fields (``spec.suspend``) it never meant to set.
+    """
+    from kubetrain.api.load import load_objects, parse_documents
 
     objs: list[dict[str, Any]] = []
     for source in _expand(paths):
         label = "<stdin>" if source == "-" else source
         try:
             text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise LoadError(label, [FieldError("", exc.strerror or str(exc))]) from None
-        try:
-            docs = list(yaml.safe_load_all(text))
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            at = f"line {mark.line + 1}: " if mark is not None else ""
-            problem = getattr(exc, "problem", None) or str(exc)
-            raise LoadError(label, [FieldError("", f"not valid YAML: {at}{problem}")]) from None
-        count = 0
-        for n, doc in enumerate(docs):
-            if doc is None:  # empty documents between --- separators are allowed
-                continue
-            objs.extend(_flatten(doc, f"{label} (document {n + 1})" if len(docs) > 1 else label))
-            count += 1
-        if count == 0:
+        except (OSError, UnicodeDecodeError) as exc:
+            raise LoadError(label, [FieldError("", f"cannot read: {exc}")]) from None
+        load_objects(text, source=label)  # raises with every problem of this file at once
+        docs = parse_documents(text, source=label)
+        if not docs:
             raise LoadError(label, [FieldError("", "holds no objects")])
+        for n, doc in enumerate(docs):
+            try:
+                objs.extend(_flatten(doc, f"[{n}]." if len(docs) > 1 else ""))
+            except LoadError as exc:
+                raise LoadError(label, exc.errors) from None
     return objs

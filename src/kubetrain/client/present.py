@@ -8,7 +8,6 @@ stderr and exit code 1, never a traceback.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -185,15 +184,13 @@ def pod_row(pod: dict[str, Any], *, wide: bool, now: datetime | None = None) -> 
     return row
 
 
-def dump(value: Any, fmt: str, stream: TextIO | None = None) -> None:
-    """``yaml`` or ``json`` text of plain data, the way kubectl prints ``-o yaml|json``."""
-    out = stream or sys.stdout
-    if fmt == "json":
-        out.write(json.dumps(value, indent=4, ensure_ascii=False) + "\n")
-        return
-    import yaml
+def dump(value: dict[str, Any], fmt: str, stream: TextIO | None = None) -> None:
+    """``yaml`` or ``json`` text of one object (or ``v1 List``), as ``kubectl -o yaml|json``."""
+    from kubetrain.api.dump import dump_json, dump_yaml
 
-    out.write(yaml.safe_dump(value, sort_keys=False, allow_unicode=True, default_flow_style=False))
+    out = stream or sys.stdout
+    out.write(dump_json(value) if fmt == "json" else dump_yaml(value))
+    out.flush()
 
 
 def event_rows(events: list[dict[str, Any]], now: datetime | None = None) -> list[list[str]]:
