@@ -292,7 +292,7 @@ class JobClient:
         return JobView(
             name=name,
             namespace=ns,
-            state=job_state(obj, steps, num_nodes),
+            state=job_state(obj),
             runtime_kind=str(ref.get("kind") or R.CLUSTER_TRAINING_RUNTIME.kind),
             runtime_name=str(ref.get("name") or ""),
             num_nodes=num_nodes,
