@@ -21,7 +21,9 @@ NOW = datetime(2026, 1, 2, 12, 0, 0, tzinfo=UTC)
     ("delta", "shown"),
     [
         pytest.param(timedelta(seconds=42), "42s", id="under two minutes shows seconds"),
-        pytest.param(timedelta(minutes=5, seconds=10), "5m10s", id="under ten minutes shows m and s"),
+        pytest.param(
+            timedelta(minutes=5, seconds=10), "5m10s", id="under ten minutes shows m and s"
+        ),
         pytest.param(timedelta(minutes=45), "45m", id="under three hours shows minutes"),
         pytest.param(timedelta(hours=5, minutes=3), "5h3m", id="under eight hours shows h and m"),
         pytest.param(timedelta(days=3, hours=4), "3d4h", id="days with hours in the first week"),
@@ -44,7 +46,11 @@ def test_table_columns_are_aligned_with_three_spaces() -> None:
     ("status", "line"),
     [
         pytest.param(
-            {"code": 404, "reason": "NotFound", "message": 'trainjobs.trainer.kubeflow.org "x" not found'},
+            {
+                "code": 404,
+                "reason": "NotFound",
+                "message": 'trainjobs.trainer.kubeflow.org "x" not found',
+            },
             'trainjobs.trainer.kubeflow.org "x" not found',
             id="a 404 keeps the server's message naming the object",
         ),
@@ -52,13 +58,17 @@ def test_table_columns_are_aligned_with_three_spaces() -> None:
             {
                 "code": 422,
                 "message": 'TrainJob.trainer.kubeflow.org "x" is invalid',
-                "details": {"causes": [{"field": "spec.trainer.numNodes", "message": "must be >= 1"}]},
+                "details": {
+                    "causes": [{"field": "spec.trainer.numNodes", "message": "must be >= 1"}]
+                },
             },
             'TrainJob.trainer.kubeflow.org "x" is invalid: spec.trainer.numNodes: must be >= 1',
             id="a 422 adds each cause with its field path",
         ),
         pytest.param(
-            {"code": 502}, 'trainjobs "x": HTTP 502', id="a bare error names the object it was about"
+            {"code": 502},
+            'trainjobs "x": HTTP 502',
+            id="a bare error names the object it was about",
         ),
     ],
 )
@@ -83,7 +93,11 @@ def test_files_folders_and_lists_are_read_in_order(tmp_path: Path) -> None:
     [
         pytest.param("a: [1\n", "line 2", id="broken YAML names the file and line"),
         pytest.param("- 1\n- 2\n", "must be a mapping", id="a list document is refused"),
-        pytest.param("kind: TrainJob\nmetadata: {name: x}\n", "apiVersion: Required value", id="apiVersion is required"),
+        pytest.param(
+            "kind: TrainJob\nmetadata: {name: x}\n",
+            "apiVersion: Required value",
+            id="apiVersion is required",
+        ),
         pytest.param("", "holds no objects", id="an empty file is refused"),
     ],
 )
@@ -102,7 +116,9 @@ def test_bad_files_give_clear_errors(tmp_path: Path, text: str, message: str) ->
         pytest.param("node", None, "node-0", id="the default is rank 0"),
         pytest.param("node", 3, "node-3", id="a rank picks node-N"),
         pytest.param("launcher", None, "node-0", id="the MPI launcher is node-0"),
-        pytest.param("dataset-initializer", None, "dataset-initializer", id="initializers keep their names"),
+        pytest.param(
+            "dataset-initializer", None, "dataset-initializer", id="initializers keep their names"
+        ),
     ],
 )
 def test_step_options_name_a_step(step: str, rank: int | None, name: str) -> None:

@@ -20,12 +20,17 @@ def pod(
     restarts: int = 0,
     exit_code: int | None = None,
 ) -> dict[str, Any]:
-    labels = {"jobset.sigs.k8s.io/jobset-name": "job", "jobset.sigs.k8s.io/replicatedjob-name": rjob}
+    labels = {
+        "jobset.sigs.k8s.io/jobset-name": "job",
+        "jobset.sigs.k8s.io/replicatedjob-name": rjob,
+    }
     if index is not None:
         labels["batch.kubernetes.io/job-completion-index"] = str(index)
     state: dict[str, Any] = {"running": {}}
     if exit_code is not None:
-        state = {"terminated": {"exitCode": exit_code, "reason": "Error" if exit_code else "Completed"}}
+        state = {
+            "terminated": {"exitCode": exit_code, "reason": "Error" if exit_code else "Completed"}
+        }
     return {
         "metadata": {"name": name, "labels": labels, "creationTimestamp": created},
         "status": {
@@ -51,7 +56,11 @@ CASES = [
         id="initializers come first under their own names",
     ),
     pytest.param(
-        [pod("j-launcher-0-0", "launcher", 0), pod("j-node-0-0", "node", 0), pod("j-node-0-1", "node", 1)],
+        [
+            pod("j-launcher-0-0", "launcher", 0),
+            pod("j-node-0-0", "node", 0),
+            pod("j-node-0-1", "node", 1),
+        ],
         ["node-0", "node-1", "node-2"],
         id="an MPI launcher is node-0 and the workers shift by one",
     ),
@@ -69,7 +78,9 @@ def test_step_names(pods: list[dict[str, Any]], names: list[str]) -> None:
 
 
 def test_the_newest_pod_is_the_step_after_a_restart() -> None:
-    old = pod("j-node-0-0-old", "node", 0, phase="Failed", exit_code=3, created="2026-01-01T00:00:00Z")
+    old = pod(
+        "j-node-0-0-old", "node", 0, phase="Failed", exit_code=3, created="2026-01-01T00:00:00Z"
+    )
     new = pod("j-node-0-0-new", "node", 0, created="2026-01-01T00:01:00Z")
     (step,) = steps_from_pods([new, old])
     assert (step.pod, step.phase) == ("j-node-0-0-new", "Running")
