@@ -155,6 +155,8 @@ class ValidationContext:
     """The live JobSet of the TrainJob, if any (runtimePatches rules)."""
     priority_classes: frozenset[str] | None = None
     """Names of existing PriorityClasses; None = unknown (the check is skipped)."""
+    runtime: Obj | None = None
+    """The live runtime as stored (no patches merged), for checks about what it declares."""
 
 
 class Plugin(Protocol):

@@ -5,6 +5,7 @@ and TrainJob status from the JobSet (reference §1.5 "JobSet plugin", §2.2, §2
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -65,6 +66,24 @@ def _names(items: Any) -> list[str]:
     return [c["name"] for c in _l(items) if isinstance(c, dict) and isinstance(c.get("name"), str)]
 
 
+def _containers(
+    jobs: Iterable[Obj],
+) -> tuple[dict[str, set[str]], dict[tuple[str, str], list[Any]]]:
+    """Container names (init and regular, pooled) per job, and volume mounts per container."""
+    names: dict[str, set[str]] = {}
+    mounts: dict[tuple[str, str], list[Any]] = {}
+    for rjob in jobs:
+        jname = rjob.get("name")
+        if not isinstance(jname, str):
+            continue
+        pod = _d(_d(_d(_d(rjob.get("template")).get("spec")).get("template")).get("spec"))
+        names[jname] = set(_names(pod.get("initContainers"))) | set(_names(pod.get("containers")))
+        for c in _l(pod.get("containers")):
+            if isinstance(c, dict) and isinstance(c.get("name"), str):
+                mounts.setdefault((jname, c["name"]), []).extend(_l(c.get("volumeMounts")))
+    return names, mounts
+
+
 class JobSetPlugin:
     """Builds the JobSet ``TJ``; the only status provider."""
 
@@ -75,19 +94,7 @@ class JobSetPlugin:
     def validate(self, info: RuntimeInfo, job: Obj, ctx: ValidationContext) -> list[FieldError]:
         errors: list[FieldError] = []
         spec = _d(job.get("spec"))
-        containers_by_job: dict[str, set[str]] = {}
-        mounts: dict[tuple[str, str], list[Any]] = {}
-        for rjob in info.iter_replicated_jobs():
-            jname = rjob.get("name")
-            if not isinstance(jname, str):
-                continue
-            pod = _d(_d(_d(_d(rjob.get("template")).get("spec")).get("template")).get("spec"))
-            names = set(_names(pod.get("initContainers"))) | set(_names(pod.get("containers")))
-            containers_by_job[jname] = names
-            for c in _l(pod.get("containers")):
-                if isinstance(c, dict) and isinstance(c.get("name"), str):
-                    mounts.setdefault((jname, c["name"]), []).extend(_l(c.get("volumeMounts")))
-
+        containers_by_job, mounts = _containers(info.iter_replicated_jobs())
         initializer = _d(spec.get("initializer"))
         for key, step, config in (
             ("dataset", "dataset-initializer", "datasetConfig"),
@@ -113,6 +120,15 @@ class JobSetPlugin:
 
         errors.extend(self._patches_immutability(job, ctx))
 
+        # Patches are checked against what the runtime itself declares. (Upstream checks the
+        # already-patched spec, where a patched-in job or container always "exists", so these
+        # checks never fire there and the bad JobSet fails at reconcile instead.)
+        declared = containers_by_job
+        if ctx.runtime is not None:
+            rjobs = _d(_d(_d(ctx.runtime.get("spec")).get("template")).get("spec")).get(
+                "replicatedJobs"
+            )
+            declared, _ = _containers(j for j in _l(rjobs) if isinstance(j, dict))
         for patch in _l(spec.get("runtimePatches")):
             patch = _d(patch)
             manager = patch.get("manager")
@@ -127,7 +143,7 @@ class JobSetPlugin:
             for rpatch in _l(pspec.get("replicatedJobs")):
                 rpatch = _d(rpatch)
                 rname = rpatch.get("name")
-                known = containers_by_job.get(rname) if isinstance(rname, str) else None
+                known = declared.get(rname) if isinstance(rname, str) else None
                 if known is None:
                     errors.append(
                         FieldError(
