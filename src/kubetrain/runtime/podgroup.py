@@ -11,133 +11,41 @@ PodSet's count. One pod's requests follow Kubernetes' resource helpers (``PodReq
   it; the pod needs the larger of the two, per resource;
 - ``spec.overhead`` is added on top.
 
-Quantities are exact decimals and print in Kubernetes' canonical form (``1500m``, ``512Mi``,
-``2``), with ``resource.Quantity``'s rules for which format a sum keeps.
+Quantities come from :mod:`kubetrain.api.quantity` (exact values, canonical printing such as
+``1500m``, ``512Mi``, ``2``); the sums here follow ``resource.Quantity``'s rule for which format
+a sum keeps.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from decimal import ROUND_CEILING, ROUND_UP, Decimal, InvalidOperation
-from typing import Any, Literal
+from typing import Any
+
+from kubetrain.api.quantity import Quantity, parse_quantity
 
 __all__ = [
-    "Quantity",
+    "add_quantities",
     "container_requests",
-    "cpu_count",
-    "gpu_count",
-    "parse_quantity",
     "pod_group_totals",
     "pod_requests",
+    "scale_quantity",
 ]
 
 Obj = dict[str, Any]
-Format = Literal["DecimalSI", "BinarySI", "DecimalExponent"]
-
-# TODO(kubetrain.api.quantity): switch parsing to the API layer's parser once it lands; the
-# arithmetic and the format bookkeeping below are what PodGroup totals need on top of it.
-
-_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-_DECIMAL_BY_EXP = {e: s for s, e in _DECIMAL.items()}
-_BINARY_BY_EXP = {0: "", **{e // 10: s for s, e in _BINARY.items()}}
-_QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))([a-zA-Z]*|[eE][+-]?[0-9]+)$")
-_NANO = Decimal("1e-9")
 
 
-@dataclass(frozen=True, slots=True)
-class Quantity:
-    """A Kubernetes ``resource.Quantity``: an exact value and the format it prints in."""
+def add_quantities(a: Quantity, b: Quantity) -> Quantity:
+    """``a.Add(b)`` of Go's ``resource.Quantity``: exact, and a zero ``a`` adopts ``b``'s format.
 
-    value: Decimal
-    format: Format = "DecimalSI"
-
-    def __add__(self, other: Quantity) -> Quantity:
-        # resource.Quantity.Add: a zero receiver adopts the other's format, else keeps its own.
-        fmt = other.format if self.value == 0 else self.format
-        return Quantity(self.value + other.value, fmt)
-
-    def __mul__(self, factor: int) -> Quantity:
-        return Quantity(self.value * factor, self.format)
-
-    def __str__(self) -> str:
-        return self.canonical()
-
-    def to_int(self) -> int:
-        """``Quantity.Value()``: the value rounded up to an integer (``500m`` → 1)."""
-        return int(self.value.to_integral_value(rounding=ROUND_CEILING))
-
-    def canonical(self) -> str:
-        """``Quantity.String()``: the shortest exact form in this quantity's format."""
-        if self.value == 0:
-            return "0"
-        fmt = self.format
-        if fmt == "BinarySI":
-            # Small or fractional binary values print as decimal so nothing is rounded away.
-            if -1024 < self.value < 1024 or self.value != self.value.to_integral_value():
-                fmt = "DecimalSI"
-            else:
-                mantissa, exp = int(self.value), 0
-                while mantissa % 1024 == 0 and exp + 1 in _BINARY_BY_EXP:
-                    mantissa //= 1024
-                    exp += 1
-                return f"{mantissa}{_BINARY_BY_EXP[exp]}"
-        mantissa, exp = _decimal_parts(self.value)
-        if fmt == "DecimalSI" and exp in _DECIMAL_BY_EXP:
-            return f"{mantissa}{_DECIMAL_BY_EXP[exp]}"
-        return f"{mantissa}" if exp == 0 else f"{mantissa}e{exp}"
-
-
-def _decimal_parts(value: Decimal) -> tuple[int, int]:
-    """(mantissa, exponent) with the exponent a multiple of 3 and no needless trailing zeros."""
-    sign, digits, exponent = value.normalize().as_tuple()
-    assert isinstance(exponent, int)  # finite by construction
-    mantissa = int("".join(map(str, digits)) or "0")
-    # Go's AsCanonicalBytes: lower the exponent to a multiple of 3 by scaling the mantissa up.
-    shift = exponent % 3
-    mantissa *= 10**shift
-    exponent -= shift
-    return (-mantissa if sign else mantissa), exponent
-
-
-def parse_quantity(raw: Any) -> Quantity:
-    """Parse a quantity as Kubernetes does (``"1.5Gi"``, ``"500m"``, ``"1e3"``, ``2``, ``2.0``).
-
-    Values finer than 1n are rounded up to the nano, as ``resource.ParseQuantity`` does.
-    Raises ``ValueError`` for anything Kubernetes would reject.
+    The format decides how the sum prints (``1Gi + 1Gi`` is ``2Gi``, ``1G + 1Gi`` is
+    ``2073741824``), so the order of the terms matters exactly as it does upstream.
     """
-    if isinstance(raw, bool):
-        raise ValueError(f"quantities must be numbers or strings, not {raw!r}")
-    if isinstance(raw, int):
-        return Quantity(Decimal(raw))
-    if isinstance(raw, float):
-        # The official SDK sends cpu: 2.0; repr gives the shortest decimal that round-trips.
-        return _rounded(Decimal(repr(raw)), "DecimalSI")
-    if not isinstance(raw, str):
-        raise ValueError(f"quantities must be numbers or strings, not {raw!r}")
-    match = _QUANTITY.match(raw.strip())
-    if match is None:
-        raise ValueError(f"quantities must match the regular expression: {raw!r}")
-    number, suffix = match.groups()
-    try:
-        base = Decimal(number)
-    except InvalidOperation as exc:  # pragma: no cover - the regex admits only decimals
-        raise ValueError(f"invalid quantity {raw!r}") from exc
-    if suffix in _BINARY:
-        return _rounded(base * (2 ** _BINARY[suffix]), "BinarySI")
-    if suffix in _DECIMAL:
-        return _rounded(base.scaleb(_DECIMAL[suffix]), "DecimalSI")
-    if suffix[:1] in ("e", "E") and len(suffix) > 1:
-        return _rounded(base.scaleb(int(suffix[1:])), "DecimalExponent")
-    raise ValueError(f"unable to parse quantity's suffix: {raw!r}")
+    return Quantity(a.value + b.value, b.format if a.value == 0 else a.format)
 
 
-def _rounded(value: Decimal, fmt: Format) -> Quantity:
-    if value.as_tuple().exponent < -9:  # type: ignore[operator]  # finite decimals only here
-        value = value.quantize(_NANO, rounding=ROUND_UP)
-    return Quantity(value, fmt)
+def scale_quantity(q: Quantity, factor: int) -> Quantity:
+    """``q.Mul(factor)``: the format is kept."""
+    return Quantity(q.value * factor, q.format)
 
 
 # --- pod requests ------------------------------------------------------------------------------
@@ -160,7 +68,7 @@ def container_requests(container: Obj) -> dict[str, Quantity]:
 
 def _add_into(total: dict[str, Quantity], extra: Mapping[str, Quantity]) -> None:
     for name, q in extra.items():
-        total[name] = total[name] + q if name in total else q
+        total[name] = add_quantities(total[name], q) if name in total else q
 
 
 def _max_into(total: dict[str, Quantity], other: Mapping[str, Quantity]) -> None:
@@ -203,33 +111,7 @@ def pod_group_totals(pod_sets: Iterable[tuple[int, Obj]]) -> tuple[int, dict[str
     totals: dict[str, Quantity] = {}
     for count, pod_spec in pod_sets:
         members += count
-        _add_into(totals, {name: q * count for name, q in pod_requests(pod_spec).items()})
-    return members, {name: totals[name].canonical() for name in sorted(totals)}
-
-
-# --- per-node device counts (pkg/runtime/runtime.go) --------------------------------------------
-
-
-def gpu_count(resources: Obj | None) -> int:
-    """GPUs per node: the first resource whose name contains ``gpu`` (any case) among the
-    requests, else among the limits, rounded up; 0 when there is none."""
-    if not resources:
-        return 0
-    for section in ("requests", "limits"):
-        for name, raw in (resources.get(section) or {}).items():
-            if "gpu" in str(name).lower():
-                return parse_quantity(raw).to_int()
-    return 0
-
-
-def cpu_count(resources: Obj | None) -> int:
-    """CPUs per node: ``requests.cpu`` when non-zero, else ``limits.cpu``, rounded up; 0 if unset."""
-    if not resources:
-        return 0
-    for section in ("requests", "limits"):
-        raw = (resources.get(section) or {}).get("cpu")
-        if raw is not None:
-            q = parse_quantity(raw)
-            if q.value != 0:
-                return q.to_int()
-    return 0
+        _add_into(
+            totals, {name: scale_quantity(q, count) for name, q in pod_requests(pod_spec).items()}
+        )
+    return members, {name: str(totals[name]) for name in sorted(totals)}

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kubetrain.api.errors import FieldError
-from kubetrain.runtime.podgroup import gpu_count
+from kubetrain.runtime.resources import gpu_count
 
 __all__ = [
     "IMMUTABLE_CONFIGS",

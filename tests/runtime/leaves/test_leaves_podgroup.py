@@ -6,54 +6,22 @@ from typing import Any
 
 import pytest
 
+from kubetrain.api.quantity import parse_quantity
 from kubetrain.runtime.podgroup import (
-    cpu_count,
-    gpu_count,
-    parse_quantity,
+    add_quantities,
     pod_group_totals,
     pod_requests,
+    scale_quantity,
 )
-
-
-@pytest.mark.parametrize(
-    ("raw", "canonical"),
-    [
-        ("1.5", "1500m"),
-        ("1500m", "1500m"),
-        ("2000m", "2"),
-        ("0.5Gi", "512Mi"),
-        ("1.5Gi", "1536Mi"),
-        ("1024Mi", "1Gi"),
-        ("1023Ki", "1023Ki"),
-        ("1000", "1k"),
-        ("100M", "100M"),
-        ("0.1m", "100u"),
-        ("1.0000000001", "1000000001n"),
-        ("1e3", "1e3"),
-        ("12e-1", "1200e-3"),
-        ("512", "512"),
-        (2, "2"),
-        (2.0, "2"),
-        (0.5, "500m"),
-        ("0", "0"),
-        ("0Gi", "0"),
-    ],
-    ids=lambda v: repr(v),
-)
-def test_quantities_print_in_kubernetes_canonical_form(raw: Any, canonical: str) -> None:
-    assert parse_quantity(raw).canonical() == canonical
-
-
-@pytest.mark.parametrize("raw", ["", "1.5.5", "1Z", "Gi", "1 Gi", True, None, [1]], ids=repr)
-def test_invalid_quantities_are_rejected(raw: Any) -> None:
-    with pytest.raises(ValueError):
-        parse_quantity(raw)
 
 
 def test_a_sum_keeps_the_format_of_the_first_non_zero_term() -> None:
-    assert (parse_quantity("1Gi") + parse_quantity("1Gi")).canonical() == "2Gi"
-    assert (parse_quantity("1G") + parse_quantity("1Gi")).canonical() == "2073741824"
-    assert (parse_quantity("0") + parse_quantity("1Gi")).canonical() == "1Gi"
+    gi, g, zero = parse_quantity("1Gi"), parse_quantity("1G"), parse_quantity("0")
+    assert str(add_quantities(gi, gi)) == "2Gi"
+    assert str(add_quantities(g, gi)) == "2073741824"
+    assert str(add_quantities(zero, gi)) == "1Gi"
+    assert str(scale_quantity(parse_quantity("1.5"), 3)) == "4500m"
+    assert str(scale_quantity(parse_quantity("512Mi"), 4)) == "2Gi"
 
 
 def c(
@@ -104,7 +72,7 @@ POD_CASES: list[tuple[str, dict[str, Any], dict[str, str]]] = [
     ("pod", "expected"), [x[1:] for x in POD_CASES], ids=[x[0] for x in POD_CASES]
 )
 def test_pod_requests(pod: dict[str, Any], expected: dict[str, str]) -> None:
-    assert {k: v.canonical() for k, v in pod_requests(pod).items()} == expected
+    assert {k: str(v) for k, v in pod_requests(pod).items()} == expected
 
 
 def test_pod_group_totals_sum_every_pod_set_with_mixed_units() -> None:
@@ -121,27 +89,3 @@ def test_pod_group_totals_sum_every_pod_set_with_mixed_units() -> None:
 
 def test_pod_group_totals_of_nothing() -> None:
     assert pod_group_totals([]) == (0, {})
-
-
-@pytest.mark.parametrize(
-    ("resources", "gpus", "cpus"),
-    [
-        (None, 0, 0),
-        ({"limits": {"nvidia.com/gpu": "2"}}, 2, 0),
-        ({"requests": {"amd.com/GPU": 1}, "limits": {"nvidia.com/gpu": 8}}, 1, 0),
-        ({"requests": {"cpu": "500m"}}, 0, 1),
-        ({"requests": {"cpu": "0"}, "limits": {"cpu": "3"}}, 0, 3),
-        ({"limits": {"cpu": 2.5}}, 0, 3),
-    ],
-    ids=[
-        "nothing set",
-        "GPUs from limits",
-        "requests are looked at before limits, any case",
-        "CPU rounds up",
-        "a zero CPU request falls back to the limit",
-        "a float CPU limit rounds up",
-    ],
-)
-def test_device_counts(resources: Any, gpus: int, cpus: int) -> None:
-    assert gpu_count(resources) == gpus
-    assert cpu_count(resources) == cpus
