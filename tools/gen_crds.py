@@ -130,7 +130,7 @@ class OpenAPIConverter:
     """Inline Kubernetes OpenAPI definitions into structural CRD schemas."""
 
     def __init__(self, version: str = K8S_VERSION) -> None:
-        import kubernetes_validate
+        import kubernetes_validate  # type: ignore[import-untyped]  # ships no type hints
 
         base = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
         path = base / f"v{version}-local" / "_definitions.json"
@@ -141,7 +141,8 @@ class OpenAPIConverter:
         if name not in self.cache:
             self.cache[name] = self._convert_definition(name)
         # Each use gets its own copy: the YAML must not contain anchors.
-        return json.loads(json.dumps(self.cache[name]))
+        copied: Schema = json.loads(json.dumps(self.cache[name]))
+        return copied
 
     def _convert_definition(self, name: str) -> Schema:
         short = name.rsplit(".", 2)
@@ -213,10 +214,7 @@ class SchemaBuilder:
             metas = list(tp.__metadata__)
             tp = tp.__origin__
         openapi = next((m for m in metas if isinstance(m, markers.OpenAPI)), None)
-        if openapi is not None:
-            schema = self.conv.definition(openapi.value)
-        else:
-            schema = self._plain(tp)
+        schema = self.conv.definition(openapi.value) if openapi is not None else self._plain(tp)
         self._apply(schema, metas)
         return schema
 

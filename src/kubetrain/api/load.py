@@ -52,24 +52,32 @@ def parse_documents(text: str, *, source: str) -> list[Any]:
     Raises :class:`LoadError` with line and column for malformed input.
     """
     stripped = text.lstrip()
+    json_error: json.JSONDecodeError | None = None
     if stripped[:1] in ("{", "["):
         # JSON is valid YAML too, but json is ~20x faster and exact about numbers.
         try:
             data = json.loads(text)
-        except ValueError:
-            pass
+        except json.JSONDecodeError as e:
+            json_error = e  # maybe YAML flow style after all; report this if YAML fails too
+        except RecursionError:
+            raise LoadError(source, [FieldError("", "invalid JSON: nested too deeply")]) from None
         else:
             return [d for d in (data if isinstance(data, list) else [data]) if d is not None]
     import yaml
 
     try:
         return [d for d in yaml.load_all(text, Loader=_loader()) if d is not None]
-    except yaml.MarkedYAMLError as e:
+    except yaml.YAMLError as e:
+        if json_error is not None:
+            reason = f"line {json_error.lineno}, column {json_error.colno}: {json_error.msg}"
+            raise LoadError(source, [FieldError("", reason)]) from None
+        if not isinstance(e, yaml.MarkedYAMLError):
+            raise LoadError(source, [FieldError("", f"invalid YAML: {e}")]) from None
         mark = e.problem_mark or e.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
         problem = " ".join(x for x in (e.context, e.problem) if x)
         raise LoadError(source, [FieldError("", f"{where}{problem or 'invalid YAML'}")]) from None
-    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as e:
+    except (ValueError, TypeError, RecursionError) as e:
         # ValueError/TypeError: constructors fed odd values (e.g. unhashable merge keys).
         raise LoadError(source, [FieldError("", f"invalid YAML: {e}")]) from None
 

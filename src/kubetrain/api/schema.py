@@ -347,8 +347,16 @@ _PY_TYPE_NAMES = {
 }
 
 
+def _dumps(value: Any, *, sort_keys: bool = False) -> str:
+    """JSON text of any value a YAML parser can produce (date keys, sets, bytes included)."""
+    try:
+        return json.dumps(value, separators=(",", ":"), default=str, sort_keys=sort_keys)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
 def _show(value: Any) -> str:
-    text = json.dumps(value, separators=(",", ":"), default=str)
+    text = _dumps(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
@@ -517,7 +525,7 @@ def _check_array(
         seen: set[str] = set()
         for i, v in enumerate(value):
             if isinstance(v, dict):
-                key = json.dumps([v.get(k) for k in node.map_keys], default=str)
+                key = _dumps([v.get(k) for k in node.map_keys], sort_keys=True)
                 if key in seen:
                     shown = _show({k: v.get(k) for k in node.map_keys if k in v})
                     errors.append(
@@ -527,7 +535,7 @@ def _check_array(
     elif node.list_type == "set":
         seen_items: set[str] = set()
         for i, v in enumerate(value):
-            key = json.dumps(v, sort_keys=True, default=str)
+            key = _dumps(v, sort_keys=True)
             if key in seen_items:
                 errors.append(
                     FieldError(f"{path}[{i}]", f"Duplicate value: {_show(v)}", "Duplicate")
