@@ -1,0 +1,190 @@
+"""Admission: the in-process stand-in for Trainer's mutating and validating webhooks.
+
+The server calls ``mutate`` then ``validate`` for every create and update of every kind, after
+schema defaulting and validation, exactly where a real apiserver calls webhooks. A denial
+(``validate`` returning errors) becomes 403 Forbidden with the message a webhook denial has
+upstream; warnings become ``Warning`` headers. The runtime layer's ``validate()`` is plugged in by
+whoever builds the server; this module ships a permissive default and Trainer's one mutating rule.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol
+
+from kubetrain.api.errors import FieldError
+
+__all__ = [
+    "Admission",
+    "ChainAdmission",
+    "ObjectReader",
+    "Operation",
+    "PermissiveAdmission",
+    "TrainJobDefaulter",
+    "webhook_name",
+]
+
+Operation = Literal["CREATE", "UPDATE", "DELETE"]
+
+
+class ObjectReader(Protocol):
+    """Read access to the store, for rules that look at other objects (a TrainJob's runtime)."""
+
+    def get(
+        self, api_version: str, kind: str, namespace: str | None, name: str
+    ) -> dict[str, Any] | None:
+        """The stored object, or None."""
+        ...
+
+    def list(
+        self, api_version: str, kind: str, namespace: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Every stored object of a kind (in one namespace when given)."""
+        ...
+
+
+class Admission(Protocol):
+    """Admission control. Both methods see the object after schema defaulting.
+
+    ``mutate`` returns the object to store (it may return its argument changed in place).
+    ``validate`` returns (errors, warnings); any error denies the request.
+    ``old`` is the stored object on UPDATE and DELETE, None on CREATE.
+    """
+
+    def mutate(
+        self,
+        operation: Operation,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        *,
+        reader: ObjectReader,
+    ) -> dict[str, Any]: ...
+
+    def validate(
+        self,
+        operation: Operation,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        *,
+        reader: ObjectReader,
+    ) -> tuple[list[FieldError], list[str]]: ...
+
+
+def webhook_name(api_version: str, kind: str) -> str:
+    """The name upstream's validating webhook for a kind has: ``validator.trainjob.trainer.kubeflow.org``."""
+    group = api_version.rpartition("/")[0]
+    return f"validator.{kind.lower()}.{group}" if group else f"validator.{kind.lower()}"
+
+
+class PermissiveAdmission:
+    """Admits everything unchanged."""
+
+    def mutate(
+        self,
+        operation: Operation,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        *,
+        reader: ObjectReader,
+    ) -> dict[str, Any]:
+        return obj
+
+    def validate(
+        self,
+        operation: Operation,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        *,
+        reader: ObjectReader,
+    ) -> tuple[list[FieldError], list[str]]:
+        return [], []
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class TrainJobDefaulter(PermissiveAdmission):
+    """Trainer's mutating webhook: stamp ``spec.runtimePatches[].time``.
+
+    On CREATE every patch without a time gets now. On UPDATE a manager that was already there
+    keeps its old time when its patch is otherwise unchanged, and gets now when it changed; a
+    new manager without a time gets now.
+    """
+
+    def __init__(self, clock: Callable[[], str] = _now) -> None:
+        self._clock = clock
+
+    def mutate(
+        self,
+        operation: Operation,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        *,
+        reader: ObjectReader,
+    ) -> dict[str, Any]:
+        if obj.get("kind") != "TrainJob" or operation == "DELETE":
+            return obj
+        patches = (obj.get("spec") or {}).get("runtimePatches")
+        if not isinstance(patches, list):
+            return obj
+        old_by_manager: dict[str, Mapping[str, Any]] = {}
+        if operation == "UPDATE" and old is not None:
+            for patch in (old.get("spec") or {}).get("runtimePatches") or ():
+                if isinstance(patch, Mapping) and "manager" in patch:
+                    old_by_manager[patch["manager"]] = patch
+        now = self._clock()
+        for patch in patches:
+            if not isinstance(patch, dict):
+                continue
+            before = old_by_manager.get(patch.get("manager", ""))
+            if before is not None:
+                unchanged = _without_time(before) == _without_time(patch)
+                if unchanged and "time" in before:
+                    patch["time"] = before["time"]
+                else:
+                    patch["time"] = now
+            elif "time" not in patch:
+                patch["time"] = now
+        return obj
+
+
+def _without_time(patch: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in patch.items() if k != "time"}
+
+
+class ChainAdmission:
+    """Several admissions in order: each mutates what the previous returned; errors and warnings add up."""
+
+    def __init__(self, links: Sequence[Admission]) -> None:
+        self._links = list(links)
+
+    def mutate(
+        self,
+        operation: Operation,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        *,
+        reader: ObjectReader,
+    ) -> dict[str, Any]:
+        for link in self._links:
+            obj = link.mutate(operation, obj, old, reader=reader)
+        return obj
+
+    def validate(
+        self,
+        operation: Operation,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        *,
+        reader: ObjectReader,
+    ) -> tuple[list[FieldError], list[str]]:
+        errors: list[FieldError] = []
+        warnings: list[str] = []
+        for link in self._links:
+            e, w = link.validate(operation, copy.deepcopy(obj), old, reader=reader)
+            errors += e
+            warnings += w
+        return errors, warnings

@@ -1,0 +1,882 @@
+"""The object semantics of the API server, independent of HTTP.
+
+Each public method is one API request. Its whole effect is computed synchronously on the event
+loop (so no other request interleaves with it), applied to the in-memory store, and only then
+awaited until SQLite has committed it. Admission runs synchronously inside that step too.
+
+Order of a write, as in kube-apiserver: decode → prune and default (custom kinds) → mutating
+admission → schema and metadata validation (422) → validating admission (403) → store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import copy
+import json
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubetrain.api.errors import FieldError
+from kubetrain.local.apiserver import errors as E
+from kubetrain.local.apiserver.admission import (
+    Admission,
+    Operation,
+    PermissiveAdmission,
+    webhook_name,
+)
+from kubetrain.local.apiserver.meta import (
+    SERVER_FIELDS,
+    content_paths,
+    generate_name,
+    manager_paths,
+    now_iso,
+    record_manager,
+    spec_part,
+    validate_metadata,
+)
+from kubetrain.local.apiserver.patching import (
+    apply_json_patch,
+    apply_merge,
+    merge_patch,
+    remove_path,
+    strategic_merge_patch,
+)
+from kubetrain.local.apiserver.resources import Registry, ResourceDef
+from kubetrain.local.apiserver.schema import ProjectSchemas, SchemaRules
+from kubetrain.local.apiserver.selectors import FieldSelector, LabelSelector
+from kubetrain.local.apiserver.store import Change, Store
+
+__all__ = ["Engine", "Result", "WriteOptions"]
+
+PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+_MODIFIED = (
+    "the object has been modified; please apply your changes to the latest version and try again"
+)
+
+MERGE = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC = "application/strategic-merge-patch+json"
+APPLY = "application/apply-patch+yaml"
+APPLY_JSON = "application/apply-patch+json"
+
+
+@dataclass(slots=True)
+class WriteOptions:
+    """Query options every write takes."""
+
+    field_manager: str = ""
+    dry_run: bool = False
+    field_validation: str = "Warn"  # Strict | Warn | Ignore, as kube-apiserver's default
+    force: bool = False
+
+
+@dataclass(slots=True)
+class Result:
+    """An answer: the object (or list/Status), the HTTP code and the ``Warning`` texts."""
+
+    body: dict[str, Any]
+    code: int = 200
+    warnings: list[str] = field(default_factory=list)
+
+
+class _Reader:
+    """The ObjectReader admission gets: read-only lookups by apiVersion/kind."""
+
+    def __init__(self, registry: Registry, store: Store) -> None:
+        self._registry = registry
+        self._store = store
+
+    def get(
+        self, api_version: str, kind: str, namespace: str | None, name: str
+    ) -> dict[str, Any] | None:
+        res = self._registry.by_kind(api_version, kind)
+        if res is None:
+            return None
+        obj = self._store.get(res.key, (namespace or "") if res.namespaced else "", name)
+        return copy.deepcopy(obj) if obj is not None else None
+
+    def list(
+        self, api_version: str, kind: str, namespace: str | None = None
+    ) -> list[dict[str, Any]]:
+        res = self._registry.by_kind(api_version, kind)
+        if res is None:
+            return []
+        return copy.deepcopy(self._store.items(res.key, namespace if res.namespaced else None))
+
+
+class _Op:
+    """One request's pending commits."""
+
+    def __init__(self) -> None:
+        self.futures: list[asyncio.Future[None]] = []
+
+    async def done(self) -> None:
+        if self.futures:
+            await asyncio.gather(*self.futures)
+
+
+def _ns_key(res: ResourceDef, namespace: str | None) -> str:
+    return (namespace or "") if res.namespaced else ""
+
+
+class Engine:
+    """Create, read, update, patch, apply and delete with Kubernetes semantics."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        store: Store,
+        *,
+        admission: Admission | None = None,
+        schema_rules: SchemaRules | None = None,
+        clock: Callable[[], str] = now_iso,
+    ) -> None:
+        self.registry = registry
+        self.store = store
+        self.admission: Admission = admission or PermissiveAdmission()
+        self.schema: SchemaRules = schema_rules or ProjectSchemas()
+        self.clock = clock
+        self.reader = _Reader(registry, store)
+
+    # ==== reads ==========================================================================
+    def get(self, res: ResourceDef, namespace: str | None, name: str) -> dict[str, Any]:
+        obj = self.store.get(res.key, _ns_key(res, namespace), name)
+        if obj is None:
+            raise E.not_found(res.group, res.plural, name)
+        return obj
+
+    def list_objects(
+        self,
+        res: ResourceDef,
+        namespace: str | None,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        limit: int = 0,
+        continue_token: str = "",
+    ) -> dict[str, Any]:
+        """A ``<Kind>List`` at the current resourceVersion; ``limit``/``continue`` page by (namespace, name)."""
+        ns = namespace if res.namespaced else None
+        name = fields.name()
+        if name is not None and ns is not None:
+            one = self.store.get(res.key, ns, name)
+            candidates = [one] if one is not None else []
+        else:
+            candidates = self.store.items(res.key, ns)
+        after: tuple[str, str] | None = None
+        if continue_token:
+            after = _decode_continue(continue_token)
+        items: list[dict[str, Any]] = []
+        more = False
+        remaining = 0
+        for obj in candidates:
+            meta = obj["metadata"]
+            if after is not None and (meta.get("namespace", ""), meta["name"]) <= after:
+                continue
+            if not labels.matches(obj) or not fields.matches(obj):
+                continue
+            if limit and len(items) >= limit:
+                more = True
+                remaining += 1
+                continue
+            items.append(obj)
+        list_meta: dict[str, Any] = {"resourceVersion": str(self.store.rv)}
+        if more:
+            last = items[-1]["metadata"]
+            list_meta["continue"] = _encode_continue(
+                self.store.rv, last.get("namespace", ""), last["name"]
+            )
+            list_meta["remainingItemCount"] = remaining
+        return {
+            "kind": res.list_kind,
+            "apiVersion": res.api_version,
+            "metadata": list_meta,
+            "items": items,
+        }
+
+    # ==== create =========================================================================
+    async def create(
+        self,
+        res: ResourceDef,
+        namespace: str | None,
+        body: Any,
+        opts: WriteOptions,
+        *,
+        operation: str = "Update",
+    ) -> Result:
+        op = _Op()
+        result = self._create(op, res, namespace, body, opts, operation)
+        await op.done()
+        return result
+
+    def _create(
+        self,
+        op: _Op,
+        res: ResourceDef,
+        namespace: str | None,
+        body: Any,
+        opts: WriteOptions,
+        operation: str,
+    ) -> Result:
+        obj = self._check_body(res, body)
+        meta = obj["metadata"]
+        ns = self._check_namespace(res, namespace, meta)
+        if not meta.get("name"):
+            if meta.get("generateName"):
+                for _ in range(8):
+                    meta["name"] = generate_name(str(meta["generateName"]))
+                    if self.store.get(res.key, ns, meta["name"]) is None:
+                        break
+            else:
+                raise E.invalid(
+                    res.group,
+                    res.kind,
+                    "",
+                    [FieldError("metadata.name", "name or generateName is required", "Required")],
+                )
+        name = meta["name"]
+        if not isinstance(name, str):
+            raise E.bad_request("metadata.name must be a string")
+        if self.store.get(res.key, ns, name) is not None:
+            raise E.already_exists(res.group, res.plural, name)
+        for key in SERVER_FIELDS:
+            meta.pop(key, None)
+        if res.has_status or res.initial_status is not None:
+            obj.pop("status", None)
+        if res.initial_status is not None:
+            obj["status"] = copy.deepcopy(dict(res.initial_status))
+        if res.kind == "Namespace" and res.group == "":
+            obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+        obj, warnings = self._admit(res, "CREATE", obj, None, opts, subresource=None)
+        meta = obj["metadata"]
+        now = self.clock()
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = now
+        if res.has_generation:
+            meta["generation"] = 1
+        manager = opts.field_manager or "unknown"
+        record_manager(
+            meta,
+            manager,
+            operation,
+            res.api_version,
+            content_paths(obj),
+            now,
+            None,
+            operation == "Apply",
+        )
+        if opts.dry_run:
+            meta["resourceVersion"] = str(self.store.rv)
+            return Result(obj, 201, warnings)
+        rv = self.store.next_rv()
+        meta["resourceVersion"] = str(rv)
+        op.futures.append(self.store.put(Change(rv, "ADDED", res.key, ns, name, obj, None)))
+        return Result(obj, 201, warnings)
+
+    def _check_body(self, res: ResourceDef, body: Any) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise E.bad_request("the request body must be a JSON object")
+        api_version = body.get("apiVersion") or res.api_version
+        kind = body.get("kind") or res.kind
+        if api_version != res.api_version or kind != res.kind:
+            raise E.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API version ({res.api_version})"
+                if api_version != res.api_version
+                else f"the kind in the data ({kind}) does not match the expected kind ({res.kind})"
+            )
+        body["apiVersion"], body["kind"] = api_version, kind
+        meta = body.setdefault("metadata", {})
+        if not isinstance(meta, dict):
+            raise E.bad_request("metadata must be an object")
+        return body
+
+    def _check_namespace(
+        self, res: ResourceDef, namespace: str | None, meta: dict[str, Any]
+    ) -> str:
+        if not res.namespaced:
+            meta.pop("namespace", None)
+            return ""
+        ns = namespace or meta.get("namespace") or ""
+        if meta.get("namespace") and meta["namespace"] != ns:
+            raise E.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        meta["namespace"] = ns
+        ns_obj = self.store.get("/namespaces", "", ns)
+        if ns_obj is None:
+            raise E.not_found("", "namespaces", ns)
+        if ns_obj["metadata"].get("deletionTimestamp"):
+            raise E.forbidden(
+                f'{res.plural} "{meta.get("name") or meta.get("generateName", "")}" is forbidden: unable to create new content '
+                f"in namespace {ns} because it is being terminated",
+                {
+                    "name": meta.get("name", ""),
+                    "kind": res.plural,
+                    **({"group": res.group} if res.group else {}),
+                },
+            )
+        return ns
+
+    def _admit(
+        self,
+        res: ResourceDef,
+        operation: Operation,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        opts: WriteOptions,
+        subresource: str | None,
+    ) -> tuple[dict[str, Any], list[str]]:
+        warnings: list[str] = []
+        name = obj["metadata"].get("name", "")
+        schematic = self.schema.knows(res.api_version, res.kind)
+        if schematic:
+            pruned = self.schema.prune(obj)
+            if pruned and opts.field_validation == "Strict":
+                raise E.bad_request(
+                    "strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in pruned)
+                )
+            if pruned and opts.field_validation != "Ignore":
+                warnings += [f'unknown field "{p}"' for p in pruned]
+            self.schema.default(obj)
+        if subresource is None:
+            obj = self.admission.mutate(operation, obj, old, reader=self.reader)
+        errors = validate_metadata(
+            obj["metadata"],
+            dns_label=res.kind == "Namespace" and not res.group,
+            check_name=operation == "CREATE",
+        )
+        if schematic:
+            errors += self.schema.validate(obj)
+        if errors:
+            raise E.invalid(res.group, res.kind, name, errors)
+        if subresource is None:
+            denied, more = self.admission.validate(operation, obj, old, reader=self.reader)
+            warnings += more
+            if denied:
+                raise E.forbidden(
+                    f'admission webhook "{webhook_name(res.api_version, res.kind)}" denied the request: {E.aggregate_text(denied)}'
+                )
+        return obj, warnings
+
+    # ==== update / patch / apply =========================================================
+    async def replace(
+        self,
+        res: ResourceDef,
+        namespace: str | None,
+        name: str,
+        body: Any,
+        subresource: str | None,
+        opts: WriteOptions,
+    ) -> Result:
+        op = _Op()
+        old = self.get(res, namespace, name)
+        obj = self._check_body(res, body)
+        if obj["metadata"].get("name", name) != name:
+            raise E.bad_request(
+                f"the name of the object ({obj['metadata'].get('name')}) does not match the name on the URL ({name})"
+            )
+        if not obj["metadata"].get("resourceVersion") and res.custom:
+            raise E.invalid(
+                res.group,
+                res.kind,
+                name,
+                [FieldError("metadata.resourceVersion", "0x0: must be specified for an update")],
+            )
+        result = self._update(op, res, old, obj, subresource, opts, "Update", None)
+        await op.done()
+        return result
+
+    async def patch(
+        self,
+        res: ResourceDef,
+        namespace: str | None,
+        name: str,
+        subresource: str | None,
+        content_type: str,
+        patch: Any,
+        opts: WriteOptions,
+    ) -> Result:
+        op = _Op()
+        if content_type in (APPLY, APPLY_JSON):
+            result = self._apply(op, res, namespace, name, subresource, patch, opts)
+        else:
+            old = self.get(res, namespace, name)
+            if content_type == MERGE:
+                if not isinstance(patch, dict):
+                    raise E.bad_request("a merge patch must be a JSON object")
+                candidate = merge_patch(old, patch)
+            elif content_type == JSON_PATCH:
+                candidate = apply_json_patch(copy.deepcopy(old), patch)
+            elif content_type == STRATEGIC:
+                if res.custom:
+                    raise E.unsupported_media_type(content_type)
+                if not isinstance(patch, dict):
+                    raise E.bad_request("a strategic merge patch must be a JSON object")
+                candidate = strategic_merge_patch(old, patch)
+            else:
+                raise E.unsupported_media_type(content_type)
+            result = self._update(
+                op, res, old, copy.deepcopy(candidate), subresource, opts, "Update", None
+            )
+        await op.done()
+        return result
+
+    def _apply(
+        self,
+        op: _Op,
+        res: ResourceDef,
+        namespace: str | None,
+        name: str,
+        subresource: str | None,
+        applied: Any,
+        opts: WriteOptions,
+    ) -> Result:
+        if not opts.field_manager:
+            raise E.invalid(
+                "meta.k8s.io",
+                "PatchOptions",
+                "",
+                [FieldError("fieldManager", "is required for apply patch", "Required")],
+            )
+        if not isinstance(applied, dict):
+            raise E.bad_request("an apply patch must be an object")
+        applied = self._check_body(res, applied)
+        if applied["metadata"].get("name", name) != name:
+            raise E.bad_request(
+                f"the name of the object ({applied['metadata'].get('name')}) does not match the name on the URL ({name})"
+            )
+        applied["metadata"]["name"] = name
+        old = self.store.get(res.key, _ns_key(res, namespace), name)
+        if old is None:
+            if subresource:
+                raise E.not_found(res.group, res.plural, name)
+            return self._create(op, res, namespace, copy.deepcopy(applied), opts, "Apply")
+        if subresource == "status":
+            config = {"status": applied.get("status") or {}}
+        else:
+            config = {k: v for k, v in applied.items() if not (k == "status" and res.has_status)}
+        new_paths = content_paths(config)
+        mine = manager_paths(old["metadata"], "Apply").get(opts.field_manager, set())
+        others = manager_paths(old["metadata"], exclude=opts.field_manager)
+        if not opts.force:
+            self._apply_conflicts(res, old, config, new_paths, others, opts.field_manager)
+        candidate = apply_merge(copy.deepcopy(old), copy.deepcopy(config))
+        owned_by_others = set().union(*others.values()) if others else set()
+        for path in mine - new_paths - owned_by_others:
+            remove_path(candidate, path)
+        precondition = applied["metadata"].get("resourceVersion")
+        candidate["metadata"]["resourceVersion"] = (
+            precondition or old["metadata"]["resourceVersion"]
+        )
+        return self._update(op, res, old, candidate, subresource, opts, "Apply", new_paths)
+
+    def _apply_conflicts(
+        self,
+        res: ResourceDef,
+        old: dict[str, Any],
+        config: dict[str, Any],
+        paths: set[tuple[str, ...]],
+        others: dict[str, set[tuple[str, ...]]],
+        manager: str,
+    ) -> None:
+        # Only fields another *apply* manager owns, with a different value, conflict (approximation).
+        appliers = manager_paths(old["metadata"], "Apply", exclude=manager)
+        found: list[tuple[str, str]] = []
+        for other, owned in appliers.items():
+            for path in sorted(paths & owned):
+                if _at(old, path) != _at(config, path):
+                    found.append((other, "." + ".".join(path)))
+        if found:
+            text = "; ".join(f'conflict with "{m}": {p}' for m, p in found)
+            count = len(found)
+            err = E.conflict(res.group, res.plural, old["metadata"]["name"], "")
+            err.message = f"Apply failed with {count} conflict{'s' if count > 1 else ''}: {text}"
+            if err.details is not None:
+                err.details["causes"] = [
+                    {
+                        "reason": "FieldManagerConflict",
+                        "message": f'conflict with "{m}"',
+                        "field": p,
+                    }
+                    for m, p in found
+                ]
+            raise err
+
+    def _update(
+        self,
+        op: _Op,
+        res: ResourceDef,
+        old: dict[str, Any],
+        new: dict[str, Any],
+        subresource: str | None,
+        opts: WriteOptions,
+        operation: str,
+        apply_paths: set[tuple[str, ...]] | None,
+    ) -> Result:
+        old_meta = old["metadata"]
+        name = old_meta["name"]
+        ns = old_meta.get("namespace", "")
+        meta = new.get("metadata")
+        if not isinstance(meta, dict):
+            raise E.bad_request("metadata must be an object")
+        wanted_rv = meta.get("resourceVersion")
+        if wanted_rv and str(wanted_rv) != old_meta["resourceVersion"]:
+            raise E.conflict(res.group, res.plural, name, _MODIFIED)
+        if meta.get("uid") and meta["uid"] != old_meta["uid"]:
+            raise E.conflict(
+                res.group,
+                res.plural,
+                name,
+                f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: {old_meta['uid']}",
+            )
+        if subresource == "status":
+            status = new.get("status")
+            new = copy.deepcopy(old)
+            if status is None:
+                new.pop("status", None)
+            else:
+                new["status"] = status
+            meta = new["metadata"]
+        else:
+            if res.has_status:
+                if "status" in old:
+                    new["status"] = copy.deepcopy(old["status"])
+                else:
+                    new.pop("status", None)
+            for key in SERVER_FIELDS:
+                if key in old_meta:
+                    meta[key] = copy.deepcopy(old_meta[key])
+                else:
+                    meta.pop(key, None)
+            meta["name"] = name
+            if res.namespaced:
+                meta["namespace"] = ns
+            else:
+                meta.pop("namespace", None)
+            if old_meta.get("deletionTimestamp"):
+                added = set(meta.get("finalizers") or ()) - set(old_meta.get("finalizers") or ())
+                if added:
+                    raise E.invalid(
+                        res.group,
+                        res.kind,
+                        name,
+                        [
+                            FieldError(
+                                "metadata.finalizers",
+                                f"no new finalizers can be added if the object is being deleted, found new finalizers {sorted(added)}",
+                                "Forbidden",
+                            )
+                        ],
+                    )
+        new["apiVersion"], new["kind"] = res.api_version, res.kind
+        new, warnings = self._admit(res, "UPDATE", new, old, opts, subresource)
+        meta = new["metadata"]
+        meta["resourceVersion"] = old_meta["resourceVersion"]
+        meta["managedFields"] = copy.deepcopy(old_meta.get("managedFields", []))
+        if new == old:
+            return Result(old, 200, warnings)  # a no-op write keeps the resourceVersion
+        if res.has_generation and spec_part(new) != spec_part(old):
+            meta["generation"] = int(old_meta.get("generation") or 0) + 1
+        now = self.clock()
+        manager = opts.field_manager or "unknown"
+        if apply_paths is not None:
+            record_manager(
+                meta, manager, "Apply", res.api_version, apply_paths, now, subresource, True
+            )
+        else:
+            changed = {
+                p for p in content_paths(new) ^ content_paths(old) if _at(new, p) is not None
+            } | {p for p in content_paths(new) & content_paths(old) if _at(new, p) != _at(old, p)}
+            record_manager(
+                meta, manager, "Update", res.api_version, changed, now, subresource, False
+            )
+        if opts.dry_run:
+            return Result(new, 200, warnings)
+        rv = self.store.next_rv()
+        meta["resourceVersion"] = str(rv)
+        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            self._remove(op, res, new, rv)
+        else:
+            op.futures.append(self.store.put(Change(rv, "MODIFIED", res.key, ns, name, new, old)))
+        return Result(new, 200, warnings)
+
+    # ==== delete =========================================================================
+    async def delete(
+        self,
+        res: ResourceDef,
+        namespace: str | None,
+        name: str,
+        options: Mapping[str, Any],
+        dry_run: bool = False,
+    ) -> Result:
+        op = _Op()
+        obj = self.get(res, namespace, name)
+        pre = options.get("preconditions") or {}
+        meta = obj["metadata"]
+        if pre.get("uid") and pre["uid"] != meta.get("uid"):
+            raise E.conflict(
+                res.group,
+                res.plural,
+                name,
+                f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta.get('uid')}",
+            )
+        if pre.get("resourceVersion") and str(pre["resourceVersion"]) != meta.get(
+            "resourceVersion"
+        ):
+            raise E.conflict(
+                res.group,
+                res.plural,
+                name,
+                f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, ResourceVersion in object meta: {meta.get('resourceVersion')}",
+            )
+        policy = options.get("propagationPolicy")
+        if policy is None and options.get("orphanDependents") is not None:
+            policy = "Orphan" if options["orphanDependents"] else "Background"
+        policy = policy or "Background"
+        if policy not in ("Foreground", "Background", "Orphan"):
+            raise E.invalid(
+                "meta.k8s.io",
+                "DeleteOptions",
+                "",
+                [
+                    FieldError(
+                        "propagationPolicy",
+                        f'"{policy}": supported values: "Foreground", "Background", "Orphan"',
+                        "NotSupported",
+                    )
+                ],
+            )
+        if dry_run:
+            return Result(obj, 200)
+        if res.kind == "Namespace" and not res.group:
+            result = self._delete_namespace(op, res, obj)
+        else:
+            result = self._delete(op, res, obj, policy)
+        await op.done()
+        return result
+
+    async def delete_collection(
+        self,
+        res: ResourceDef,
+        namespace: str | None,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        options: Mapping[str, Any],
+    ) -> Result:
+        listed = self.list_objects(res, namespace, labels, fields)
+        op = _Op()
+        deleted = []
+        policy = options.get("propagationPolicy") or "Background"
+        for obj in listed["items"]:
+            current = self.store.get(
+                res.key, obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
+            )
+            if current is not None:
+                deleted.append(self._delete(op, res, current, policy).body)
+        await op.done()
+        listed["items"] = deleted
+        return Result(listed, 200)
+
+    def _delete(self, op: _Op, res: ResourceDef, obj: dict[str, Any], policy: str) -> Result:
+        meta = obj["metadata"]
+        uid = meta.get("uid", "")
+        if policy == "Orphan":
+            self._orphan(op, uid)
+        if meta.get("deletionTimestamp"):
+            return Result(obj, 200)
+        finalizers = list(meta.get("finalizers") or ())
+        dependents = self.store.dependents(uid)
+        if policy == "Foreground" and dependents and "foregroundDeletion" not in finalizers:
+            finalizers.append("foregroundDeletion")
+        if not finalizers:
+            rv = self.store.next_rv()
+            gone = copy.deepcopy(obj)
+            gone["metadata"]["resourceVersion"] = str(rv)
+            self._remove(op, res, gone, rv)
+            return Result(gone, 200)
+        marked = copy.deepcopy(obj)
+        marked["metadata"]["deletionTimestamp"] = self.clock()
+        marked["metadata"]["deletionGracePeriodSeconds"] = 0
+        marked["metadata"]["finalizers"] = finalizers
+        rv = self.store.next_rv()
+        marked["metadata"]["resourceVersion"] = str(rv)
+        op.futures.append(
+            self.store.put(
+                Change(
+                    rv, "MODIFIED", res.key, meta.get("namespace", ""), meta["name"], marked, obj
+                )
+            )
+        )
+        if "foregroundDeletion" in finalizers:
+            for dep in dependents:
+                self._collect(op, dep, "Foreground")
+            self._maybe_finish_foreground(op, uid)
+        current = self.store.get(res.key, meta.get("namespace", ""), meta["name"])
+        return Result(current or marked, 200)
+
+    def _orphan(self, op: _Op, uid: str) -> None:
+        for resource, ns, name in self.store.dependents(uid):
+            dep = self.store.get(resource, ns, name)
+            if dep is None:
+                continue
+            new = copy.deepcopy(dep)
+            refs = [r for r in new["metadata"].get("ownerReferences") or () if r.get("uid") != uid]
+            if refs:
+                new["metadata"]["ownerReferences"] = refs
+            else:
+                new["metadata"].pop("ownerReferences", None)
+            rv = self.store.next_rv()
+            new["metadata"]["resourceVersion"] = str(rv)
+            op.futures.append(self.store.put(Change(rv, "MODIFIED", resource, ns, name, new, dep)))
+
+    def _remove(self, op: _Op, res: ResourceDef, obj: dict[str, Any], rv: int) -> None:
+        """Take ``obj`` out of the store, then do what the garbage and namespace controllers would."""
+        meta = obj["metadata"]
+        ns = meta.get("namespace", "")
+        old = self.store.get(res.key, ns, meta["name"])
+        op.futures.append(
+            self.store.put(Change(rv, "DELETED", res.key, ns, meta["name"], obj, old))
+        )
+        uid = meta.get("uid", "")
+        for dep in self.store.dependents(uid):
+            dep_obj = self.store.get(*dep)
+            if dep_obj is None:
+                continue
+            live_owner = any(
+                self.store.locate_uid(r.get("uid", "")) is not None
+                for r in dep_obj["metadata"].get("ownerReferences") or ()
+                if r.get("uid") != uid
+            )
+            if not live_owner:
+                self._collect(op, dep, "Background")
+        for ref in meta.get("ownerReferences") or ():
+            self._maybe_finish_foreground(op, ref.get("uid", ""))
+        if ns:
+            self._maybe_finish_namespace(op, ns)
+
+    def _collect(self, op: _Op, ident: tuple[str, str, str], policy: str) -> None:
+        resource, ns, name = ident
+        obj = self.store.get(resource, ns, name)
+        res = self._resource_of(resource)
+        if obj is None or res is None:
+            return
+        self._delete(op, res, obj, policy)
+
+    def _resource_of(self, key: str) -> ResourceDef | None:
+        for res in self.registry:
+            if res.key == key:
+                return res
+        return None
+
+    def _maybe_finish_foreground(self, op: _Op, owner_uid: str) -> None:
+        where = self.store.locate_uid(owner_uid)
+        if where is None:
+            return
+        owner = self.store.get(*where)
+        if owner is None:
+            return
+        meta = owner["metadata"]
+        finalizers = meta.get("finalizers") or []
+        if not meta.get("deletionTimestamp") or "foregroundDeletion" not in finalizers:
+            return
+        if self.store.dependents(owner_uid):
+            return
+        res = self._resource_of(where[0])
+        if res is None:
+            return
+        new = copy.deepcopy(owner)
+        new["metadata"]["finalizers"] = [f for f in finalizers if f != "foregroundDeletion"]
+        rv = self.store.next_rv()
+        new["metadata"]["resourceVersion"] = str(rv)
+        if new["metadata"]["finalizers"]:
+            op.futures.append(
+                self.store.put(Change(rv, "MODIFIED", where[0], where[1], where[2], new, owner))
+            )
+        else:
+            self._remove(op, res, new, rv)
+
+    def _delete_namespace(self, op: _Op, res: ResourceDef, ns_obj: dict[str, Any]) -> Result:
+        name = ns_obj["metadata"]["name"]
+        if name in PROTECTED_NAMESPACES:
+            raise E.forbidden(
+                f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                {"name": name, "kind": "namespaces"},
+            )
+        if not ns_obj["metadata"].get("deletionTimestamp"):
+            marked = copy.deepcopy(ns_obj)
+            marked["metadata"]["deletionTimestamp"] = self.clock()
+            marked.setdefault("status", {})["phase"] = "Terminating"
+            rv = self.store.next_rv()
+            marked["metadata"]["resourceVersion"] = str(rv)
+            op.futures.append(
+                self.store.put(Change(rv, "MODIFIED", res.key, "", name, marked, ns_obj))
+            )
+            for other in list(self.registry):
+                if not other.namespaced:
+                    continue
+                for obj in list(self.store.items(other.key, name)):
+                    self._delete(op, other, obj, "Background")
+            self._maybe_finish_namespace(op, name)
+        current = self.store.get(res.key, "", name)
+        return Result(current or ns_obj, 200)
+
+    def _maybe_finish_namespace(self, op: _Op, namespace: str) -> None:
+        ns_obj = self.store.get("/namespaces", "", namespace)
+        if ns_obj is None or not ns_obj["metadata"].get("deletionTimestamp"):
+            return
+        for other in self.registry:
+            if other.namespaced and self.store.count(other.key, namespace):
+                return
+        res = self._resource_of("/namespaces")
+        if res is None or ns_obj["metadata"].get("finalizers"):
+            return
+        rv = self.store.next_rv()
+        gone = copy.deepcopy(ns_obj)
+        gone["metadata"]["resourceVersion"] = str(rv)
+        op.futures.append(
+            self.store.put(Change(rv, "DELETED", res.key, "", namespace, gone, ns_obj))
+        )
+
+    # ==== start-up =======================================================================
+    async def ensure(
+        self, objects: Iterable[Mapping[str, Any]], manager: str = "kubetrain"
+    ) -> list[str]:
+        """Create each object unless one of that name exists; return what was created."""
+        created = []
+        for obj in objects:
+            res = self.registry.by_kind(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+            if res is None:
+                raise ValueError(f"no resource serves {obj.get('apiVersion')}/{obj.get('kind')}")
+            meta = obj.get("metadata") or {}
+            ns = _ns_key(res, meta.get("namespace") or ("default" if res.namespaced else ""))
+            if self.store.get(res.key, ns, meta.get("name", "")) is not None:
+                continue
+            await self.create(
+                res, ns or None, copy.deepcopy(dict(obj)), WriteOptions(field_manager=manager)
+            )
+            created.append(f"{res.kind}/{meta.get('name')}")
+        return created
+
+
+def _at(obj: Any, path: tuple[str, ...]) -> Any:
+    for part in path:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(part)
+    return obj
+
+
+def _encode_continue(rv: int, namespace: str, name: str) -> str:
+    raw = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": [namespace, name]}).encode()
+    return base64.urlsafe_b64encode(raw).decode()
+
+
+def _decode_continue(token: str) -> tuple[str, str]:
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token.encode()))
+        ns, name = data["start"]
+        return str(ns), str(name)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise E.bad_request(f"continue key is not valid: {exc}") from exc

@@ -1,0 +1,198 @@
+"""Kubernetes ``Status`` errors: every failure leaves the server as one of these.
+
+Clients branch on ``code`` and ``reason`` (lightkube maps an error only when the content type is
+exactly ``application/json``, so the HTTP layer sets that header for every Status it writes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kubetrain.api.errors import FieldError
+
+__all__ = [
+    "ApiError",
+    "aggregate_text",
+    "already_exists",
+    "bad_request",
+    "conflict",
+    "expired",
+    "field_error_text",
+    "forbidden",
+    "invalid",
+    "method_not_allowed",
+    "not_found",
+    "status_success",
+    "unauthorized",
+    "unsupported_media_type",
+]
+
+# field.ErrorType → the words Kubernetes prints and the cause reason it reports.
+_TYPE_TEXT = {
+    "Invalid": ("Invalid value", "FieldValueInvalid"),
+    "Required": ("Required value", "FieldValueRequired"),
+    "Forbidden": ("Forbidden", "FieldValueForbidden"),
+    "NotFound": ("Not found", "FieldValueNotFound"),
+    "Duplicate": ("Duplicate value", "FieldValueDuplicate"),
+    "NotSupported": ("Unsupported value", "FieldValueNotSupported"),
+    "TooMany": ("Too many", "FieldValueTooMany"),
+    "TooLong": ("Too long", "FieldValueTooLong"),
+}
+
+
+class ApiError(Exception):
+    """An error answer: HTTP ``code``, Kubernetes ``reason`` and a human ``message``."""
+
+    def __init__(
+        self,
+        code: int,
+        reason: str,
+        message: str,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.details = details
+
+    def status(self) -> dict[str, Any]:
+        """The ``Status`` object for the response body."""
+        body: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+        if self.details:
+            body["details"] = self.details
+        return body
+
+
+def status_success(details: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``Status`` a successful delete answers with when no object is returned."""
+    body: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+    }
+    if details:
+        body["details"] = details
+    return body
+
+
+def _details(group: str, plural: str, name: str) -> dict[str, Any]:
+    details: dict[str, Any] = {"name": name, "kind": plural}
+    if group:
+        details["group"] = group
+    return details
+
+
+def _qualified(group: str, plural: str) -> str:
+    return f"{plural}.{group}" if group else plural
+
+
+def not_found(group: str, plural: str, name: str) -> ApiError:
+    """404 for a missing object: ``trainjobs.trainer.kubeflow.org "x" not found``."""
+    return ApiError(
+        404,
+        "NotFound",
+        f'{_qualified(group, plural)} "{name}" not found',
+        _details(group, plural, name),
+    )
+
+
+def already_exists(group: str, plural: str, name: str) -> ApiError:
+    """409 for a create whose name is taken."""
+    return ApiError(
+        409,
+        "AlreadyExists",
+        f'{_qualified(group, plural)} "{name}" already exists',
+        _details(group, plural, name),
+    )
+
+
+def conflict(group: str, plural: str, name: str, why: str) -> ApiError:
+    """409 Conflict: a stale resourceVersion, a failed precondition or an apply conflict."""
+    return ApiError(
+        409,
+        "Conflict",
+        f'Operation cannot be fulfilled on {_qualified(group, plural)} "{name}": {why}',
+        _details(group, plural, name),
+    )
+
+
+def field_error_text(error: FieldError) -> str:
+    """One error the way Kubernetes prints it: ``spec.x: Invalid value: must be >= 1``."""
+    words = _TYPE_TEXT.get(error.type, (error.type, ""))[0]
+    if not error.path:
+        return error.reason
+    if any(error.reason.startswith(w) for w, _ in _TYPE_TEXT.values()):
+        return f"{error.path}: {error.reason}"  # the reason already says what kind of error
+    return f"{error.path}: {words}: {error.reason}" if error.reason else f"{error.path}: {words}"
+
+
+def aggregate_text(errors: Sequence[FieldError]) -> str:
+    """Several errors joined like Go's ``ErrorList.ToAggregate()``: bare when one, ``[a, b]`` when many."""
+    texts = [field_error_text(e) for e in errors]
+    return texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+
+
+def invalid(group: str, kind: str, name: str, errors: Sequence[FieldError]) -> ApiError:
+    """422 Invalid with one cause per field error; the message names every field."""
+    qualified = f"{kind}.{group}" if group else kind
+    causes = [
+        {
+            "reason": _TYPE_TEXT.get(e.type, ("", "FieldValueInvalid"))[1],
+            "message": field_error_text(e),
+            "field": e.path,
+        }
+        for e in errors
+    ]
+    details: dict[str, Any] = {"name": name, "kind": kind, "causes": causes}
+    if group:
+        details["group"] = group
+    return ApiError(
+        422, "Invalid", f'{qualified} "{name}" is invalid: {aggregate_text(errors)}', details
+    )
+
+
+def bad_request(message: str) -> ApiError:
+    """400 BadRequest: a body or parameter the server cannot use."""
+    return ApiError(400, "BadRequest", message)
+
+
+def forbidden(message: str, details: dict[str, Any] | None = None) -> ApiError:
+    """403 Forbidden: admission denials and operations Kubernetes refuses outright."""
+    return ApiError(403, "Forbidden", message, details)
+
+
+def unauthorized() -> ApiError:
+    """401 for a request without a valid bearer token."""
+    return ApiError(401, "Unauthorized", "Unauthorized")
+
+
+def method_not_allowed(
+    message: str = "the server does not allow this method on the requested resource",
+) -> ApiError:
+    """405 for a verb the resource does not support."""
+    return ApiError(405, "MethodNotAllowed", message)
+
+
+def unsupported_media_type(content_type: str) -> ApiError:
+    """415, e.g. strategic merge patch on a custom resource."""
+    return ApiError(
+        415,
+        "UnsupportedMediaType",
+        f'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got "{content_type}")',
+    )
+
+
+def expired(requested: int, oldest: int) -> ApiError:
+    """410 Gone/Expired: a watch or continue token older than the history the server keeps."""
+    return ApiError(410, "Expired", f"too old resource version: {requested} ({oldest})")

@@ -1,0 +1,440 @@
+"""The HTTP face: Kubernetes REST paths → ``Engine`` calls, answers as JSON or Tables.
+
+One catch-all route parses ``/api/v1/...`` and ``/apis/<group>/<version>/...`` itself, which
+keeps path handling in one readable place. Every error answer is a ``Status`` with the content
+type exactly ``application/json`` (lightkube maps errors only then).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from aiohttp import web
+from multidict import CIMultiDict
+
+from kubetrain.local.apiserver import errors as E
+from kubetrain.local.apiserver.discovery import (
+    api_group,
+    api_group_list,
+    api_versions,
+    resource_list,
+    version_info,
+)
+from kubetrain.local.apiserver.engine import Engine, Result, WriteOptions
+from kubetrain.local.apiserver.logs import LogRequest, log_file, pick_container, stream_log
+from kubetrain.local.apiserver.openapi import OpenAPI
+from kubetrain.local.apiserver.resources import ResourceDef
+from kubetrain.local.apiserver.selectors import parse_field_selector, parse_label_selector
+from kubetrain.local.apiserver.tables import table, wants_table
+from kubetrain.local.apiserver.watch import CLOSED, Watch
+
+__all__ = ["HttpApi"]
+
+log = logging.getLogger(__name__)
+
+JSON = "application/json"
+_PUBLIC = frozenset({"/version", "/healthz", "/livez", "/readyz"})
+_TRUE = ("true", "1")
+
+
+def _dumps(body: Any) -> bytes:
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def _respond(body: Any, code: int = 200, warnings: list[str] | None = None) -> web.Response:
+    headers: CIMultiDict[str] = CIMultiDict({"Content-Type": JSON})
+    for text in warnings or ():
+        # RFC 7234 warning, code 299, agent "-", the text quoted with \ escapes, as the apiserver does.
+        headers.add("Warning", '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"')
+    return web.Response(body=_dumps(body), status=code, headers=headers)
+
+
+def _error(err: E.ApiError) -> web.Response:
+    return _respond(err.status(), err.code)
+
+
+def _not_found_path() -> E.ApiError:
+    return E.ApiError(404, "NotFound", "the server could not find the requested resource", {})
+
+
+class HttpApi:
+    """Routes and handlers; ``closing()`` makes watches and log follows end."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        logs_dir: Path,
+        tokens: frozenset[str] | None,
+        bookmark_interval: float = 60.0,
+    ) -> None:
+        self.engine = engine
+        self.registry = engine.registry
+        self.logs_dir = logs_dir
+        self.tokens = tokens
+        self.bookmark_interval = bookmark_interval
+        self.openapi = OpenAPI(engine.registry)
+        self.watches: set[Watch] = set()
+        self.closing = False
+        self.server_address = "127.0.0.1:0"
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[self._middleware], client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._dispatch)
+        return app
+
+    def close_streams(self) -> None:
+        """End every open watch and log follow (before the runner's cleanup waits on them)."""
+        self.closing = True
+        for w in list(self.watches):
+            w.close()
+
+    @web.middleware
+    async def _middleware(
+        self, request: web.Request, handler: Callable[[web.Request], Any]
+    ) -> web.StreamResponse:
+        try:
+            if self.tokens is not None and request.path.rstrip("/") not in _PUBLIC:
+                auth = request.headers.get("Authorization", "")
+                token = auth[7:].strip() if auth.startswith("Bearer ") else ""
+                if token not in self.tokens:
+                    raise E.unauthorized()
+            response: web.StreamResponse = await handler(request)
+            return response
+        except E.ApiError as err:
+            return _error(err)
+        except web.HTTPException:
+            raise
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # every failure must still be a Status
+            log.exception("internal error serving %s %s", request.method, request.path)
+            return _error(E.ApiError(500, "InternalError", f"Internal error occurred: {exc}"))
+
+    # -- routing ---------------------------------------------------------------------------
+    async def _dispatch(self, request: web.Request) -> web.StreamResponse:
+        path = request.path.rstrip("/") or "/"
+        if path in ("/healthz", "/livez", "/readyz"):
+            return web.Response(text="ok")
+        if request.method == "GET":
+            fixed = self._fixed(path)
+            if fixed is not None:
+                return fixed
+        parts = path.strip("/").split("/")
+        if parts[0] == "api" and len(parts) >= 2:
+            group, version, rest = "", parts[1], parts[2:]
+        elif parts[0] == "apis" and len(parts) >= 3:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            raise _not_found_path()
+        if not rest:
+            if request.method != "GET":
+                raise E.method_not_allowed()
+            listing = resource_list(self.registry, group, version)
+            if listing is None:
+                raise _not_found_path()
+            return _respond(listing)
+        watch_path = rest[0] == "watch"
+        if watch_path:
+            rest = rest[1:]
+        namespace: str | None = None
+        if (
+            len(rest) >= 3
+            and rest[0] == "namespaces"
+            and not (group == "" and rest[2] in ("status", "finalize"))
+        ):
+            namespace, rest = rest[1], rest[2:]
+        if not rest or len(rest) > 3:
+            raise _not_found_path()
+        res = self.registry.get(group, version, rest[0])
+        if res is None or (namespace is not None and not res.namespaced):
+            raise _not_found_path()
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else None
+        if sub is not None and sub not in res.subresources:
+            raise _not_found_path()
+        return await self._resource(request, res, namespace, name, sub, watch_path)
+
+    def _fixed(self, path: str) -> web.Response | None:
+        if path == "/version":
+            return _respond(version_info())
+        if path == "/api":
+            return _respond(api_versions(self.server_address))
+        if path == "/apis":
+            return _respond(api_group_list(self.registry))
+        if path.startswith("/apis/") and path.count("/") == 2:
+            group = api_group(self.registry, path.split("/")[2])
+            if group is None:
+                raise _not_found_path()
+            return _respond(group)
+        if path == "/openapi/v3":
+            return web.Response(body=self.openapi.index, headers={"Content-Type": JSON})
+        if path.startswith("/openapi/v3/"):
+            doc = self.openapi.document(path[len("/openapi/v3/") :])
+            if doc is None:
+                raise _not_found_path()
+            return web.Response(
+                body=doc, headers={"Content-Type": JSON, "Cache-Control": "public, immutable"}
+            )
+        if path == "/openapi/v2":
+            # Only the protobuf form would help kubectl, and kubectl uses v3; say so plainly.
+            raise E.ApiError(404, "NotFound", "openapi v2 is not served; use /openapi/v3")
+        return None
+
+    async def _resource(
+        self,
+        request: web.Request,
+        res: ResourceDef,
+        namespace: str | None,
+        name: str | None,
+        sub: str | None,
+        watch_path: bool,
+    ) -> web.StreamResponse:
+        q = request.query
+        method = request.method
+        if method == "GET":
+            if sub == "log":
+                assert name is not None
+                return await self._log(request, res, namespace, name)
+            if name is None:
+                labels = parse_label_selector(q.get("labelSelector"))
+                fields = parse_field_selector(q.get("fieldSelector"), res.field_labels, res.kind)
+                if watch_path or q.get("watch", "").lower() in _TRUE:
+                    return await self._watch(request, res, namespace, labels, fields)
+                listed = self.engine.list_objects(
+                    res, namespace, labels, fields, _int(q.get("limit")), q.get("continue", "")
+                )
+                if wants_table(request.headers.get("Accept", "")):
+                    return _respond(
+                        table(
+                            res,
+                            listed["items"],
+                            listed["metadata"],
+                            q.get("includeObject", "Metadata"),
+                        )
+                    )
+                return _respond(listed)
+            obj = self.engine.get(res, namespace, name)
+            if wants_table(request.headers.get("Accept", "")):
+                return _respond(
+                    table(
+                        res,
+                        [obj],
+                        {"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+                        q.get("includeObject", "Metadata"),
+                    )
+                )
+            return _respond(obj)
+        opts = WriteOptions(
+            field_manager=q.get("fieldManager") or _default_manager(request),
+            dry_run=q.get("dryRun") == "All",
+            field_validation=_field_validation(q.get("fieldValidation")),
+            force=q.get("force", "").lower() in _TRUE,
+        )
+        if method == "POST":
+            if name is not None:
+                raise E.method_not_allowed()
+            return self._answer(
+                await self.engine.create(res, namespace, await _body(request), opts)
+            )
+        if method == "PUT":
+            if name is None:
+                raise E.method_not_allowed()
+            return self._answer(
+                await self.engine.replace(res, namespace, name, await _body(request), sub, opts)
+            )
+        if method == "PATCH":
+            if name is None:
+                raise E.method_not_allowed()
+            content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+            if content_type in (
+                "application/apply-patch+yaml",
+                "application/apply-patch+json",
+            ) and not q.get("fieldManager"):
+                opts.field_manager = ""
+            return self._answer(
+                await self.engine.patch(
+                    res, namespace, name, sub, content_type, await _body(request), opts
+                )
+            )
+        if method == "DELETE":
+            options = await _body(request, optional=True) or {}
+            if not isinstance(options, dict):
+                raise E.bad_request("DeleteOptions must be an object")
+            if q.get("propagationPolicy"):
+                options["propagationPolicy"] = q["propagationPolicy"]
+            if name is None:
+                labels = parse_label_selector(q.get("labelSelector"))
+                fields = parse_field_selector(q.get("fieldSelector"), res.field_labels, res.kind)
+                return self._answer(
+                    await self.engine.delete_collection(res, namespace, labels, fields, options)
+                )
+            dry = opts.dry_run or "All" in (options.get("dryRun") or [])
+            return self._answer(
+                await self.engine.delete(res, namespace, name, options, dry_run=dry)
+            )
+        raise E.method_not_allowed()
+
+    @staticmethod
+    def _answer(result: Result) -> web.Response:
+        return _respond(result.body, result.code, result.warnings)
+
+    # -- watch -----------------------------------------------------------------------------
+    async def _watch(
+        self,
+        request: web.Request,
+        res: ResourceDef,
+        namespace: str | None,
+        labels: Any,
+        fields: Any,
+    ) -> web.StreamResponse:
+        q = request.query
+        as_table = wants_table(request.headers.get("Accept", ""))
+        include = q.get("includeObject", "Metadata")
+        w = Watch(self.engine.store, res, namespace, labels, fields)
+        w.start(q.get("resourceVersion"), q.get("sendInitialEvents", "").lower() in _TRUE)
+        self.watches.add(w)
+        if self.closing:
+            w.close()
+        timeout = _int(q.get("timeoutSeconds"))
+        bookmarks = q.get("allowWatchBookmarks", "").lower() in _TRUE
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout if timeout else math.inf
+        response = web.StreamResponse(status=200, headers={"Content-Type": JSON})
+        response.enable_chunked_encoding()
+        try:
+            await response.prepare(request)
+            while True:
+                wait = deadline - loop.time()
+                if bookmarks:
+                    wait = min(wait, self.bookmark_interval)
+                if wait <= 0:
+                    break
+                try:
+                    event = await asyncio.wait_for(
+                        w.queue.get(), None if math.isinf(wait) else wait
+                    )
+                except TimeoutError:
+                    if loop.time() >= deadline:
+                        break
+                    event = w.bookmark()
+                events = [event]
+                while not w.queue.empty() and len(events) < 500:
+                    events.append(w.queue.get_nowait())
+                chunk = []
+                done = False
+                for ev in events:
+                    if ev is CLOSED:
+                        done = True
+                        break
+                    if (
+                        ev["type"] == "BOOKMARK"
+                        and not bookmarks
+                        and "annotations" not in ev["object"]["metadata"]
+                    ):
+                        continue
+                    if as_table and ev["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                        obj = ev["object"]
+                        ev = {
+                            "type": ev["type"],
+                            "object": table(
+                                res,
+                                [obj],
+                                {"resourceVersion": obj["metadata"].get("resourceVersion", "")},
+                                include,
+                            ),
+                        }
+                    chunk.append(_dumps(ev) + b"\n")
+                if chunk:
+                    await response.write(b"".join(chunk))
+                if done:
+                    break
+        except (ConnectionResetError, ConnectionError):
+            pass
+        finally:
+            w.close()
+            self.watches.discard(w)
+        return response
+
+    # -- logs ------------------------------------------------------------------------------
+    async def _log(
+        self, request: web.Request, res: ResourceDef, namespace: str | None, name: str
+    ) -> web.StreamResponse:
+        pod = self.engine.get(res, namespace, name)
+        req = LogRequest(request.query)
+        container = pick_container(pod, req.container)
+        ns = pod["metadata"].get("namespace", "")
+        path = log_file(self.logs_dir, ns, name, container, req.previous)
+        if path is None:
+            raise E.bad_request(
+                f'previous terminated container "{container}" in pod "{name}" not found'
+            )
+        phase = (pod.get("status") or {}).get("phase", "Pending")
+        if not path.exists() and phase == "Pending":
+            raise E.bad_request(
+                f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating'
+            )
+        uid = pod["metadata"].get("uid")
+        store = self.engine.store
+
+        def finished() -> bool:
+            now = store.get(res.key, ns, name)
+            if now is None or now["metadata"].get("uid") != uid:
+                return True
+            return (now.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+        response = web.StreamResponse(status=200, headers={"Content-Type": "text/plain"})
+        if req.follow:
+            response.enable_chunked_encoding()
+        await response.prepare(request)
+        try:
+            async for chunk in stream_log(path, req, finished, lambda: self.closing):
+                await response.write(chunk)
+        except (ConnectionResetError, ConnectionError):
+            pass
+        return response
+
+
+def _int(value: str | None) -> int:
+    if not value:
+        return 0
+    try:
+        return int(value)
+    except ValueError as exc:
+        raise E.bad_request(f"invalid integer {value!r}") from exc
+
+
+def _field_validation(value: str | None) -> str:
+    if not value:
+        return "Warn"
+    if value not in ("Strict", "Warn", "Ignore"):
+        raise E.bad_request(f"fieldValidation must be one of Ignore, Warn or Strict, got {value!r}")
+    return value
+
+
+def _default_manager(request: web.Request) -> str:
+    # Like kube-apiserver: the user agent's product name when the client names no manager.
+    agent = request.headers.get("User-Agent", "")
+    return agent.split("/")[0][:128] if agent else "unknown"
+
+
+async def _body(request: web.Request, optional: bool = False) -> Any:
+    raw = await request.read()
+    if not raw.strip():
+        if optional:
+            return None
+        raise E.bad_request("the request has no body")
+    try:
+        return json.loads(raw)
+    except ValueError:
+        pass
+    try:
+        return yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        raise E.bad_request(f"the body could not be decoded: {exc}") from exc

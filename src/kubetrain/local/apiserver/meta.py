@@ -1,0 +1,212 @@
+"""ObjectMeta rules: server-set fields, names, labels, and managedFields bookkeeping."""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from kubetrain.api.errors import FieldError
+from kubetrain.local.apiserver.patching import fields_v1, leaf_paths, paths_from_fields_v1
+
+__all__ = [
+    "SERVER_FIELDS",
+    "content_paths",
+    "generate_name",
+    "manager_paths",
+    "now_iso",
+    "record_manager",
+    "spec_part",
+    "validate_metadata",
+]
+
+# metadata fields only the server sets; a client's values are replaced or kept from the old object.
+SERVER_FIELDS = (
+    "uid",
+    "resourceVersion",
+    "creationTimestamp",
+    "generation",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "selfLink",
+    "managedFields",
+)
+
+_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+# The alphabet Kubernetes uses for generateName suffixes (no vowels, no look-alikes).
+_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+_SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', "
+    "and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    r"'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+_LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start "
+    "and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+
+
+def now_iso() -> str:
+    """The current time as Kubernetes writes timestamps (seconds, UTC, ``Z``)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def generate_name(prefix: str, rng: Callable[[], random.Random] = random.Random) -> str:
+    """``prefix`` plus five random characters, as Kubernetes' name generator does."""
+    r = rng()
+    return prefix + "".join(r.choice(_SUFFIX_ALPHABET) for _ in range(5))
+
+
+def _check_name(name: Any, dns_label: bool) -> list[FieldError]:
+    if not isinstance(name, str):
+        return [FieldError("metadata.name", f"{name!r}: must be a string")]
+    if dns_label:
+        if len(name) > 63:
+            return [FieldError("metadata.name", f'"{name}": must be no more than 63 characters')]
+        if not _LABEL.match(name):
+            return [FieldError("metadata.name", f'"{name}": {_LABEL_MSG}')]
+    else:
+        if len(name) > 253:
+            return [FieldError("metadata.name", f'"{name}": must be no more than 253 characters')]
+        if not _SUBDOMAIN.match(name):
+            return [FieldError("metadata.name", f'"{name}": {_SUBDOMAIN_MSG}')]
+    return []
+
+
+def _check_label_key(path: str, key: str) -> list[FieldError]:
+    prefix, _, name = key.rpartition("/")
+    if prefix and (len(prefix) > 253 or not _SUBDOMAIN.match(prefix)):
+        return [FieldError(path, f'"{key}": prefix part {_SUBDOMAIN_MSG}')]
+    if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
+        return [
+            FieldError(
+                path,
+                f"\"{key}\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start "
+                "and end with an alphanumeric character, and be no more than 63 characters",
+            )
+        ]
+    return []
+
+
+def validate_metadata(
+    meta: Mapping[str, Any], dns_label: bool, check_name: bool = True
+) -> list[FieldError]:
+    """Name format, label syntax, and string-valued labels and annotations."""
+    errors: list[FieldError] = []
+    if check_name:
+        errors += _check_name(meta.get("name"), dns_label)
+    labels = meta.get("labels")
+    if labels is not None:
+        if not isinstance(labels, Mapping):
+            errors.append(FieldError("metadata.labels", "must be a map of strings"))
+        else:
+            for key, value in labels.items():
+                errors += _check_label_key("metadata.labels", key)
+                if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+                    errors.append(
+                        FieldError(
+                            "metadata.labels",
+                            f"{value!r}: a valid label must be an empty string or consist of alphanumeric characters, "
+                            "'-', '_' or '.', and must start and end with an alphanumeric character",
+                        )
+                    )
+    annotations = meta.get("annotations")
+    if annotations is not None and (
+        not isinstance(annotations, Mapping)
+        or not all(isinstance(v, str) for v in annotations.values())
+    ):
+        errors.append(FieldError("metadata.annotations", "must be a map of strings"))
+    finalizers = meta.get("finalizers")
+    if finalizers is not None and (
+        not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers)
+    ):
+        errors.append(FieldError("metadata.finalizers", "must be a list of strings"))
+    return errors
+
+
+def spec_part(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What generation tracks: everything but metadata, status and the type fields."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
+
+
+_UNOWNED_META = frozenset({"name", "namespace", "generateName", *SERVER_FIELDS})
+
+
+def content_paths(obj: Mapping[str, Any]) -> set[tuple[str, ...]]:
+    """The field paths a manager can own in ``obj`` (type and server fields excluded)."""
+    out = set()
+    for path in leaf_paths(dict(obj)):
+        if path[0] in ("apiVersion", "kind"):
+            continue
+        if path[0] == "metadata" and (len(path) < 2 or path[1] in _UNOWNED_META):
+            continue
+        out.add(path)
+    return out
+
+
+def manager_paths(
+    meta: Mapping[str, Any], operation: str | None = None, exclude: str | None = None
+) -> dict[str, set[tuple[str, ...]]]:
+    """managedFields as manager → owned paths (optionally one operation, without one manager)."""
+    out: dict[str, set[tuple[str, ...]]] = {}
+    for entry in meta.get("managedFields") or ():
+        if not isinstance(entry, Mapping):
+            continue
+        if operation is not None and entry.get("operation") != operation:
+            continue
+        manager = entry.get("manager", "")
+        if manager == exclude:
+            continue
+        out.setdefault(manager, set()).update(paths_from_fields_v1(entry.get("fieldsV1") or {}))
+    return out
+
+
+def record_manager(
+    meta: dict[str, Any],
+    manager: str,
+    operation: str,
+    api_version: str,
+    paths: set[tuple[str, ...]],
+    now: str,
+    subresource: str | None,
+    replace_paths: bool,
+) -> None:
+    """Update (or add) the managedFields entry of ``manager`` for ``operation``.
+
+    Apply entries own exactly what was last applied (``replace_paths``); Update entries gather
+    every field the manager has changed.
+    """
+    entries = [dict(e) for e in meta.get("managedFields") or () if isinstance(e, Mapping)]
+    mine = next(
+        (
+            e
+            for e in entries
+            if e.get("manager") == manager
+            and e.get("operation") == operation
+            and e.get("subresource") == subresource
+        ),
+        None,
+    )
+    if mine is None:
+        mine = {"manager": manager, "operation": operation}
+        entries.append(mine)
+    owned = set() if replace_paths else paths_from_fields_v1(mine.get("fieldsV1") or {})
+    owned |= paths
+    mine.update(
+        {
+            "apiVersion": api_version,
+            "time": now,
+            "fieldsType": "FieldsV1",
+            "fieldsV1": fields_v1(owned),
+        }
+    )
+    if subresource:
+        mine["subresource"] = subresource
+    meta["managedFields"] = entries

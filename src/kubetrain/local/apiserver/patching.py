@@ -1,0 +1,173 @@
+"""Patch documents: JSON merge patch, JSON patch, strategic merge (approximated) and apply.
+
+Strategic merge patch is approximated for the core kinds: a merge patch in which lists of
+objects that all carry ``name`` are merged by name, ``$patch: delete|replace`` is honoured and
+the ``$setElementOrder``/``$retainKeys`` directives are dropped. Server-side apply is approximated
+by a deep merge in which lists are atomic, plus field ownership per manager (``managed_paths``):
+a field an apply manager set before and leaves out now is removed unless another manager owns it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+import jsonpatch
+
+from kubetrain.local.apiserver.errors import ApiError
+
+__all__ = [
+    "apply_json_patch",
+    "apply_merge",
+    "fields_v1",
+    "leaf_paths",
+    "merge_patch",
+    "paths_from_fields_v1",
+    "remove_path",
+    "strategic_merge_patch",
+]
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386: objects merge, ``null`` deletes, anything else replaces."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def apply_json_patch(target: dict[str, Any], ops: Any) -> dict[str, Any]:
+    """RFC 6902; a failed ``test`` or a bad path is a 422, a malformed document a 400."""
+    if not isinstance(ops, list):
+        raise ApiError(
+            400, "BadRequest", "json: cannot unmarshal object into Go value of type jsonpatch.Patch"
+        )
+    try:
+        result = jsonpatch.JsonPatch(ops).apply(target, in_place=False)
+    except jsonpatch.JsonPatchTestFailed as exc:
+        raise ApiError(
+            422, "Invalid", f"the server rejected our request due to an error in our request: {exc}"
+        ) from exc
+    except (
+        jsonpatch.JsonPatchException,
+        jsonpatch.JsonPointerException,
+        KeyError,
+        IndexError,
+        TypeError,
+    ) as exc:
+        raise ApiError(
+            422, "Invalid", f"the server rejected our request due to an error in our request: {exc}"
+        ) from exc
+    if not isinstance(result, dict):
+        raise ApiError(422, "Invalid", "the patched document is not an object")
+    return result
+
+
+def _named(items: list[Any]) -> bool:
+    return bool(items) and all(isinstance(i, dict) and "name" in i for i in items)
+
+
+def strategic_merge_patch(target: Any, patch: Any) -> Any:
+    """The approximation described in the module docstring."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    if patch.get("$patch") == "replace":
+        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if key.startswith("$"):
+            continue
+        if value is None:
+            result.pop(key, None)
+            continue
+        current = result.get(key)
+        if (
+            isinstance(value, list)
+            and isinstance(current, list)
+            and (_named(value) or _named(current))
+            and _named(current)
+        ):
+            merged = {item["name"]: item for item in current}
+            order = [item["name"] for item in current]
+            for item in value:
+                if not isinstance(item, dict) or "name" not in item:
+                    continue
+                name = item["name"]
+                if item.get("$patch") == "delete":
+                    merged.pop(name, None)
+                    continue
+                if name not in merged:
+                    order.append(name)
+                merged[name] = strategic_merge_patch(merged.get(name), item)
+            result[key] = [merged[n] for n in order if n in merged]
+        else:
+            result[key] = strategic_merge_patch(current, value)
+    return result
+
+
+def apply_merge(target: Any, applied: Any) -> Any:
+    """Server-side apply's write: maps merge, lists and scalars replace (atomic)."""
+    if not isinstance(applied, dict) or not isinstance(target, dict):
+        return copy.deepcopy(applied)
+    result = dict(target)
+    for key, value in applied.items():
+        result[key] = apply_merge(result.get(key), value)
+    return result
+
+
+def leaf_paths(obj: Any, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
+    """Every path through maps to a non-map value (lists count as leaves)."""
+    if not isinstance(obj, dict) or (not obj and prefix):
+        return {prefix} if prefix else set()
+    out: set[tuple[str, ...]] = set()
+    for key, value in obj.items():
+        out |= leaf_paths(value, (*prefix, key))
+    return out
+
+
+def fields_v1(paths: set[tuple[str, ...]]) -> dict[str, Any]:
+    """A managedFields ``fieldsV1`` document for a set of paths."""
+    root: dict[str, Any] = {}
+    for path in sorted(paths):
+        node = root
+        for part in path:
+            node = node.setdefault(f"f:{part}", {})
+    return root
+
+
+def paths_from_fields_v1(
+    doc: Mapping[str, Any], prefix: tuple[str, ...] = ()
+) -> set[tuple[str, ...]]:
+    """The leaf paths a ``fieldsV1`` document records (keys other than ``f:`` are ignored)."""
+    out: set[tuple[str, ...]] = set()
+    for key, value in doc.items():
+        if not key.startswith("f:"):
+            continue
+        path = (*prefix, key[2:])
+        children = paths_from_fields_v1(value, path) if isinstance(value, Mapping) else set()
+        out |= children or {path}
+    return out
+
+
+def remove_path(obj: dict[str, Any], path: tuple[str, ...]) -> None:
+    """Delete ``path`` and any maps it leaves empty."""
+    node: Any = obj
+    trail: list[tuple[dict[str, Any], str]] = []
+    for part in path[:-1]:
+        if not isinstance(node, dict) or part not in node:
+            return
+        trail.append((node, part))
+        node = node[part]
+    if isinstance(node, dict):
+        node.pop(path[-1], None)
+        for parent, key in reversed(trail):
+            if parent[key] == {}:
+                del parent[key]
+            else:
+                break

@@ -1,0 +1,275 @@
+"""What the server serves: one ``ResourceDef`` per resource, kept in a ``Registry``.
+
+Kinds are data. The built-in table below covers the core kinds the control plane needs and
+schema-less entries for the custom kinds; a CRD manifest passed to the server replaces the
+matching entry with one that carries the CRD's schema, printer columns and short names.
+Adding a kind is adding a row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+__all__ = ["BUILTIN_RESOURCES", "PrinterColumn", "Registry", "ResourceDef", "resource_from_crd"]
+
+VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+
+@dataclass(frozen=True, slots=True)
+class PrinterColumn:
+    """One Table column: a JSONPath into the object, or a named computed cell (``computed``)."""
+
+    name: str
+    type: str = "string"
+    json_path: str = ""
+    computed: str = ""
+    description: str = ""
+    priority: int = 0
+    format: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceDef:
+    """One served resource (a plural under a group/version) and the rules that depend on its kind."""
+
+    group: str
+    version: str
+    kind: str
+    plural: str
+    namespaced: bool
+    singular: str = ""
+    short_names: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+    subresources: frozenset[str] = frozenset()
+    printer_columns: tuple[PrinterColumn, ...] = ()
+    # openAPIV3Schema of a CRD: when set, writes are pruned, defaulted and validated against it.
+    schema: Mapping[str, Any] | None = None
+    # Custom resources refuse strategic merge (415) and need resourceVersion on PUT.
+    custom: bool = False
+    # Whether metadata.generation is kept (bumped on changes outside metadata and status).
+    has_generation: bool = True
+    # Extra field-selector labels beyond metadata.name / metadata.namespace.
+    field_labels: tuple[str, ...] = ()
+    # A status stamped on create when the body's status is reset (pods start Pending).
+    initial_status: Mapping[str, Any] | None = None
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def key(self) -> str:
+        """Storage key, independent of the version: ``trainer.kubeflow.org/trainjobs``."""
+        return f"{self.group}/{self.plural}"
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    @property
+    def has_status(self) -> bool:
+        return "status" in self.subresources
+
+    @property
+    def list_kind(self) -> str:
+        return self.kind + "List"
+
+
+def _age() -> PrinterColumn:
+    return PrinterColumn("Age", "date", json_path=".metadata.creationTimestamp")
+
+
+_NAME_AGE = (_age(),)
+
+_EVENT_FIELDS = (
+    "involvedObject.kind",
+    "involvedObject.namespace",
+    "involvedObject.name",
+    "involvedObject.uid",
+    "involvedObject.apiVersion",
+    "involvedObject.resourceVersion",
+    "involvedObject.fieldPath",
+    "reason",
+    "reportingComponent",
+    "source",
+    "type",
+)
+
+_TRAINER = "trainer.kubeflow.org"
+
+BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
+    ResourceDef(
+        "", "v1", "Namespace", "namespaces", False, "namespace", ("ns",),
+        subresources=frozenset({"status"}),
+        printer_columns=(PrinterColumn("Status", json_path=".status.phase"), _age()),
+        has_generation=False, field_labels=("status.phase",), initial_status={"phase": "Active"},
+    ),
+    ResourceDef(
+        "", "v1", "Pod", "pods", True, "pod", ("po",), ("all",),
+        subresources=frozenset({"status", "log"}),
+        printer_columns=(
+            PrinterColumn("Ready", computed="pod_ready"),
+            PrinterColumn("Status", computed="pod_status"),
+            PrinterColumn("Restarts", computed="pod_restarts"),
+            _age(),
+            PrinterColumn("IP", json_path=".status.podIP", priority=1),
+            PrinterColumn("Node", json_path=".spec.nodeName", priority=1),
+        ),
+        field_labels=(
+            "spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+            "status.phase", "status.podIP", "status.nominatedNodeName",
+        ),
+        initial_status={"phase": "Pending"},
+    ),
+    ResourceDef(
+        "", "v1", "ConfigMap", "configmaps", True, "configmap", ("cm",),
+        printer_columns=(PrinterColumn("Data", "integer", computed="data_count"), _age()),
+        has_generation=False,
+    ),
+    ResourceDef(
+        "", "v1", "Secret", "secrets", True, "secret",
+        printer_columns=(PrinterColumn("Type", json_path=".type"), PrinterColumn("Data", "integer", computed="data_count"), _age()),
+        has_generation=False, field_labels=("type",),
+    ),
+    ResourceDef(
+        "", "v1", "ServiceAccount", "serviceaccounts", True, "serviceaccount", ("sa",),
+        printer_columns=(PrinterColumn("Secrets", "integer", computed="sa_secrets"), _age()), has_generation=False,
+    ),
+    ResourceDef(
+        "", "v1", "Event", "events", True, "event", ("ev",),
+        printer_columns=(
+            PrinterColumn("Last Seen", computed="event_last_seen"),
+            PrinterColumn("Type", json_path=".type"),
+            PrinterColumn("Reason", json_path=".reason"),
+            PrinterColumn("Object", computed="event_object"),
+            PrinterColumn("Message", json_path=".message"),
+        ),
+        has_generation=False, field_labels=_EVENT_FIELDS,
+    ),
+    ResourceDef(
+        "events.k8s.io", "v1", "Event", "events", True, "event", ("ev",),
+        printer_columns=(
+            PrinterColumn("Type", json_path=".type"),
+            PrinterColumn("Reason", json_path=".reason"),
+            PrinterColumn("Note", json_path=".note"),
+            _age(),
+        ),
+        has_generation=False,
+        field_labels=("regarding.kind", "regarding.namespace", "regarding.name", "regarding.uid", "reason", "type", "reportingController"),
+    ),
+    ResourceDef(
+        "coordination.k8s.io", "v1", "Lease", "leases", True, "lease",
+        printer_columns=(PrinterColumn("Holder", json_path=".spec.holderIdentity"), _age()), has_generation=False,
+    ),
+    ResourceDef(
+        "scheduling.x-k8s.io", "v1alpha1", "PodGroup", "podgroups", True, "podgroup", ("pg", "pgs"),
+        subresources=frozenset({"status"}), printer_columns=_NAME_AGE, custom=True,
+    ),
+    ResourceDef(
+        "scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups", True, "podgroup", ("pg", "podgroup-v1beta1"),
+        subresources=frozenset({"status"}), printer_columns=_NAME_AGE, custom=True,
+    ),
+    # Schema-less stand-ins, replaced by the CRD-backed definitions when manifests are given.
+    ResourceDef(
+        _TRAINER, "v1alpha1", "TrainJob", "trainjobs", True, "trainjob",
+        subresources=frozenset({"status"}),
+        printer_columns=(PrinterColumn("State", json_path=".status.conditions[-1:].type"), _age()), custom=True,
+    ),
+    ResourceDef(_TRAINER, "v1alpha1", "TrainingRuntime", "trainingruntimes", True, "trainingruntime", printer_columns=_NAME_AGE, custom=True),
+    ResourceDef(
+        _TRAINER, "v1alpha1", "ClusterTrainingRuntime", "clustertrainingruntimes", False, "clustertrainingruntime",
+        printer_columns=_NAME_AGE, custom=True,
+    ),
+    ResourceDef(
+        "jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets", True, "jobset",
+        subresources=frozenset({"status"}), printer_columns=_NAME_AGE, custom=True,
+    ),
+)  # fmt: skip
+
+
+def resource_from_crd(crd: Mapping[str, Any]) -> ResourceDef:
+    """The served version of a CustomResourceDefinition manifest (the storage version)."""
+    spec = crd["spec"]
+    names = spec["names"]
+    versions = [v for v in spec["versions"] if v.get("served", True)]
+    version = next((v for v in versions if v.get("storage")), versions[0])
+    columns = tuple(
+        PrinterColumn(
+            c["name"],
+            c.get("type", "string"),
+            json_path=c["jsonPath"],
+            description=c.get("description", ""),
+            priority=int(c.get("priority", 0)),
+            format=c.get("format", ""),
+        )
+        for c in version.get("additionalPrinterColumns", ())
+    )
+    # A CRD without printer columns still shows AGE, as the real server does.
+    if not any(c.json_path == ".metadata.creationTimestamp" for c in columns):
+        columns = (*columns, _age())
+    schema = (version.get("schema") or {}).get("openAPIV3Schema")
+    return ResourceDef(
+        group=spec["group"],
+        version=version["name"],
+        kind=names["kind"],
+        plural=names["plural"],
+        namespaced=spec.get("scope", "Namespaced") == "Namespaced",
+        singular=names.get("singular", names["kind"].lower()),
+        short_names=tuple(names.get("shortNames", ())),
+        categories=tuple(names.get("categories", ())),
+        subresources=frozenset(version.get("subresources", {}) or {}),
+        printer_columns=columns,
+        schema=schema,
+        custom=True,
+    )
+
+
+@dataclass
+class Registry:
+    """Resources by group/version/plural; also finds the resource of an object's apiVersion/kind."""
+
+    _by_path: dict[tuple[str, str, str], ResourceDef] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls, crds: Iterable[Mapping[str, Any]] = (), extra: Iterable[ResourceDef] = ()
+    ) -> Registry:
+        reg = cls()
+        for res in BUILTIN_RESOURCES:
+            reg.add(res)
+        for crd in crds:
+            reg.add(resource_from_crd(crd))
+        for res in extra:
+            reg.add(res)
+        return reg
+
+    def add(self, res: ResourceDef) -> None:
+        """Add or replace; a CRD for a built-in stand-in keeps nothing of the stand-in."""
+        self._by_path[(res.group, res.version, res.plural)] = res
+
+    def get(self, group: str, version: str, plural: str) -> ResourceDef | None:
+        return self._by_path.get((group, version, plural))
+
+    def by_kind(self, api_version: str, kind: str) -> ResourceDef | None:
+        group, _, version = api_version.rpartition("/")
+        for res in self._by_path.values():
+            if res.group == group and res.version == version and res.kind == kind:
+                return res
+        return None
+
+    def __iter__(self) -> Iterator[ResourceDef]:
+        return iter(sorted(self._by_path.values(), key=lambda r: (r.group, r.version, r.plural)))
+
+    def group_versions(self) -> dict[str, list[str]]:
+        """Group → its versions (core group is ``""``)."""
+        out: dict[str, list[str]] = {}
+        for res in self:
+            versions = out.setdefault(res.group, [])
+            if res.version not in versions:
+                versions.append(res.version)
+        return out
+
+    def with_schema(self, res: ResourceDef, schema: Mapping[str, Any]) -> None:
+        self.add(replace(res, schema=schema))

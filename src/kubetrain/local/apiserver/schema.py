@@ -1,0 +1,59 @@
+"""Schema rules for custom kinds: pruning, defaulting and validation, from ``kubetrain.api``.
+
+``SchemaRules`` is the seam the engine writes through; ``ProjectSchemas`` delegates to
+``kubetrain.api`` (the project's CRD schemas, one rule in one place). Kinds it has no schema for
+(PodGroups, core kinds) are stored as sent. The engine keeps the apiserver's order: drop nulls,
+prune unknown fields, apply defaults, then validate after mutating admission. CEL rules are
+enforced by admission (the runtime layer's ``validate()``), not here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from kubetrain.api.errors import FieldError
+
+__all__ = ["ProjectSchemas", "SchemaRules"]
+
+
+class SchemaRules(Protocol):
+    """What the engine needs from a schema implementation (all in place, on whole objects)."""
+
+    def knows(self, api_version: str, kind: str) -> bool:
+        """Whether this kind has a structural schema."""
+        ...
+
+    def prune(self, obj: dict[str, Any]) -> list[str]:
+        """Drop nulls and fields the schema does not declare; return the unknown fields' paths."""
+        ...
+
+    def default(self, obj: dict[str, Any]) -> None:
+        """Fill in ``default`` values."""
+        ...
+
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
+        """Every schema violation, each naming its field."""
+        ...
+
+
+class ProjectSchemas:
+    """``kubetrain.api``'s schemas (imported on first use: they are large)."""
+
+    def __init__(self) -> None:
+        from kubetrain.api import schema
+
+        self._api = schema
+        self._known = {tuple(k) for k in schema.served_kinds()}
+
+    def knows(self, api_version: str, kind: str) -> bool:
+        return (api_version, kind) in self._known
+
+    def prune(self, obj: dict[str, Any]) -> list[str]:
+        self._api.drop_nulls(obj)
+        return self._api.prune_unknown(obj)
+
+    def default(self, obj: dict[str, Any]) -> None:
+        self._api.apply_defaults(obj)
+
+    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
+        return self._api.schema_errors(obj)

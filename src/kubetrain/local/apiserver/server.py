@@ -1,0 +1,202 @@
+"""``ApiServer``: storage, engine and HTTP put together, started and stopped as one.
+
+In-process use (tests, the daemon)::
+
+    server = ApiServer(home, crds=crd_manifests(), admission=my_admission, seed_objects=runtimes)
+    await server.start()          # port 0 picks a free port; server.url tells which
+    ...                           # server.kubeconfig() / server.write_kubeconfig(path)
+    await server.close()          # ends open watches and log follows first, then stops
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import secrets
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from aiohttp import web
+
+from kubetrain.local.apiserver.admission import Admission, TrainJobDefaulter
+from kubetrain.local.apiserver.engine import Engine
+from kubetrain.local.apiserver.http import HttpApi
+from kubetrain.local.apiserver.resources import Registry, ResourceDef
+from kubetrain.local.apiserver.schema import SchemaRules
+from kubetrain.local.apiserver.store import Store
+from kubetrain.local.apiserver.tls import ensure_serving_cert
+
+__all__ = ["CONTEXT", "DEFAULT_NAMESPACES", "ApiServer", "default_home", "kubeconfig_dict"]
+
+CONTEXT = "kubetrain-local"
+DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kubeflow-system")
+
+SeedObjects = Iterable[Mapping[str, Any]] | Callable[[], Iterable[Mapping[str, Any]]]
+
+
+def default_home() -> Path:
+    """``$KUBETRAIN_HOME``, else ``~/.kubetrain``."""
+    return Path(os.environ.get("KUBETRAIN_HOME") or Path.home() / ".kubetrain")
+
+
+def kubeconfig_dict(
+    url: str,
+    token: str | None,
+    ca_pem: bytes | None = None,
+    context: str = CONTEXT,
+    namespace: str = "default",
+) -> dict[str, Any]:
+    """A kubeconfig whose current context points at ``url`` with ``token`` (and the CA, for https)."""
+    user: dict[str, Any] = {"token": token} if token else {}
+    cluster: dict[str, Any] = {"server": url}
+    if ca_pem:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": context, "cluster": cluster}],
+        "users": [{"name": context, "user": user}],
+        "contexts": [
+            {
+                "name": context,
+                "context": {"cluster": context, "user": context, "namespace": namespace},
+            }
+        ],
+        "current-context": context,
+        "preferences": {},
+    }
+
+
+class ApiServer:
+    """The embedded Kubernetes API server for one ``KUBETRAIN_HOME``.
+
+    ``home``: where ``apiserver.db``, the token file and ``logs/`` live (``None``: the default
+    home). ``in_memory``: keep nothing on disk (tests). ``crds``: CRD manifests whose schemas,
+    printer columns and names replace the built-in stand-ins. ``admission``: the in-process
+    webhooks (default: Trainer's TrainJob defaulter, admitting everything). ``seed_objects``:
+    created at start when absent (the default runtimes). ``token``: the bearer token clients
+    must send (default: kept in ``<home>/apiserver.token``); ``auth=False`` turns checking off.
+    ``tls``: serve https with a CA and certificate kept in ``<home>/pki`` (kubectl sends tokens
+    only over https); ``tls=False`` serves plain http.
+    """
+
+    def __init__(
+        self,
+        home: Path | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        crds: Iterable[Mapping[str, Any]] = (),
+        resources: Iterable[ResourceDef] = (),
+        admission: Admission | None = None,
+        schema_rules: SchemaRules | None = None,
+        seed_objects: SeedObjects = (),
+        token: str | None = None,
+        auth: bool = True,
+        tls: bool = True,
+        in_memory: bool = False,
+        logs_dir: Path | None = None,
+        bookmark_interval: float = 60.0,
+        history: int = 50_000,
+    ) -> None:
+        self.home = Path(home) if home is not None else default_home()
+        self.host = host
+        self.port = port
+        self._seed = seed_objects
+        self.registry = Registry.build(crds, resources)
+        self.store = Store(None if in_memory else self.home / "apiserver.db", history=history)
+        self.engine = Engine(
+            self.registry,
+            self.store,
+            admission=admission or TrainJobDefaulter(),
+            schema_rules=schema_rules,
+        )
+        self.token = token if token is not None or not auth else self._stored_token()
+        self.http = HttpApi(
+            self.engine,
+            logs_dir or self.home / "logs",
+            frozenset({self.token}) if auth and self.token else None,
+            bookmark_interval,
+        )
+        self._runner: web.AppRunner | None = None
+        self._cert = ensure_serving_cert(self.home / "pki") if tls else None
+
+    def _stored_token(self) -> str:
+        path = self.home / "apiserver.token"
+        if path.exists():
+            return path.read_text().strip()
+        self.home.mkdir(parents=True, exist_ok=True)
+        token = secrets.token_urlsafe(32)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(token + "\n")
+        return token
+
+    @property
+    def url(self) -> str:
+        scheme = "https" if self._cert is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}"
+
+    @property
+    def ca_pem(self) -> bytes | None:
+        """The CA that signed the serving certificate (None over plain http)."""
+        return self._cert.ca_pem if self._cert is not None else None
+
+    async def start(self) -> None:
+        """Open storage, create the default namespaces and seed objects, then listen."""
+        await self.store.open()
+        await self.engine.ensure(
+            [
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
+                for n in DEFAULT_NAMESPACES
+            ]
+        )
+        seeds = self._seed() if callable(self._seed) else self._seed
+        await self.engine.ensure(list(seeds))
+        runner = web.AppRunner(self.http.app(), handler_cancellation=True, access_log=None)
+        await runner.setup()
+        ssl_context = self._cert.ssl_context() if self._cert is not None else None
+        site = web.TCPSite(
+            runner,
+            self.host,
+            self.port,
+            shutdown_timeout=1.0,
+            reuse_address=True,
+            ssl_context=ssl_context,
+        )
+        await site.start()
+        self._runner = runner
+        server = getattr(site, "_server", None)
+        sockets = getattr(server, "sockets", None) or []
+        if sockets:
+            self.port = int(sockets[0].getsockname()[1])
+        self.http.server_address = f"{self.host}:{self.port}"
+
+    async def close(self) -> None:
+        """End open watches and log follows, stop listening, then flush and close storage."""
+        self.http.close_streams()
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            await runner.cleanup()
+        await self.store.close()
+
+    async def __aenter__(self) -> ApiServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def kubeconfig(self, context: str = CONTEXT) -> dict[str, Any]:
+        return kubeconfig_dict(self.url, self.token, self.ca_pem, context)
+
+    def write_kubeconfig(self, path: Path | None = None, context: str = CONTEXT) -> Path:
+        """Write the kubeconfig (mode 0600) to ``path`` (default ``<home>/kubeconfig``)."""
+        target = Path(path) if path is not None else self.home / "kubeconfig"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            yaml.safe_dump(self.kubeconfig(context), fh, sort_keys=False)
+        return target
