@@ -335,13 +335,14 @@ def validate_runtime(
     *,
     old: Obj | None = None,
     operation: Literal["CREATE", "UPDATE"] = "CREATE",
+    webhook: bool = True,
 ) -> Validation:
     """Admit a TrainingRuntime or ClusterTrainingRuntime: CRD rules, then the runtime webhook.
 
     The webhook runs on CREATE for TrainingRuntimes and on CREATE and UPDATE for
     ClusterTrainingRuntimes. Whether it runs at all for a runtime labelled
     ``webhook-validation: disabled`` is the webhook configuration's business: see
-    ``runtime_webhook_enabled``.
+    ``runtime_webhook_enabled``; ``webhook=False`` applies only the CRD rules.
     """
     new = _defaulted(runtime)
     old_d = _defaulted(old) if old is not None and operation == "UPDATE" else None
@@ -349,7 +350,7 @@ def validate_runtime(
     if crd:
         return Validation(errors=crd)
     kind = new.get("kind")
-    if kind == TRAINING_RUNTIME and operation == "UPDATE":
+    if not webhook or (kind == TRAINING_RUNTIME and operation == "UPDATE"):
         return Validation()
     warnings: list[str] = []
     meta = _d(new.get("metadata"))
