@@ -13,13 +13,14 @@ defaults such as ``protocol: TCP``, atomic structs, metav1.Condition's validatio
 restored from the ``GO_MARKERS`` table below.
 
 Output (committed): ``src/kubetrain/api/crds/*.yaml`` (CRDs with descriptions, for people and
-manifests) and ``src/kubetrain/api/crds/schemas.json`` (the schemas without descriptions, loaded
-at run time). Run: ``.venv/bin/python tools/gen_crds.py`` (``--check`` fails if output is stale).
+manifests) and ``src/kubetrain/api/crds/crds.json`` (the same CRDs, compact, without schema
+descriptions: what the package reads at run time). Run: ``.venv/bin/python tools/gen_crds.py`` (``--check`` fails if output is stale).
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 import typing
@@ -471,13 +472,13 @@ def render(crds: list[Schema]) -> dict[str, str]:
         spec = crd["spec"]
         name = f"{spec['group']}_{spec['names']['plural']}.yaml"
         files[name] = HEADER + yaml.dump(crd, Dumper=dumper, sort_keys=True, width=100)
-    schemas = {
-        f"{c['spec']['group']}/{c['spec']['versions'][0]['name']}/{c['spec']['names']['kind']}": (
-            _strip_descriptions(c["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
-        )
-        for c in crds
-    }
-    files["schemas.json"] = json.dumps(schemas, separators=(",", ":"), sort_keys=True) + "\n"
+    # The same CRDs without schema descriptions, compact: what the package reads at run time.
+    compact = copy.deepcopy(crds)
+    for crd in compact:
+        for version in crd["spec"]["versions"]:
+            schema = version["schema"]["openAPIV3Schema"]
+            version["schema"]["openAPIV3Schema"] = _strip_descriptions(schema)
+    files["crds.json"] = json.dumps(compact, separators=(",", ":")) + "\n"
     return files
 
 
@@ -489,6 +490,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     files = render(build_crds())
+    for old in sorted(args.out.glob("*")):
+        if old.name not in files and not args.check:
+            old.unlink()  # a file this generator no longer writes
     stale = [
         n
         for n, text in files.items()
