@@ -1,0 +1,55 @@
+"""``kubetrain doctor`` data and the mode probe."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from kubetrain.local.sandbox import ImageEnv, ImageMap, doctor_report, sandbox_mode
+from kubetrain.local.sandbox.mode import probe_mode
+
+
+def test_the_report_is_plain_data_that_serialises() -> None:
+    report = doctor_report(ImageMap({"pytorch/pytorch:*": ImageEnv(Path("/opt/envs/torch"))}))
+    data = dataclasses.asdict(report)
+    json.dumps(data)
+    assert data["mode"] in ("bwrap", "plain")
+    assert data["images"] == {
+        "pytorch/pytorch:*": "/opt/envs/torch",
+        "*": str(ImageMap().default.prefix),
+    }
+    assert set(data["tools"]) == {"torchrun", "mpirun", "ssh", "sshd"}
+    assert data["missing"] == [t for t, p in data["tools"].items() if p is None]
+
+
+def test_this_machine_runs_bwrap_when_it_is_installed() -> None:
+    report = sandbox_mode()
+    if report.bwrap is None:
+        pytest.skip("bwrap not installed here")
+    assert report.mode == "bwrap", report.reason
+    assert report.bwrap_version
+
+
+@pytest.mark.parametrize(
+    ("value", "mode", "reason"),
+    [
+        pytest.param("plain", "plain", "forced by KUBETRAIN_SANDBOX=plain", id="KUBETRAIN_SANDBOX=plain forces the fallback"),
+    ],
+)  # fmt: skip
+def test_the_environment_can_force_a_mode(
+    monkeypatch: pytest.MonkeyPatch, value: str, mode: str, reason: str
+) -> None:
+    monkeypatch.setenv("KUBETRAIN_SANDBOX", value)
+    report = probe_mode()
+    assert (report.mode, report.reason) == (mode, reason)
+
+
+def test_without_bwrap_the_fallback_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr("kubetrain.local.sandbox.mode.os.access", lambda *_: False)
+    report = probe_mode()
+    assert report.mode == "plain"
+    assert "bwrap not found" in report.reason

@@ -1,0 +1,160 @@
+"""What a pod sees inside bwrap: its own hostname, peers by DNS name, volumes at their paths."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+from sandbox_support import make_ctx, make_pod, needs_bwrap, run, sh
+
+from kubetrain.local.sandbox import loopback_address, pod_dns_names
+
+pytestmark = needs_bwrap
+
+TJ = "tj"
+
+
+def peers() -> dict[str, str]:
+    hosts: dict[str, str] = {}
+    for i in range(2):
+        for name in pod_dns_names(f"{TJ}-node-0-{i}", TJ, "default"):
+            hosts[name] = loopback_address(i)
+    return hosts
+
+
+def node_pod(script: str, **kw: object) -> dict[str, object]:
+    return make_pod(
+        "tj-node-0-1-x7k2p", hostname=f"{TJ}-node-0-1", subdomain=TJ, containers=[sh(script)], **kw
+    )
+
+
+async def test_hostname_is_the_pods(tmp_path: Path) -> None:
+    result, logs = await run(
+        node_pod("hostname; cat /etc/hostname; echo $HOSTNAME"), make_ctx(tmp_path)
+    )
+    assert result.succeeded, logs
+    assert logs["main"].split() == [f"{TJ}-node-0-1"] * 3
+
+
+NAME_CASES = [
+    ("the short hostname", "tj-node-0-0", "127.0.0.2"),
+    ("hostname.subdomain, as PET_MASTER_ADDR uses it", "tj-node-0-0.tj", "127.0.0.2"),
+    ("the namespaced service form", "tj-node-0-1.tj.default.svc", "127.0.0.3"),
+    ("the fully qualified form", "tj-node-0-1.tj.default.svc.cluster.local", "127.0.0.3"),
+    ("localhost", "localhost", "127.0.0.1"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "ip"), [c[1:] for c in NAME_CASES], ids=[c[0] for c in NAME_CASES]
+)
+async def test_peer_names_resolve_to_their_loopback_addresses(
+    tmp_path: Path, name: str, ip: str
+) -> None:
+    code = f"import socket; print(socket.gethostbyname({name!r}))"
+    pod = node_pod(f"{sys.executable} -c {code!r}")
+    result, logs = await run(pod, make_ctx(tmp_path, pod_ip="127.0.0.3", hosts=peers()))
+    assert result.succeeded, logs
+    assert logs["main"].split()[-1] == ip
+
+
+MOUNT_CASES = [
+    ("a workspace path absent on the host", "/workspace"),
+    ("a new directory under the host's /etc", "/etc/mpi"),
+    ("a home directory for a user the host lacks", "/home/mpiuser/.ssh"),
+    ("a path through the /var/run symlink", "/var/run/secrets/kubeflow/trainer"),
+    ("a path deep below /opt", "/opt/kubetrain-test/a/b"),
+]
+
+
+@pytest.mark.parametrize("target", [c[1] for c in MOUNT_CASES], ids=[c[0] for c in MOUNT_CASES])
+async def test_a_volume_appears_at_its_mount_path_without_touching_the_host(
+    tmp_path: Path, target: str
+) -> None:
+    assert not os.path.exists(target) or target == "/var/run/secrets/kubeflow/trainer"
+    pod = node_pod(
+        f"cat {target}/hostfile && ls -ld {target}",
+        volumes=[{"name": "hf", "configMap": {"name": "hf"}}],
+    )
+    pod["spec"]["containers"][0]["volumeMounts"] = [{"name": "hf", "mountPath": target}]
+    result, logs = await run(
+        pod, make_ctx(tmp_path, config_maps={"hf": {"hostfile": "tj-node-0-0.tj slots=2"}})
+    )
+    assert result.succeeded, logs
+    assert "tj-node-0-0.tj slots=2" in logs["main"]
+    if target != "/var/run/secrets/kubeflow/trainer":
+        assert not os.path.exists(target), "the host must stay untouched"
+
+
+async def test_read_only_mounts_and_host_filesystem_refuse_writes(tmp_path: Path) -> None:
+    script = textwrap.dedent("""
+        touch /ro/x 2>/dev/null && echo ro-writable || echo ro-refused
+        touch /rw/x && echo rw-written
+        touch /usr/kubetrain-probe 2>/dev/null && echo host-writable || echo host-refused
+        echo private > /tmp/kubetrain-private-probe && echo tmp-written
+    """)
+    pod = node_pod(script, volumes=[{"name": "a", "emptyDir": {}}, {"name": "b", "emptyDir": {}}])
+    pod["spec"]["containers"][0]["volumeMounts"] = [
+        {"name": "a", "mountPath": "/ro", "readOnly": True}, {"name": "b", "mountPath": "/rw"},
+    ]  # fmt: skip
+    ctx = make_ctx(tmp_path)
+    result, logs = await run(pod, ctx)
+    assert result.succeeded, logs
+    assert logs["main"].split() == ["ro-refused", "rw-written", "host-refused", "tmp-written"]
+    assert (ctx.pod_dir / "volumes" / "b" / "x").exists()
+    assert not Path("/tmp/kubetrain-private-probe").exists(), "/tmp must be private"
+
+
+async def test_the_pod_has_its_own_pid_namespace(tmp_path: Path) -> None:
+    result, logs = await run(node_pod("ls /proc | grep -c '^[0-9]'"), make_ctx(tmp_path))
+    assert result.succeeded, logs
+    # bwrap's init, bash and ls (or grep): nothing of the host.
+    assert int(logs["main"].split()[-1]) <= 4
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv") or not os.access("/usr/bin/python3", os.X_OK),
+    reason="needs root to drop to an unprivileged user, and a system python3",
+)
+def test_an_unprivileged_user_gets_the_same_sandbox() -> None:
+    # pytest's tmp dirs are private to root, so this one is made world-writable by hand.
+    with tempfile.TemporaryDirectory(prefix="kubetrain-unpriv-") as tmp:
+        os.chmod(tmp, 0o777)
+        _run_unprivileged(Path(tmp))
+
+
+def _run_unprivileged(tmp_path: Path) -> None:
+    # The test venv's interpreter may sit in root's home; a system python3 with the source
+    # on PYTHONPATH stands in for an unprivileged user's install.
+    src = Path(__file__).resolve().parents[2] / "src"
+    script = textwrap.dedent(f"""
+        import asyncio, sys
+        from pathlib import Path
+        from kubetrain.local.sandbox import PodSandbox, SandboxContext, sandbox_mode
+        pod = {{"metadata": {{"name": "u", "namespace": "default"}},
+               "spec": {{"hostname": "unpriv-0", "restartPolicy": "Never",
+                        "volumes": [{{"name": "w", "emptyDir": {{}}}}],
+                        "containers": [{{"name": "c", "command": ["sh", "-c", "hostname; id -u; touch /workspace/ok"],
+                                        "volumeMounts": [{{"name": "w", "mountPath": "/workspace"}}]}}]}}}}
+        ctx = SandboxContext(pod_dir=Path({str(tmp_path)!r}) / "pod", log_dir=Path({str(tmp_path)!r}) / "logs",
+                             pod_ip="127.0.0.2")
+        print(sandbox_mode().mode)
+        print(asyncio.run(PodSandbox(pod, ctx).run()).containers["c"])
+    """)
+    out = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script],
+        capture_output=True, text=True, timeout=60, env={"PYTHONPATH": str(src), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["bwrap", "0"]
+    assert (tmp_path / "logs" / "default" / "u" / "c.log").read_text().split() == [
+        "unpriv-0",
+        "65534",
+    ]
+    assert (tmp_path / "pod" / "volumes" / "w" / "ok").exists()
