@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kubetrain.api.errors import FieldError, LoadError
+from kubetrain.api.errors import ErrorType, FieldError, LoadError
 from kubetrain.api.schema import apply_defaults, drop_nulls, served_kinds, validate_object
 
 if TYPE_CHECKING:
@@ -110,9 +110,9 @@ def _our_groups() -> dict[str, dict[str, list[str]]]:
 
 
 def _check_document(doc: Any, errors: list[FieldError], where: str) -> None:
-    def err(path: str, reason: str, kind: str = "Invalid") -> None:
+    def err(path: str, reason: str, kind: ErrorType = "Invalid") -> None:
         full = f"{where}.{path}" if where and path else (where or path)
-        errors.append(FieldError(full, reason, kind))  # type: ignore[arg-type]  # literal kinds
+        errors.append(FieldError(full, reason, kind))
 
     if not isinstance(doc, dict):
         err("", f"a document must be a mapping (a Kubernetes object), not {type(doc).__name__}")

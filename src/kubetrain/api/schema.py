@@ -202,7 +202,11 @@ def _key(obj: Obj) -> str:
 
 def served_kinds() -> list[tuple[str, str]]:
     """``(apiVersion, kind)`` of every kind with a schema here (the three Trainer kinds, JobSet)."""
-    return [tuple(k.rsplit("/", 1)) for k in _schemas()]  # type: ignore[misc]  # always 2 parts
+    out: list[tuple[str, str]] = []
+    for key in _schemas():
+        api_version, _, kind = key.rpartition("/")
+        out.append((api_version, kind))
+    return out
 
 
 def schema_for(api_version: str, kind: str) -> Obj | None:

@@ -134,11 +134,15 @@ _Meta = EmbeddedObjectMeta
 
 
 class DependsOn(TypedDict, total=False):
+    """A replicated job this one waits for, and the state it waits for."""
+
     name: Required[str]
     status: Required[Literal["Ready", "Complete"]]
 
 
 class ReplicatedJob(TypedDict, total=False):
+    """A Job template run `replicas` times as part of the JobSet."""
+
     name: Required[str]
     groupName: Annotated[str, Default("default")]
     template: Required[JobTemplateSpec]
@@ -147,17 +151,23 @@ class ReplicatedJob(TypedDict, total=False):
 
 
 class Network(TypedDict, total=False):
+    """DNS for the JobSet's pods: hostnames under a headless service."""
+
     enableDNSHostnames: bool
     subdomain: str
     publishNotReadyAddresses: bool
 
 
 class SuccessPolicy(TypedDict, total=False):
+    """When the JobSet counts as succeeded."""
+
     operator: Required[Literal["All", "Any"]]
     targetReplicatedJobs: Annotated[list[str], ListType("atomic")]
 
 
 class FailurePolicyRule(TypedDict, total=False):
+    """What to do when a Job fails for a matching reason."""
+
     name: Required[str]
     action: Required[
         Literal[
@@ -174,6 +184,8 @@ class FailurePolicyRule(TypedDict, total=False):
 
 
 class FailurePolicy(TypedDict, total=False):
+    """How failed Jobs restart or fail the JobSet."""
+
     maxRestarts: Int32
     restartStrategy: Annotated[
         Literal["Recreate", "BlockingRecreate", "InPlaceRestart"], Default("Recreate")
@@ -182,25 +194,35 @@ class FailurePolicy(TypedDict, total=False):
 
 
 class StartupPolicy(TypedDict, total=False):
+    """Whether replicated jobs start in order or all at once."""
+
     startupPolicyOrder: Required[Literal["AnyOrder", "InOrder"]]
 
 
 class Coordinator(TypedDict, total=False):
+    """The pod whose address every pod of the JobSet is told."""
+
     replicatedJob: Required[str]
     jobIndex: int
     podIndex: int
 
 
 class VolumeRetentionPolicy(TypedDict, total=False):
+    """What happens to the claims when the JobSet is deleted."""
+
     whenDeleted: Annotated[Literal["Delete", "Retain"], Default("Delete")]
 
 
 class VolumeClaimPolicy(TypedDict, total=False):
+    """PersistentVolumeClaims created for, and shared by, the JobSet's pods."""
+
     templates: Annotated[list[_PVC], ListType("atomic"), MaxItems(50)]
     retentionPolicy: VolumeRetentionPolicy
 
 
 class JobSetSpec(TypedDict, total=False):
+    """The desired state of a JobSet."""
+
     replicatedJobs: Annotated[list[ReplicatedJob], ListMap("name")]
     network: Annotated[Network, _JOBSET_IMMUTABLE]
     successPolicy: Annotated[SuccessPolicy, _JOBSET_IMMUTABLE]
@@ -238,6 +260,8 @@ _JobSetSpec = Annotated[JobSetSpec, *JOBSET_SPEC_RULES]
 
 
 class ReplicatedJobStatus(TypedDict, total=False):
+    """Pod-level counters of one replicated job."""
+
     name: Required[str]
     ready: Required[Int32]
     succeeded: Required[Int32]
@@ -249,6 +273,8 @@ class ReplicatedJobStatus(TypedDict, total=False):
 
 
 class JobSetStatus(TypedDict, total=False):
+    """The observed state of a JobSet."""
+
     conditions: Annotated[list[Condition], ListMap("type")]
     restarts: Int32
     restartsCountTowardsMax: Int32
@@ -285,19 +311,27 @@ ContainerNames = Annotated[
 
 
 class EnvInjectionTarget(TypedDict, total=False):
+    """A job and the containers in it that get the PET_* variables too."""
+
     jobName: Required[Annotated[str, MinLength(1), MaxLength(253)]]
     containerNames: Required[ContainerNames]
 
 
 class EnvInjection(TypedDict, total=False):
+    """Extra containers that receive torchrun's PET_* environment variables."""
+
     targets: Annotated[list[EnvInjectionTarget], ListMap("jobName"), MaxItems(16)]
 
 
 class TorchMLPolicySource(TypedDict, total=False):
+    """Run the trainer with torchrun (PET_* environment variables)."""
+
     envInjection: EnvInjection
 
 
 class MPIMLPolicySource(TypedDict, total=False):
+    """Run the trainer with mpirun over SSH, with a generated hostfile."""
+
     numProcPerNode: Annotated[Int32, Default(1)]
     mpiImplementation: Annotated[Literal["OpenMPI", ""], Default("OpenMPI")]
     sshAuthMountPath: Annotated[str, Default("/root/.ssh"), MaxLength(4096)]
@@ -305,20 +339,24 @@ class MPIMLPolicySource(TypedDict, total=False):
 
 
 class JAXMLPolicySource(TypedDict, total=False):
-    pass
+    """Run the trainer as JAX distributed processes."""
 
 
 class XGBoostMLPolicySource(TypedDict, total=False):
-    pass
+    """Run the trainer as XGBoost Rabit workers."""
 
 
 class FluxMLPolicySource(TypedDict, total=False):
+    """Run the trainer under the Flux Framework."""
+
     numProcPerNode: Annotated[
         Int32, Default(1), Rule("self >= 1", "NumProcPerNode in fluxPolicy must be >= 1")
     ]
 
 
 class MLPolicy(TypedDict, total=False):
+    """How the training processes find each other; at most one framework may be set."""
+
     numNodes: Int32
     torch: TorchMLPolicySource
     mpi: MPIMLPolicySource
@@ -338,29 +376,41 @@ _MLPolicy = Annotated[
 
 
 class CoschedulingPodGroupPolicySource(TypedDict, total=False):
+    """Gang scheduling with the scheduler-plugins coscheduling plugin."""
+
     scheduleTimeoutSeconds: Annotated[Int32, Default(60)]
 
 
 class NetworkTopologySpec(TypedDict, total=False):
+    """Network-topology-aware placement with Volcano."""
+
     mode: Annotated[Literal["hard", "soft"], Default("hard")]
     highestTierAllowed: Annotated[int, Default(1)]
 
 
 class VolcanoPodGroupPolicySource(TypedDict, total=False):
+    """Gang scheduling with Volcano."""
+
     networkTopology: NetworkTopologySpec
 
 
 class PodGroupPolicy(TypedDict, total=False):
+    """Gang scheduling: all pods of a TrainJob start together or not at all."""
+
     coscheduling: CoschedulingPodGroupPolicySource
     volcano: VolcanoPodGroupPolicySource
 
 
 class JobSetTemplateSpec(TypedDict, total=False):
+    """The JobSet every TrainJob of this runtime is made from."""
+
     metadata: _Meta
     spec: _JobSetSpec
 
 
 class TrainingRuntimeSpec(TypedDict, total=False):
+    """ML policy, gang-scheduling policy and JobSet template of a runtime."""
+
     mlPolicy: _MLPolicy
     podGroupPolicy: PodGroupPolicy
     template: Annotated[JobSetTemplateSpec, MinProperties(1)]
@@ -382,6 +432,8 @@ ClusterTrainingRuntime = TrainingRuntime
 
 
 class RuntimeRef(TypedDict, total=False):
+    """The TrainingRuntime or ClusterTrainingRuntime a TrainJob runs on."""
+
     name: Required[Annotated[str, MinLength(1), MaxLength(253)]]
     apiGroup: Annotated[str, Default("trainer.kubeflow.org"), MaxLength(253)]
     kind: Annotated[str, Default("ClusterTrainingRuntime"), MaxLength(253)]
@@ -398,18 +450,24 @@ _StorageUri = Annotated[
 
 
 class DatasetInitializer(TypedDict, total=False):
+    """Where the dataset-initializer job downloads the dataset from."""
+
     storageUri: _StorageUri
     env: _EnvList
     secretRef: LocalObjectReference
 
 
 class ModelInitializer(TypedDict, total=False):
+    """Where the model-initializer job downloads the model from."""
+
     storageUri: _StorageUri
     env: _EnvList
     secretRef: LocalObjectReference
 
 
 class Initializer(TypedDict, total=False):
+    """Data and model downloads that run before training."""
+
     dataset: DatasetInitializer
     model: ModelInitializer
 
@@ -418,6 +476,8 @@ _Strings = Annotated[list[Annotated[str, MaxLength(1048576)]], ListType("atomic"
 
 
 class Trainer(TypedDict, total=False):
+    """What the trainer nodes run, and on how many nodes."""
+
     image: Annotated[str, MaxLength(500)]
     command: _Strings
     args: _Strings
@@ -428,6 +488,8 @@ class Trainer(TypedDict, total=False):
 
 
 class ContainerPatch(TypedDict, total=False):
+    """Changes to one container of the runtime's pod template."""
+
     name: Required[Annotated[str, MinLength(1), MaxLength(253)]]
     env: _EnvList
     # Keyed by name here (core/v1 keys container volumeMounts by mountPath).
@@ -439,6 +501,8 @@ _ContainerPatches = Annotated[list[ContainerPatch], ListMap("name"), MaxItems(64
 
 
 class PodSpecPatch(TypedDict, total=False):
+    """Changes to the runtime's pod spec."""
+
     serviceAccountName: Annotated[str, MaxLength(253), _IMMUTABLE]
     volumes: Annotated[list[Volume], ListMap("name"), MaxItems(128), _IMMUTABLE]
     initContainers: _ContainerPatches
@@ -455,44 +519,62 @@ class PodSpecPatch(TypedDict, total=False):
 
 
 class PodTemplatePatch(TypedDict, total=False):
+    """Changes to the runtime's pod template."""
+
     metadata: _Meta
     spec: PodSpecPatch
 
 
 class JobTemplateSpecPatch(TypedDict, total=False):
+    """Changes to the runtime's Job spec."""
+
     template: PodTemplatePatch
 
 
 class JobTemplatePatch(TypedDict, total=False):
+    """Changes to the runtime's Job template."""
+
     metadata: _Meta
     spec: JobTemplateSpecPatch
 
 
 class ReplicatedJobPatch(TypedDict, total=False):
+    """Changes to one replicated job of the runtime, by name."""
+
     name: Required[Annotated[str, MinLength(1), MaxLength(253)]]
     template: JobTemplatePatch
 
 
 class JobSetSpecPatch(TypedDict, total=False):
+    """Changes to the runtime's JobSet spec."""
+
     replicatedJobs: Annotated[list[ReplicatedJobPatch], ListMap("name"), MaxItems(100)]
 
 
 class JobSetTemplatePatch(TypedDict, total=False):
+    """Changes to the runtime's JobSet template."""
+
     metadata: _Meta
     spec: JobSetSpecPatch
 
 
 class TrainingRuntimeSpecPatch(TypedDict, total=False):
+    """Changes to the runtime this TrainJob runs on."""
+
     template: JobSetTemplatePatch
 
 
 class RuntimePatch(TypedDict, total=False):
+    """One client's changes to the runtime, keyed by that client (the manager)."""
+
     manager: Required[Annotated[str, MinLength(1), MaxLength(253), _IMMUTABLE]]
     time: Time
     trainingRuntimeSpec: TrainingRuntimeSpecPatch
 
 
 class TrainJobSpec(TypedDict, total=False):
+    """The desired state of a TrainJob."""
+
     runtimeRef: Required[Annotated[RuntimeRef, _IMMUTABLE]]
     initializer: Annotated[Initializer, _IMMUTABLE]
     trainer: Annotated[Trainer, _IMMUTABLE]
@@ -513,6 +595,8 @@ class TrainJobSpec(TypedDict, total=False):
 
 
 class JobStatus(TypedDict, total=False):
+    """Pod counters of one of the TrainJob's jobs."""
+
     name: Required[Annotated[str, MinLength(1), MaxLength(253)]]
     ready: Required[Annotated[Int32, Minimum(0)]]
     succeeded: Required[Annotated[Int32, Minimum(0)]]
@@ -522,11 +606,15 @@ class JobStatus(TypedDict, total=False):
 
 
 class Metric(TypedDict, total=False):
+    """One training metric as reported by the training code."""
+
     name: Required[Annotated[str, MinLength(1), MaxLength(64)]]
     value: Required[Annotated[str, MinLength(1), MaxLength(64)]]
 
 
 class TrainerStatus(TypedDict, total=False):
+    """Progress reported by the training code itself."""
+
     progressPercentage: Annotated[Int32, Minimum(0), Maximum(100)]
     estimatedRemainingSeconds: Annotated[Int32, Minimum(0)]
     metrics: Annotated[list[Metric], ListType("atomic"), MaxItems(256)]
@@ -534,6 +622,8 @@ class TrainerStatus(TypedDict, total=False):
 
 
 class TrainJobStatus(TypedDict, total=False):
+    """The observed state of a TrainJob."""
+
     conditions: Annotated[list[Condition], ListMap("type"), MaxItems(8)]
     jobsStatus: Annotated[list[JobStatus], ListMap("name"), MaxItems(100)]
     trainerStatus: Annotated[
