@@ -4,10 +4,14 @@ Every JobSet gets a block of consecutive addresses, one per pod hostname its spe
 (``<jobset>-<rjob>-<job>-<index>``), so a pod keeps its address across restarts and every
 pod's /etc/hosts can name all its peers before they exist. Blocks are written to a small JSON
 file so that a restarted daemon never hands out an address an adopted pod still uses.
+
+Blocks start at an offset derived from the file's path: two homes on one machine (a test run
+beside a user's daemon) then use different addresses instead of both starting at 127.0.0.2.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -33,8 +37,13 @@ def pod_hostnames(spec: JobSetSpec) -> list[str]:
 class AddressBook:
     """JobSet uid → (first index, count) in the loopback range, persisted at ``path``."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, base: int | None = None) -> None:
         self.path = path
+        if base is None:
+            digest = hashlib.sha1(str(path.resolve()).encode()).digest()
+            # Whole /24s, below the top of 127/8 with room for many blocks after the base.
+            base = int.from_bytes(digest[:4], "big") % 60_000 * 254
+        self.base = base
         self.blocks: dict[str, tuple[int, int]] = {}
         try:
             raw = json.loads(path.read_text())
@@ -70,7 +79,7 @@ class AddressBook:
         """(DNS name → address for every pod name form, hostname → address)."""
         names = pod_hostnames(spec)
         first = self.block(spec.uid, len(names))
-        by_host = {h: loopback_address(first + i) for i, h in enumerate(names)}
+        by_host = {h: loopback_address(self.base + first + i) for i, h in enumerate(names)}
         dns: dict[str, str] = {}
         subdomain = spec.subdomain if spec.dns_hostnames else None
         for host, ip in by_host.items():

@@ -1,0 +1,226 @@
+"""The executor on the embedded API server, with real sandboxed processes."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import Any
+
+import pytest
+from conftest import PY, Plane, make_jobset, marker, processes_with, replicated_job
+
+from kubetrain.local.executor.kubeapi import JOBSETS, PODS
+
+LBL = "jobset.sigs.k8s.io/"
+
+# TODO(apiserver): drop once the server passes shutdown_timeout to its AppRunner.
+pytestmark = pytest.mark.filterwarnings("ignore:shutdown_timeout should be set:DeprecationWarning")
+
+
+async def test_a_two_pod_jobset_completes_and_looks_as_on_a_cluster(plane: Plane) -> None:
+    # Pod 1 reaches pod 0 by its DNS name, over pod 0's own loopback address.
+    script = (
+        "import os, socket, time\n"
+        "idx = os.environ['JOB_COMPLETION_INDEX']\n"
+        "if idx == '0':\n"
+        "    s = socket.socket(); s.bind((socket.gethostbyname(socket.gethostname()), 29500)); s.listen()\n"
+        "    c, addr = s.accept(); print('got', c.recv(100).decode(), 'from', addr[0])\n"
+        "else:\n"
+        "    for _ in range(100):\n"
+        "        try:\n"
+        "            c = socket.create_connection(('js-node-0-0.js', 29500)); break\n"
+        "        except OSError: time.sleep(0.05)\n"
+        "    c.sendall(socket.gethostname().encode()); print('sent')\n"
+    )
+    js = make_jobset("js", [PY, "-c", script])
+    container = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "containers"
+    ][0]
+    container["env"] = [
+        {
+            "name": "JOB_COMPLETION_INDEX",
+            "valueFrom": {
+                "fieldRef": {
+                    "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+                }
+            },
+        }
+    ]
+    await plane.api.create(JOBSETS, js)
+    done = await plane.terminal("js")
+    status = done["status"]
+    assert status["terminalState"] == "Completed"
+    assert status["replicatedJobsStatus"] == [
+        {"name": "node", "ready": 0, "succeeded": 1, "failed": 0, "active": 0, "suspended": 0}
+    ]
+    completed = next(c for c in status["conditions"] if c["type"] == "Completed")
+    assert (completed["reason"], completed["message"]) == (
+        "AllJobsCompleted",
+        "jobset completed successfully",
+    )
+
+    pods = await plane.pods("js")
+    assert [p["spec"]["hostname"] for p in pods] == ["js-node-0-0", "js-node-0-1"]
+    assert [p["status"]["phase"] for p in pods] == ["Succeeded", "Succeeded"]
+    ips = [p["status"]["podIP"] for p in pods]
+    assert len(set(ips)) == 2 and all(ip.startswith("127.") for ip in ips)
+    for pod in pods:
+        labels = pod["metadata"]["labels"]
+        assert labels[LBL + "jobset-name"] == "js" and labels[LBL + "replicatedjob-name"] == "node"
+        assert labels["batch.kubernetes.io/job-completion-index"] == pod["spec"]["hostname"][-1]
+        cs = pod["status"]["containerStatuses"][0]
+        assert cs["state"]["terminated"]["exitCode"] == 0 and cs["restartCount"] == 0
+        assert pod["status"]["startTime"]
+    log0 = (plane.home / "logs" / "default" / pods[0]["metadata"]["name"] / "node.log").read_text()
+    # Source addresses stay 127.0.0.1: pods share the host network namespace.
+    assert "got js-node-0-1 from" in log0
+
+    events = await plane.events()
+    reasons = {(e["involvedObject"]["kind"], e["reason"]) for e in events}
+    assert {("Pod", "Scheduled"), ("Pod", "Started"), ("JobSet", "AllJobsCompleted")} <= reasons
+    assert all(e["firstTimestamp"] for e in events)
+
+
+async def test_max_restarts_two_restarts_the_set_exactly_twice_then_fails(plane: Plane) -> None:
+    await plane.api.create(
+        JOBSETS,
+        make_jobset(
+            "crash", [PY, "-c", "raise SystemExit(3)"], pods=2, failurePolicy={"maxRestarts": 2}
+        ),
+    )
+    done = await plane.terminal("crash")
+    status = done["status"]
+    failed = next(c for c in status["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "ReachedMaxRestarts"
+    assert failed["message"].startswith("jobset failed due to reaching max number of restarts")
+    assert (status["restarts"], status["restartsCountTowardsMax"]) == (2, 2)
+    pods = await plane.pods("crash")
+    assert {p["metadata"]["labels"][LBL + "restart-attempt"] for p in pods} == {"2"}
+    assert {
+        p["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] for p in pods
+    } == {3}
+    events = await plane.events()
+    assert [e["reason"] for e in events].count("RestartJobSetFailurePolicyAction") == 2
+
+
+async def test_on_failure_restarts_the_container_in_place_and_counts_it(plane: Plane) -> None:
+    script = "import os,sys; p='/tmp/x' ; sys.exit(0 if os.path.exists('/data/ok') else (open('/data/ok','w') and 1))"
+    js = make_jobset(
+        "inplace", [PY, "-c", script], pods=1, restart_policy="OnFailure", backoff_limit=6
+    )
+    pod_spec = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod_spec["volumes"] = [{"name": "data", "emptyDir": {}}]
+    pod_spec["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+    await plane.api.create(JOBSETS, js)
+    done = await plane.terminal("inplace")
+    assert done["status"]["terminalState"] == "Completed"
+    [pod] = await plane.pods("inplace")
+    cs = pod["status"]["containerStatuses"][0]
+    assert cs["restartCount"] == 1
+    assert cs["lastState"]["terminated"]["exitCode"] == 1
+    assert "BackOff" in {e["reason"] for e in await plane.events()}
+
+
+async def test_suspend_stops_every_process_and_resume_starts_them_again(plane: Plane) -> None:
+    tag = marker()
+    await plane.api.create(
+        JOBSETS, make_jobset("sus", ["sh", "-c", f"exec sleep 300 # {tag}"], pods=2)
+    )
+
+    async def running() -> bool:
+        pods = await plane.pods("sus")
+        return len(pods) == 2 and all(p["status"]["phase"] == "Running" for p in pods)
+
+    await plane.wait_for(running)
+    assert len(processes_with(tag)) >= 2
+    await plane.api.patch(JOBSETS, "default", "sus", {"spec": {"suspend": True}})
+
+    async def stopped() -> bool:
+        return not await plane.pods("sus") and not processes_with(tag)
+
+    await plane.wait_for(stopped, timeout=10)
+    js = await plane.jobset("sus")
+    suspended = next(c for c in js["status"]["conditions"] if c["type"] == "Suspended")
+    assert (suspended["status"], suspended["reason"]) == ("True", "SuspendedJobs")
+    assert js["status"]["replicatedJobsStatus"][0]["suspended"] == 1
+    await plane.api.patch(JOBSETS, "default", "sus", {"spec": {"suspend": False}})
+    await plane.wait_for(running)
+    js = await plane.jobset("sus")
+    resumed = next(c for c in js["status"]["conditions"] if c["type"] == "Suspended")
+    assert (resumed["status"], resumed["reason"]) == ("False", "ResumeJobs")
+
+
+async def test_deleting_the_jobset_kills_every_process_within_five_seconds(plane: Plane) -> None:
+    # A shell that ignores SIGTERM, with a child of its own: only the group-wide SIGKILL after
+    # the (capped) grace period ends them. The odd sleep length marks their command lines.
+    tag = f"300.{uuid.uuid4().int % 10**9:09d}"
+    command = ["sh", "-c", f"trap '' TERM; sleep {tag} & sleep {tag}; wait"]
+    await plane.api.create(JOBSETS, make_jobset("del", command, pods=2))
+
+    async def running() -> bool:
+        pods = await plane.pods("del")
+        return len(pods) == 2 and all(p["status"]["phase"] == "Running" for p in pods)
+
+    async def four_sleeps() -> bool:
+        return len(processes_with(f"sleep\x00{tag}")) == 4
+
+    await plane.wait_for(running)
+    await plane.wait_for(four_sleeps)
+    start = time.monotonic()
+    await plane.api.delete(JOBSETS, "default", "del")
+
+    async def gone() -> bool:
+        return not processes_with(tag)
+
+    await plane.wait_for(gone, timeout=5)
+    assert time.monotonic() - start < 5
+    assert await plane.pods("del") == []
+
+
+async def test_depends_on_starts_nodes_only_after_the_initializer_completes(plane: Plane) -> None:
+    init = replicated_job("dataset-initializer", [PY, "-c", "import time; time.sleep(0.5)"])
+    node = replicated_job(
+        "node",
+        [PY, "-c", "pass"],
+        depends_on=[{"name": "dataset-initializer", "status": "Complete"}],
+    )
+    js: dict[str, Any] = make_jobset("dep", [PY, "-c", "pass"], extra_rjobs=[init])
+    js["spec"]["replicatedJobs"][1] = node
+    await plane.api.create(JOBSETS, js)
+    done = await plane.terminal("dep")
+    assert done["status"]["terminalState"] == "Completed"
+    pods = await plane.pods("dep")
+    by_job = {p["metadata"]["labels"][LBL + "replicatedjob-name"]: p for p in pods}
+    init_end = by_job["dataset-initializer"]["status"]["containerStatuses"][0]["state"][
+        "terminated"
+    ]["finishedAt"]
+    node_start = by_job["node"]["status"]["containerStatuses"][0]["state"]["terminated"][
+        "startedAt"
+    ]
+    assert node_start >= init_end
+    assert by_job["node"]["metadata"]["creationTimestamp"] >= init_end
+
+
+async def test_a_pod_deleted_through_the_api_is_killed_and_replaced(plane: Plane) -> None:
+    tag = marker()
+    await plane.api.create(
+        JOBSETS,
+        make_jobset("rep", ["sh", "-c", f"exec sleep 300 # {tag}"], pods=1, backoff_limit=3),
+    )
+
+    async def one_running() -> list[dict[str, Any]]:
+        pods = [p for p in await plane.pods("rep") if p["status"].get("phase") == "Running"]
+        return pods
+
+    [pod] = await plane.wait_for(one_running)
+    old_pids = set(processes_with(tag))
+    await plane.api.delete(PODS, "default", pod["metadata"]["name"])
+    await plane.wait_for(lambda: _new_pod(plane, pod["metadata"]["name"]))
+    [now_running] = await plane.wait_for(one_running)
+    assert now_running["spec"]["hostname"] == pod["spec"]["hostname"]
+    assert processes_with(tag) and not old_pids & set(processes_with(tag))
+
+
+async def _new_pod(plane: Plane, old: str) -> bool:
+    return any(p["metadata"]["name"] != old for p in await plane.pods("rep"))
