@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from typing import Any
 
 import pytest
-from conftest import PY, Plane, make_jobset, marker, processes_with, replicated_job
+from plane_helpers import PY, Plane, make_jobset, marker, processes_with, replicated_job
 
 from kubetrain.local.executor.kubeapi import JOBSETS, PODS
 

@@ -1,0 +1,147 @@
+"""Helpers for end-to-end executor tests: JobSet builders, waiting, finding processes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubetrain.local.apiserver import ApiServer
+from kubetrain.local.executor.kubeapi import JOBSETS, PODS, KubeApi
+from kubetrain.local.executor.loop import Executor
+
+
+def processes_with(marker: str) -> list[int]:
+    """Pids whose command line contains ``marker`` (how tests find a pod's processes)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmd = fh.read()
+            with open(f"/proc/{entry}/stat") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmd and state != "Z":
+            out.append(int(entry))
+    return out
+
+
+def make_jobset(
+    name: str,
+    command: list[str],
+    *,
+    pods: int = 2,
+    restart_policy: str = "Never",
+    backoff_limit: int = 0,
+    rjob: str = "node",
+    extra_rjobs: list[dict[str, Any]] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicatedJobs": [
+                *(extra_rjobs or []),
+                replicated_job(
+                    rjob,
+                    command,
+                    pods=pods,
+                    restart_policy=restart_policy,
+                    backoff_limit=backoff_limit,
+                ),
+            ],
+            **spec,
+        },
+    }
+
+
+def replicated_job(
+    name: str,
+    command: list[str],
+    *,
+    pods: int = 1,
+    restart_policy: str = "Never",
+    backoff_limit: int = 0,
+    depends_on: list[dict[str, str]] | None = None,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": name,
+        "replicas": 1,
+        "template": {
+            "spec": {
+                "parallelism": pods,
+                "completions": pods,
+                "backoffLimit": backoff_limit,
+                "template": {
+                    "spec": {
+                        "restartPolicy": restart_policy,
+                        "terminationGracePeriodSeconds": 30,
+                        "containers": [{"name": name, "image": "python:3.11", "command": command}],
+                    }
+                },
+            }
+        },
+    }
+    if depends_on:
+        out["dependsOn"] = depends_on
+    return out
+
+
+@dataclass
+class Plane:
+    api: KubeApi
+    home: Path
+    executor: Executor
+    server: ApiServer
+
+    async def wait_for(self, what: Callable[[], Awaitable[Any]], timeout: float = 20.0) -> Any:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            value = await what()
+            if value:
+                return value
+            if loop.time() > deadline:
+                raise TimeoutError("condition not reached")
+            await asyncio.sleep(0.05)
+
+    async def jobset(self, name: str) -> dict[str, Any]:
+        return await self.api.get(JOBSETS, "default", name)
+
+    async def terminal(self, name: str, timeout: float = 30.0) -> dict[str, Any]:
+        async def done() -> dict[str, Any] | None:
+            js = await self.jobset(name)
+            conds = (js.get("status") or {}).get("conditions") or []
+            if any(c["status"] == "True" and c["type"] in ("Completed", "Failed") for c in conds):
+                return js
+            return None
+
+        result: dict[str, Any] = await self.wait_for(done, timeout)
+        return result
+
+    async def pods(self, jobset: str) -> list[dict[str, Any]]:
+        items, _ = await self.api.list(
+            PODS, label_selector=f"jobset.sigs.k8s.io/jobset-name={jobset}"
+        )
+        return sorted(items, key=lambda p: p["metadata"]["name"])
+
+    async def events(self) -> list[dict[str, Any]]:
+        items, _ = await self.api.list(("v1", "events"))
+        return items
+
+
+def marker() -> str:
+    return f"kt-{uuid.uuid4().hex[:12]}"
+
+
+PY = sys.executable
