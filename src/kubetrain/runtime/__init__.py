@@ -13,10 +13,14 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+# Eager on purpose: the submodule ``render`` and the function ``render`` share a name, and a lazy
+# import would leave the package attribute bound to the module. This pulls in only the core
+# (PyYAML included), never a Kubernetes client.
+from kubetrain.runtime.render import Plan, render
+
 if TYPE_CHECKING:
     from kubetrain.runtime.config import Environment, FeatureGateError, FeatureGates
     from kubetrain.runtime.framework import Existing, RenderError
-    from kubetrain.runtime.render import Plan, render
     from kubetrain.runtime.status import JobState, StatusUpdate, derive, derive_status, job_state
     from kubetrain.runtime.validate import Validation, validate_runtime, validate_trainjob
 
@@ -44,8 +48,6 @@ _WHERE = {
     "FeatureGates": "config",
     "Existing": "framework",
     "RenderError": "framework",
-    "Plan": "render",
-    "render": "render",
     "JobState": "status",
     "StatusUpdate": "status",
     "derive": "status",
