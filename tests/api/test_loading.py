@@ -413,3 +413,61 @@ def test_loading_a_typical_trainjob_takes_well_under_5_ms(shared: Path) -> None:
         load_objects(text, source="t")
     per_load = (time.perf_counter() - start) / runs
     assert per_load < 0.005, f"{per_load * 1000:.2f} ms per TrainJob"
+
+
+# --- YAML features Kubernetes treats differently from PyYAML ------------------------------------
+
+YAML_CASES = [
+    (
+        "a key given twice is an error, as in kubectl",
+        "a: 1\na: 2\n",
+        "line 2, column 1: duplicate key 'a'",
+    ),
+    (
+        "a self-referential alias is an error",
+        "apiVersion: v1\nkind: X\na: &x [*x]\n",
+        "a YAML alias refers to a value that contains it",
+    ),
+    (
+        "an alias bomb is an error",
+        "a: &a [x,x,x,x,x,x,x,x,x,x]\n"
+        + "".join(
+            f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join(["*" + chr(97 + i)] * 10) + "]\n"
+            for i in range(8)
+        ),
+        "too many values once aliases are expanded",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"), [c[1:] for c in YAML_CASES], ids=[c[0] for c in YAML_CASES]
+)
+def test_yaml_that_cannot_be_an_object_is_rejected(text: str, reason: str) -> None:
+    (error,) = _errors(text)
+    assert error.reason.startswith(reason), error.reason
+
+
+def test_aliases_become_independent_copies() -> None:
+    text = (
+        _trainjob("  trainer:\n    env: &e\n    - name: A\n")
+        + "  initializer:\n    dataset:\n      env: *e\n"
+    )
+    (job,) = load_objects(text, source="t")
+    job["spec"]["trainer"]["env"].append({"name": "B"})
+    assert job["spec"]["initializer"]["dataset"]["env"] == [{"name": "A"}]
+
+
+def test_merge_keys_may_be_overridden() -> None:
+    (obj,) = load_objects("apiVersion: v1\nkind: X\n<<: {a: 1, b: 1}\na: 2\n", source="t")
+    assert obj == {"apiVersion": "v1", "kind": "X", "a": 2, "b": 1}
+
+
+def test_absurdly_deep_nesting_is_a_load_error() -> None:
+    deep = "[" * 900 + "]" * 900
+    text = json.dumps({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob"})
+    text = text[:-1] + ', "spec": {"x": ' + deep + "}}"
+    with pytest.raises(LoadError):
+        load_objects(text, source="t")
+    with pytest.raises(LoadError):
+        load_objects("a: " + "[" * 5000 + "]" * 5000, source="t")

@@ -37,7 +37,18 @@ def _loader() -> type:
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
     class Loader(base):  # type: ignore[misc, valid-type]  # base is chosen at run time
-        pass
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            # kubectl and the API server reject a key given twice; PyYAML keeps the last one.
+            seen: set[str] = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge" or not hasattr(key_node, "style"):
+                    continue
+                if key_node.value in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key_node.value!r}", key_node.start_mark
+                    )
+                seen.add(key_node.value)
+            return super().construct_mapping(node, deep=deep)
 
     Loader.yaml_implicit_resolvers = {
         ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
@@ -66,7 +77,7 @@ def parse_documents(text: str, *, source: str) -> list[Any]:
     import yaml
 
     try:
-        return [d for d in yaml.load_all(text, Loader=_loader()) if d is not None]
+        docs = [d for d in yaml.load_all(text, Loader=_loader()) if d is not None]
     except yaml.YAMLError as e:
         if json_error is not None:
             reason = f"line {json_error.lineno}, column {json_error.colno}: {json_error.msg}"
@@ -80,6 +91,52 @@ def parse_documents(text: str, *, source: str) -> list[Any]:
     except (ValueError, TypeError, RecursionError) as e:
         # ValueError/TypeError: constructors fed odd values (e.g. unhashable merge keys).
         raise LoadError(source, [FieldError("", f"invalid YAML: {e}")]) from None
+    if "&" in text and "*" in text:
+        # Anchors and aliases: refuse self-referential documents and alias bombs, which no
+        # Kubernetes object can be and which would make every later walk endless.
+        problem = _alias_problem(docs)
+        if problem:
+            raise LoadError(source, [FieldError("", problem)])
+        # An alias is a copy in Kubernetes, not a second name for one dict: unshare them so
+        # that defaulting or editing one place never changes another.
+        docs = [_unshare(d) for d in docs]
+    return docs
+
+
+def _unshare(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _unshare(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unshare(v) for v in value]
+    return value
+
+
+# More nodes than any real object has once YAML aliases are expanded (kubectl's limit is similar).
+_MAX_EXPANDED_NODES = 1_000_000
+
+
+def _alias_problem(docs: list[Any]) -> str:
+    """Why ``docs`` cannot be Kubernetes objects, or "" when they can."""
+    count = 0
+    # Depth-first, with the containers on the current path: meeting one again is a cycle.
+    stack: list[tuple[Any, bool]] = [(d, False) for d in docs]
+    on_path: set[int] = set()
+    while stack:
+        value, leaving = stack.pop()
+        if leaving:
+            on_path.discard(id(value))
+            continue
+        count += 1
+        if count > _MAX_EXPANDED_NODES:
+            return f"too many values once aliases are expanded (more than {_MAX_EXPANDED_NODES})"
+        if isinstance(value, (dict, list)):
+            if id(value) in on_path:
+                return "a YAML alias refers to a value that contains it"
+            on_path.add(id(value))
+            stack.append((value, True))
+            children = value.values() if isinstance(value, dict) else value
+            stack.extend((c, False) for c in children)
+    return ""
 
 
 def _expand(docs: list[Any]) -> Iterator[tuple[Any, str]]:
@@ -167,7 +224,10 @@ def load_objects(text: str, *, source: str) -> list[Obj]:
     errors: list[FieldError] = []
     out: list[Obj] = []
     for doc, where in _expand(docs):
-        _check_document(doc, errors, where)
+        try:
+            _check_document(doc, errors, where)
+        except RecursionError:
+            errors.append(FieldError(where, "Invalid value: the document nests too deeply"))
         out.append(doc)
     if errors:
         raise LoadError(source, errors)
