@@ -96,15 +96,21 @@ def flux_hostlist(trainjob_name: str, nodes: int) -> str:
 def flux_broker_settings(
     runtime_env: Iterable[Mapping[str, Any]] | None,
     trainer_env: Iterable[Mapping[str, Any]] | None,
+    defaults: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """Broker settings: defaults, then the runtime ``node`` container's literal env values,
-    then ``spec.trainer.env`` (the TrainJob wins); other variables are ignored."""
-    settings = dict(FLUX_BROKER_DEFAULTS)
-    for env in (runtime_env or (), trainer_env or ()):
-        for var in env:
-            name, value = var.get("name"), var.get("value")
-            if name in settings and isinstance(value, str):
-                settings[name] = value
+    """Broker settings: ``defaults`` (:data:`FLUX_BROKER_DEFAULTS` unless given), then the
+    runtime ``node`` container's literal env values, then ``spec.trainer.env`` (the TrainJob
+    wins, and a TrainJob variable without a literal value counts as ``""``, as upstream reads
+    it); variables that are not settings are ignored."""
+    settings = dict(FLUX_BROKER_DEFAULTS if defaults is None else defaults)
+    for var in runtime_env or ():
+        name, value = var.get("name"), var.get("value")
+        if name in settings and isinstance(value, str):
+            settings[name] = value
+    for var in trainer_env or ():
+        name, value = var.get("name"), var.get("value")
+        if name in settings:
+            settings[name] = value if isinstance(value, str) else ""
     return settings
 
 

@@ -1,0 +1,87 @@
+"""Coscheduling (scheduler-plugins): a ``scheduling.x-k8s.io/v1alpha1`` PodGroup per TrainJob and
+the pod-group label on every pod (reference §5).
+
+The PodGroup counts every pod of every PodSet (initializers, launcher, nodes) and their summed
+requests (:mod:`kubetrain.runtime.podgroup`). It is created when missing and re-applied only
+while the TrainJob is suspended, so a running gang is never resized under the scheduler.
+"""
+
+from __future__ import annotations
+
+from kubetrain.api.errors import FieldError
+from kubetrain.runtime.core import as_int
+from kubetrain.runtime.framework import BuildContext, RenderError, object_meta
+from kubetrain.runtime.info import RuntimeInfo
+from kubetrain.runtime.podgroup import pod_group_totals
+from kubetrain.runtime.podspec import Obj
+
+__all__ = ["POD_GROUP_LABEL", "Coscheduling", "gang_totals", "new"]
+
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+DEFAULT_SCHEDULE_TIMEOUT_SECONDS = 60  # the CRD default of scheduleTimeoutSeconds
+
+
+def gang_totals(info: RuntimeInfo) -> tuple[int, dict[str, str]]:
+    """``(minMember, minResources)`` over every PodSet of ``info``.
+
+    Counts are the PodSets' final counts; requests come from each pod as it was before the
+    plugins edited it (``PodSet.base_pod_spec``), which is what upstream's PodSets carry.
+    """
+    try:
+        return pod_group_totals(
+            (ps.count, ps.base_pod_spec if ps.base_pod_spec is not None else ps.pod_spec)
+            for ps in info.pod_sets
+        )
+    except ValueError as exc:  # a malformed quantity that validation would have reported
+        raise RenderError(
+            FieldError("", f"cannot sum pod requests for the PodGroup: {exc}")
+        ) from exc
+
+
+def _suspended(job: Obj) -> bool:
+    spec = job.get("spec")
+    return isinstance(spec, dict) and spec.get("suspend") is True
+
+
+class Coscheduling:
+    """Active with ``podGroupPolicy.coscheduling``."""
+
+    name = "coscheduling"
+
+    @staticmethod
+    def _policy(info: RuntimeInfo) -> Obj | None:
+        policy = info.pod_group_policy or {}
+        value = policy.get("coscheduling")
+        return value if isinstance(value, dict) else None
+
+    def enforce_pod_group_policy(self, info: RuntimeInfo, job: Obj) -> None:
+        if self._policy(info) is None:
+            return
+        info.pod_labels[POD_GROUP_LABEL] = info.trainjob_name
+
+    def build(self, info: RuntimeInfo, job: Obj, ctx: BuildContext) -> list[Obj]:
+        policy = self._policy(info)
+        if policy is None:
+            return []
+        if ctx.existing.get("PodGroup", info.trainjob_name) is not None and not _suspended(job):
+            return []
+        members, resources = gang_totals(info)
+        return [
+            {
+                "apiVersion": "scheduling.x-k8s.io/v1alpha1",
+                "kind": "PodGroup",
+                "metadata": object_meta(info, info.trainjob_name),
+                "spec": {
+                    "minMember": members,
+                    "minResources": resources,
+                    "scheduleTimeoutSeconds": as_int(
+                        policy.get("scheduleTimeoutSeconds"), DEFAULT_SCHEDULE_TIMEOUT_SECONDS
+                    ),
+                },
+            }
+        ]
+
+
+def new(gates: object, env: object) -> Coscheduling:
+    """Always registered; inert unless the runtime has ``podGroupPolicy.coscheduling``."""
+    return Coscheduling()
