@@ -158,3 +158,12 @@ def _run_unprivileged(tmp_path: Path) -> None:
         "65534",
     ]
     assert (tmp_path / "pod" / "volumes" / "w" / "ok").exists()
+
+
+async def test_a_working_dir_that_exists_nowhere_is_created(tmp_path: Path) -> None:
+    pod = node_pod("pwd; touch here")
+    pod["spec"]["containers"][0]["workingDir"] = "/workspace/run"
+    result, logs = await run(pod, make_ctx(tmp_path))
+    assert result.succeeded, logs
+    assert logs["main"].split() == ["/workspace/run"]
+    assert not os.path.exists("/workspace")

@@ -190,3 +190,38 @@ async def test_an_adopted_container_that_ended_reports_its_real_exit_code(
     assert not adopted.is_alive()
     assert await adopted.wait() == {"main": 5}
     assert adopted.processes["main"].exit_known
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_terminate_cuts_a_restart_backoff_short(tmp_path: Path, mode: str) -> None:
+    pod = make_pod(containers=[sh("exit 1")], restartPolicy="OnFailure")
+    sandbox = PodSandbox(pod, make_ctx(tmp_path, mode))
+    task = asyncio.create_task(sandbox.run(backoff=60))
+    while "main" not in sandbox.processes or sandbox.processes["main"].exit_code is None:
+        await asyncio.sleep(0.02)
+    started = time.monotonic()
+    await sandbox.terminate(grace=1)
+    result = await asyncio.wait_for(task, timeout=5)
+    assert time.monotonic() - started < 2
+    assert result.terminated
+    assert result.containers == {"main": 1}
+    assert result.restarts == {"main": 0}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_sidecar_runs_beside_the_containers_and_is_stopped_after_them(
+    tmp_path: Path, mode: str
+) -> None:
+    mount = [{"name": "s", "mountPath": "/s"}]
+    pod = make_pod(
+        init=[sh("touch /s/up; while :; do sleep 0.05; done", name="proxy", restartPolicy="Always",
+                 volumeMounts=mount)],
+        containers=[sh("for i in $(seq 100); do [ -e /s/up ] && exit 0; sleep 0.05; done; exit 1",
+                       volumeMounts=mount)],
+        volumes=[{"name": "s", "emptyDir": {}}],
+        terminationGracePeriodSeconds=1,
+    )  # fmt: skip
+    result, _ = await run(pod, make_ctx(tmp_path, mode))
+    assert result.containers == {"main": 0}
+    assert result.sidecars == {"proxy": 143}
+    assert result.succeeded

@@ -130,7 +130,10 @@ def bwrap_argv(
     if any(_under(resolv, s) for s in PRIVATE_TMPFS) and os.path.isfile(resolv):
         binds.append((Mount(Path(resolv), resolv, True), resolv))
     targets = [t for _, t in binds]
-    splits = _splits(targets)
+    # A working dir that exists nowhere is made, as a container runtime makes it.
+    cwd = canonical_target(workdir)
+    make_cwd = not os.path.lexists(cwd) and not any(_under(cwd, t) for t in [*targets, *_SPECIAL])
+    splits = _splits([*targets, cwd] if make_cwd else targets)
     args = [bwrap]
     done: set[str] = set()
     _bind_children("/", splits, set(targets), args, done)
@@ -146,6 +149,8 @@ def bwrap_argv(
         args += ["--tmpfs", tmp]
     for mount, target in sorted(binds, key=lambda b: len(PurePosixPath(b[1]).parts)):
         args += ["--ro-bind" if mount.read_only else "--bind", str(mount.source), target]
+    if make_cwd:
+        args += ["--dir", cwd]
     args += ["--unshare-pid", "--unshare-uts", "--hostname", hostname, "--chdir", workdir]
     if os.geteuid() == 0:
         args += ["--cap-drop", "ALL"]

@@ -8,12 +8,14 @@ a `PodResult` of per-container exit codes) to Pod phases; this module knows noth
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from .context import SandboxContext, SandboxMode
+from .errors import SandboxError
 from .hosts import hosts_file, pod_dns_names
 from .launch import Launch, find_container, plan_launch, pod_hostname
 from .mode import sandbox_mode
@@ -44,6 +46,7 @@ class PodResult:
 
     init_containers: dict[str, int] = field(default_factory=dict)
     containers: dict[str, int] = field(default_factory=dict)
+    sidecars: dict[str, int] = field(default_factory=dict)  # stopped by us: not judged
     restarts: dict[str, int] = field(default_factory=dict)
     terminated: bool = False  # ended by `terminate`, not by itself
 
@@ -72,6 +75,7 @@ class PodSandbox:
         self.result = PodResult()
         self._volumes: dict[str, Path] | None = None
         self._stopping = False
+        self._stopped = asyncio.Event()
 
     # -- setup ---------------------------------------------------------------------------
 
@@ -104,13 +108,21 @@ class PodSandbox:
     async def start_container(
         self, name: str, *, restart_count: int = 0, init: bool = False
     ) -> ContainerProcess:
-        """Start one container now; the executor may use this to drive restarts itself."""
+        """Start one container now; the executor may use this to drive restarts itself.
+
+        Refused once `terminate` has begun, so nothing outlives a stopped pod.
+        """
+        if self._stopping:
+            raise SandboxError(f"pod {self.name} is terminating", reason="Terminating")
         proc = await ContainerProcess.start(
             self.launch(name), log_dir=self.log_dir, state_dir=self.state_dir,
             restart_count=restart_count, init=init, bwrap=self._bwrap,
             die_with_parent=self.ctx.die_with_parent,
         )  # fmt: skip
         self.processes[name] = proc
+        if self._stopping:
+            # `terminate` began while this process was being created and did not see it.
+            await proc.terminate(0)
         return proc
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -120,11 +132,14 @@ class PodSandbox:
 
     async def _run_one(
         self, name: str, init: bool, on_event: EventHook | None, backoff: float, cap: float
-    ) -> int:
+    ) -> int | None:
+        """Run one container to its final end; None when the pod stopped before it began."""
         policy = self._restart_policy()
         restarts = 0
         delay = backoff
         while True:
+            if self._stopping:
+                return None
             proc = await self.start_container(name, restart_count=restarts, init=init)
             if on_event:
                 on_event(ContainerEvent(name, "started", restarts, init))
@@ -135,8 +150,10 @@ class PodSandbox:
             if self._stopping or not again or (init and code == 0):
                 self.result.restarts[name] = restarts
                 return code
-            # Back off as the kubelet does (doubling, capped), but on a laptop's scale.
-            await asyncio.sleep(delay)
+            # Back off as the kubelet does (doubling, capped), but on a laptop's scale;
+            # `terminate` cuts the wait short.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopped.wait(), delay)
             delay = min(cap, delay * 2)
             if self._stopping:
                 self.result.restarts[name] = restarts
@@ -154,7 +171,9 @@ class PodSandbox:
 
         Init containers run one after another and stop the pod at the first that fails for
         good; init containers with ``restartPolicy: Always`` are sidecars: started, not
-        waited for, and stopped once the containers have ended.
+        waited for, and stopped once the containers have ended (a sidecar that exits early
+        is not restarted). A `SandboxError` (bad config, missing program) propagates; the
+        containers already running keep running until `terminate`.
         """
         self.prepare()
         spec = self.pod.get("spec") or {}
@@ -170,6 +189,8 @@ class PodSandbox:
                 sidecars.append(name)
                 continue
             code = await self._run_one(name, True, on_event, backoff, backoff_cap)
+            if code is None:
+                break
             self.result.init_containers[name] = code
             if code != 0:
                 await self._stop_sidecars(sidecars)
@@ -180,7 +201,9 @@ class PodSandbox:
         codes = await asyncio.gather(
             *(self._run_one(n, False, on_event, backoff, backoff_cap) for n in names)
         )
-        self.result.containers.update(zip(names, codes, strict=True))
+        self.result.containers.update(
+            (n, c) for n, c in zip(names, codes, strict=True) if c is not None
+        )
         await self._stop_sidecars(sidecars)
         return self._finish()
 
@@ -188,7 +211,7 @@ class PodSandbox:
         # Reverse start order, as the kubelet stops sidecars.
         for name in reversed(names):
             code = await self.processes[name].terminate(self._grace())
-            self.result.init_containers[name] = code
+            self.result.sidecars[name] = code
 
     def _finish(self) -> PodResult:
         self.result.terminated = self._stopping
@@ -205,10 +228,16 @@ class PodSandbox:
         """Stop every container: SIGTERM, then SIGKILL after ``grace`` (default: the pod's
         ``terminationGracePeriodSeconds``, else 30 s). No restarts follow."""
         self._stopping = True
+        self._stopped.set()
         g = self._grace() if grace is None else grace
-        procs = list(self.processes.values())
-        codes = await asyncio.gather(*(p.terminate(g) for p in procs))
-        return {p.name: c for p, c in zip(procs, codes, strict=True)}
+        codes: dict[str, int] = {}
+        seen: set[int] = set()
+        # Repeat until no new process turns up: one may have been starting meanwhile.
+        while pending := [p for p in self.processes.values() if id(p) not in seen]:
+            seen.update(id(p) for p in pending)
+            ended = await asyncio.gather(*(p.terminate(g) for p in pending))
+            codes.update((p.name, c) for p, c in zip(pending, ended, strict=True))
+        return codes
 
     async def wait(self) -> dict[str, int]:
         """Exit codes of the containers started so far (or adopted), once all have ended."""
