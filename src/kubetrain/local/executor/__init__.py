@@ -1,10 +1,31 @@
 """The local executor: plays JobSet controller, Job controller and kubelet on this machine.
 
-``jobset_logic.reconcile`` is the pure decision (what a cluster would do next); the I/O loop
+``jobset_logic.reconcile`` is the pure decision (what a cluster would do next); `Executor`
 watches JobSets and Pods through the API server, applies those decisions and runs each pod as a
-sandboxed process.
+sandboxed process::
+
+    api = KubeApi.from_kubeconfig(home / "kubeconfig")
+    executor = Executor(api, ExecutorSettings(home=home))
+    await executor.start()        # caches filled, leftover pods adopted or recorded
+    ...
+    await executor.stop()         # pods keep running for the next daemon (kill_pods=True ends them)
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from .jobset_logic import Decision, Settings, reconcile
+from .kubeapi import KubeApi, KubeApiError
+from .loop import Executor, ExecutorSettings, TokenProvider
+from .podrunner import RunnerSettings
+
+__all__ = [
+    "Decision",
+    "Executor",
+    "ExecutorSettings",
+    "KubeApi",
+    "KubeApiError",
+    "RunnerSettings",
+    "Settings",
+    "TokenProvider",
+    "reconcile",
+]

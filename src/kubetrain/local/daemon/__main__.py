@@ -1,0 +1,36 @@
+"""``python -m kubetrain.local.daemon --home DIR``: the daemon process itself (see `main`)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from kubetrain.local.apiserver import default_home
+
+from .main import run_daemon
+
+__all__ = ["main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m kubetrain.local.daemon")
+    parser.add_argument(
+        "--home", type=Path, default=None, help="KUBETRAIN_HOME (default: ~/.kubetrain)"
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    # One line per HTTP request would drown the daemon log.
+    logging.getLogger("httpx2").setLevel(logging.WARNING)
+    home = (args.home or default_home()).expanduser().resolve()
+    return asyncio.run(run_daemon(home))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

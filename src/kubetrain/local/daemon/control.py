@@ -1,0 +1,183 @@
+"""Starting, finding and stopping the daemon from the CLI or the SDK (synchronous calls).
+
+`ensure_daemon` is what every client calls first: it returns the running daemon's connection
+details, starting a detached one when none runs. Two clients racing to start one are safe: the
+loser's daemon finds the lock taken and exits, and both callers end up with the winner.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from kubetrain.local.apiserver import default_home
+
+from .files import DaemonFiles, lock_is_held
+from .main import ALREADY_RUNNING
+
+__all__ = [
+    "DaemonError",
+    "DaemonInfo",
+    "DaemonStatus",
+    "daemon_status",
+    "ensure_daemon",
+    "start_daemon",
+    "stop_daemon",
+]
+
+
+class DaemonError(RuntimeError):
+    """The daemon could not be started or stopped; the message says why (with its log tail)."""
+
+
+@dataclass(frozen=True)
+class DaemonInfo:
+    """How to reach a running daemon."""
+
+    home: Path
+    url: str
+    token: str
+    kubeconfig: Path
+    pid: int
+
+
+@dataclass(frozen=True)
+class DaemonStatus:
+    home: Path
+    running: bool
+    # Running and answering: the port file is written and the port accepts connections.
+    ready: bool
+    pid: int | None
+    url: str | None
+    kubeconfig: Path | None
+    log: Path
+    started_at: float | None
+
+
+def _home(home: Path | str | None) -> Path:
+    return (
+        Path(home).expanduser().resolve()
+        if home is not None
+        else default_home().expanduser().resolve()
+    )
+
+
+def _port_open(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def daemon_status(home: Path | str | None = None) -> DaemonStatus:
+    """What runs for ``home`` (default ``$KUBETRAIN_HOME`` or ``~/.kubetrain``)."""
+    files = DaemonFiles(_home(home))
+    running = lock_is_held(files.lock)
+    info = files.read_info() if running else None
+    ready = False
+    if info is not None and files.port.exists():
+        ready = _port_open(int(info.get("port") or 0))
+    return DaemonStatus(
+        home=files.home,
+        running=running,
+        ready=ready,
+        pid=files.read_pid() if running else None,
+        url=str(info["url"]) if info and ready else None,
+        kubeconfig=Path(str(info["kubeconfig"])) if info and ready else None,
+        log=files.log,
+        started_at=float(info["startedAt"]) if info and ready and "startedAt" in info else None,
+    )
+
+
+def _info(files: DaemonFiles, status: DaemonStatus) -> DaemonInfo:
+    assert status.url is not None and status.kubeconfig is not None and status.pid is not None
+    token = files.token.read_text().strip() if files.token.exists() else ""
+    return DaemonInfo(files.home, status.url, token, status.kubeconfig, status.pid)
+
+
+def _log_tail(files: DaemonFiles, lines: int = 20) -> str:
+    try:
+        return "\n".join(files.log.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def start_daemon(home: Path | str | None = None, *, timeout: float = 60.0) -> DaemonInfo:
+    """Start a detached daemon (if none runs) and wait until it answers."""
+    files = DaemonFiles(_home(home))
+    status = daemon_status(files.home)
+    if status.ready:
+        return _info(files, status)
+    child: subprocess.Popen[bytes] | None = None
+    if not status.running:
+        files.home.mkdir(parents=True, exist_ok=True)
+        with open(files.log, "ab") as log:
+            log.write(f"--- starting daemon at {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
+            log.flush()
+            # Its own session: the terminal's Ctrl-C and the caller's exit do not reach it.
+            child = subprocess.Popen(
+                [sys.executable, "-m", "kubetrain.local.daemon", "--home", str(files.home)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                close_fds=True,
+                env={**os.environ, "KUBETRAIN_HOME": str(files.home)},
+            )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        status = daemon_status(files.home)
+        if status.ready:
+            return _info(files, status)
+        if child is not None and child.poll() is not None:
+            if child.returncode != ALREADY_RUNNING:
+                raise DaemonError(
+                    f"the kubetrain daemon exited with status {child.returncode}:\n{_log_tail(files)}"
+                )
+            child = None  # another client's daemon won the race; wait for it
+        time.sleep(0.05)
+    raise DaemonError(
+        f"the kubetrain daemon did not become ready within {timeout:.0f}s:\n{_log_tail(files)}"
+    )
+
+
+def ensure_daemon(home: Path | str | None = None, *, timeout: float = 60.0) -> DaemonInfo:
+    """The running daemon's connection details, starting one on demand."""
+    return start_daemon(home, timeout=timeout)
+
+
+def stop_daemon(
+    home: Path | str | None = None, *, kill_pods: bool = False, timeout: float = 15.0
+) -> bool:
+    """Stop the daemon; True when one was running.
+
+    Pods keep running and the next daemon adopts them, unless ``kill_pods``. A daemon that does
+    not stop within ``timeout`` is killed (SIGKILL): recovery on the next start is designed for it.
+    """
+    files = DaemonFiles(_home(home))
+    if not lock_is_held(files.lock):
+        return False
+    pid = files.read_pid()
+    if pid is None:
+        raise DaemonError(f"a daemon holds {files.lock} but wrote no pid file")
+    files.write_atomic(files.stop_request, "kill-pods\n" if kill_pods else "keep-pods\n")
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not lock_is_held(files.lock):
+            return True
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    while lock_is_held(files.lock) and time.monotonic() < deadline + 5:
+        time.sleep(0.05)
+    return True

@@ -1,0 +1,149 @@
+"""The daemon process: API server + controller + executor for one ``KUBETRAIN_HOME``.
+
+Start order: take the lock, start the API server (its data survives in SQLite), write the
+kubeconfig, start the executor (which adopts or records whatever the previous daemon's pods did
+while no daemon ran), start the controller, and only then write ``daemon.port``: callers wait
+for that file. SIGTERM or SIGINT stop everything in reverse order. Pods keep running through a
+stop unless the stop request asks to kill them, and the next daemon adopts them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from kubetrain.local.apiserver import ApiServer
+from kubetrain.local.executor import Executor, ExecutorSettings, KubeApi
+
+from .files import DaemonFiles
+
+__all__ = ["ALREADY_RUNNING", "run_daemon"]
+
+log = logging.getLogger("kubetrain.daemon")
+
+# Exit status of a daemon that found another one holding the lock.
+ALREADY_RUNNING = 3
+
+
+def _take_lock(files: DaemonFiles) -> int | None:
+    files.home.mkdir(parents=True, exist_ok=True)
+    fd = os.open(files.lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _previous_port(files: DaemonFiles) -> int:
+    info = files.read_info() or {}
+    port = info.get("port")
+    return int(port) if isinstance(port, int) else 0
+
+
+async def _start_server(home: Path, port: int) -> ApiServer:
+    from kubetrain.api.schema import crd_manifests
+    from kubetrain.runtime.defaults import default_runtimes
+
+    last: OSError | None = None
+    # Reuse the last port so kubeconfigs copied elsewhere keep working; any free port otherwise.
+    for candidate in dict.fromkeys([port, 0]):
+        server = ApiServer(
+            home, port=candidate, crds=crd_manifests(), seed_objects=default_runtimes
+        )
+        try:
+            await server.start()
+            return server
+        except OSError as err:
+            last = err
+            with contextlib.suppress(Exception):
+                await server.close()
+    assert last is not None
+    raise last
+
+
+async def run_daemon(home: Path, *, executor_settings: ExecutorSettings | None = None) -> int:
+    """Run until SIGTERM/SIGINT; the process exit status."""
+    files = DaemonFiles(home)
+    lock_fd = _take_lock(files)
+    if lock_fd is None:
+        print(f"kubetrain daemon: another daemon already runs for {home}", file=sys.stderr)
+        return ALREADY_RUNNING
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    files.clear_ready()
+    with contextlib.suppress(OSError):
+        files.stop_request.unlink()
+    files.write_atomic(files.pid, f"{os.getpid()}\n")
+    started = time.time()
+    server = await _start_server(home, _previous_port(files))
+    kubeconfig = server.write_kubeconfig(files.kubeconfig)
+    api = KubeApi.from_kubeconfig(kubeconfig)
+    executor = Executor(api, executor_settings or ExecutorSettings(home=home))
+    controller_task: asyncio.Task[None] | None = None
+    try:
+        await executor.start()
+        controller_task = asyncio.create_task(_run_controller(kubeconfig, stop), name="controller")
+        info = {
+            "pid": os.getpid(),
+            "url": server.url,
+            "port": server.port,
+            "kubeconfig": str(kubeconfig),
+            "startedAt": started,
+        }
+        files.write_atomic(files.info, json.dumps(info, indent=1))
+        files.write_atomic(files.port, f"{server.port}\n")
+        log.info(
+            "kubetrain daemon ready at %s (pid %d, %.2fs)",
+            server.url,
+            os.getpid(),
+            time.time() - started,
+        )
+        await stop.wait()
+    finally:
+        files.clear_ready()
+        kill_pods = _stop_mode(files) == "kill-pods"
+        stop.set()
+        if controller_task is not None:
+            with contextlib.suppress(asyncio.TimeoutError, Exception):
+                await asyncio.wait_for(controller_task, timeout=5)
+        await executor.stop(kill_pods=kill_pods)
+        await api.close()
+        await server.close()
+        with contextlib.suppress(OSError):
+            files.stop_request.unlink()
+        os.close(lock_fd)
+        log.info("kubetrain daemon stopped%s", " (pods killed)" if kill_pods else "")
+    return 0
+
+
+def _stop_mode(files: DaemonFiles) -> str:
+    try:
+        return files.stop_request.read_text().strip()
+    except OSError:
+        return ""
+
+
+async def _run_controller(kubeconfig: Path, stop: asyncio.Event) -> None:
+    from kubetrain.controller import run_controller
+
+    while not stop.is_set():
+        try:
+            await run_controller(kubeconfig, stop_event=stop)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # The controller must not take the API server and the pods down with it.
+            log.exception("controller crashed; restarting in 1 s")
+            await asyncio.sleep(1)
