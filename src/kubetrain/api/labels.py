@@ -12,16 +12,21 @@ __all__ = [
     "ANCESTOR_MODEL_INITIALIZER",
     "ANCESTOR_TRAINER",
     "CLUSTER_TRAINING_RUNTIME_KIND",
+    "COORDINATOR_LABEL",
     "DEFAULT_MANAGED_BY",
     "FIELD_MANAGER",
     "FIELD_MANAGER_STATUS",
     "FRAMEWORK_LABEL",
     "JOBSET_API_VERSION",
+    "JOBSET_CONTROLLER",
     "JOBSET_GROUP",
     "JOBSET_KIND",
     "JOBSET_NAME_LABEL",
     "JOBSET_VERSION",
     "JOB_COMPLETION_INDEX",
+    "JOB_GLOBAL_INDEX_LABEL",
+    "JOB_INDEX_LABEL",
+    "JOB_NAME_LABEL",
     "KUEUE_MANAGED_BY",
     "KUEUE_PATCH_MANAGER",
     "MANAGED_BY_LABEL",
@@ -29,7 +34,9 @@ __all__ = [
     "MANAGED_BY_VALUES",
     "POD_GROUP_LABEL",
     "REPLICATED_JOB_NAME_LABEL",
+    "REPLICATED_JOB_REPLICAS_LABEL",
     "RESOURCE_IN_USE_FINALIZER",
+    "RESTART_ATTEMPT_LABEL",
     "SDK_PATCH_MANAGER",
     "SUPPORT_DEPRECATED",
     "SUPPORT_LABEL",
@@ -91,8 +98,17 @@ RESOURCE_IN_USE_FINALIZER = "trainer.kubeflow.org/resource-in-use"
 # --- labels/annotations written by JobSet and the Job controller on pods ---------------------
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_NAME_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+# JobSet also writes these on Jobs and pods (labels and annotations alike).
+REPLICATED_JOB_REPLICAS_LABEL = "jobset.sigs.k8s.io/replicatedjob-replicas"
+JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"  # index of the Job within its replicatedJob
+JOB_GLOBAL_INDEX_LABEL = "jobset.sigs.k8s.io/job-global-index"  # index across the JobSet
+RESTART_ATTEMPT_LABEL = "jobset.sigs.k8s.io/restart-attempt"
+COORDINATOR_LABEL = "jobset.sigs.k8s.io/coordinator"  # "<pod hostname>.<subdomain>"
+# JobSet's own controller name (the implied spec.managedBy of a JobSet).
+JOBSET_CONTROLLER = "jobset.sigs.k8s.io/jobset-controller"
 # Both a pod label and a pod annotation; rank env vars read the annotation via the downward API.
 JOB_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 
 # --- gang scheduling ---------------------------------------------------------------------------
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
