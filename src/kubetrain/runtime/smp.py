@@ -31,10 +31,11 @@ wins, as it would in a JSON merge patch.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from kubetrain.runtime.podspec import tree_copy
 
 __all__ = [
     "MERGE_KEYS",
@@ -142,8 +143,8 @@ def strategic_merge(original: Any, patch: Any, schema: str | None = "JobSetSpec"
     an object replaces the original, as does an original that is not one.
     """
     if isinstance(original, dict) and isinstance(patch, dict):
-        return _merge_map(copy.deepcopy(original), copy.deepcopy(patch), schema)
-    return _clean(copy.deepcopy(patch))
+        return _merge_map(tree_copy(original), tree_copy(patch), schema)
+    return _clean(tree_copy(patch))
 
 
 def merge_resources(base: Obj | None, override: Obj) -> Obj:
@@ -169,7 +170,7 @@ def apply_runtime_patches(template: Obj, patches: list[Obj]) -> Obj:
     3. replicatedJobs put back in the runtime's original order (unknown names sort as if they
        were first, which is what Go's zero-value map lookup in ``sort.SliceStable`` does).
     """
-    result = copy.deepcopy(template)
+    result: Obj = tree_copy(template)
     metadata = result.get("metadata")
     if not isinstance(metadata, dict):
         metadata = {}
@@ -278,15 +279,18 @@ def _merge_map(original: Obj, patch: Obj, schema: str | None) -> Obj:
             raise PatchError(f"unknown patch type {directive!r} in map")
         patch = {k: v for k, v in patch.items() if k != _DIRECTIVE}
 
-    if _RETAIN_KEYS in patch:
-        _apply_retain_keys(original, patch)
-
-    # $setElementOrder lists are handled with the list they order, before anything else.
-    for key in [k for k in patch if isinstance(k, str) and k.startswith(_SET_ELEMENT_ORDER)]:
-        _merge_with_element_order(original, patch, key, schema)
+    # Directive keys are rare: one scan decides whether the slower handling is needed at all.
+    directives = [k for k in patch if isinstance(k, str) and k[:1] == "$"]
+    if directives:
+        if _RETAIN_KEYS in patch:
+            _apply_retain_keys(original, patch)
+        # $setElementOrder lists are handled with the list they order, before anything else.
+        for key in directives:
+            if key.startswith(_SET_ELEMENT_ORDER):
+                _merge_with_element_order(original, patch, key, schema)
 
     for key, value in patch.items():
-        if isinstance(key, str) and key.startswith(_DELETE_FROM_PRIMITIVE):
+        if directives and isinstance(key, str) and key.startswith(_DELETE_FROM_PRIMITIVE):
             target = key[len(_DELETE_FROM_PRIMITIVE) :]
             current = original.get(target)
             if isinstance(current, list) and isinstance(value, list):
