@@ -23,6 +23,7 @@ from kubetrain.api.core import (
 )
 from kubetrain.api.markers import (
     Default,
+    Doc,
     Format,
     ListMap,
     ListType,
@@ -434,9 +435,16 @@ ClusterTrainingRuntime = TrainingRuntime
 class RuntimeRef(TypedDict, total=False):
     """The TrainingRuntime or ClusterTrainingRuntime a TrainJob runs on."""
 
-    name: Required[Annotated[str, MinLength(1), MaxLength(253)]]
-    apiGroup: Annotated[str, Default("trainer.kubeflow.org"), MaxLength(253)]
-    kind: Annotated[str, Default("ClusterTrainingRuntime"), MaxLength(253)]
+    name: Required[Annotated[str, MinLength(1), MaxLength(253), Doc("Name of the runtime.")]]
+    apiGroup: Annotated[
+        str, Default("trainer.kubeflow.org"), MaxLength(253), Doc("API group of the runtime.")
+    ]
+    kind: Annotated[
+        str,
+        Default("ClusterTrainingRuntime"),
+        MaxLength(253),
+        Doc("TrainingRuntime (same namespace) or ClusterTrainingRuntime."),
+    ]
 
 
 _StorageUri = Annotated[
@@ -478,13 +486,15 @@ _Strings = Annotated[list[Annotated[str, MaxLength(1048576)]], ListType("atomic"
 class Trainer(TypedDict, total=False):
     """What the trainer nodes run, and on how many nodes."""
 
-    image: Annotated[str, MaxLength(500)]
-    command: _Strings
-    args: _Strings
-    env: _EnvList
-    numNodes: Int32
-    resourcesPerNode: ResourceRequirements
-    numProcPerNode: Int32
+    image: Annotated[str, MaxLength(500), Doc("Image of the trainer's node container.")]
+    command: Annotated[_Strings, Doc("Replaces the node container's command.")]
+    args: Annotated[_Strings, Doc("Replaces the node container's args.")]
+    env: Annotated[_EnvList, Doc("Added to (or replacing by name) the node container's env.")]
+    numNodes: Annotated[Int32, Doc("Number of training nodes; overrides mlPolicy.numNodes.")]
+    resourcesPerNode: Annotated[
+        ResourceRequirements, Doc("Resources of each node container, merged over the runtime's.")
+    ]
+    numProcPerNode: Annotated[Int32, Doc("Training processes per node.")]
 
 
 class ContainerPatch(TypedDict, total=False):
@@ -578,8 +588,13 @@ class TrainJobSpec(TypedDict, total=False):
     runtimeRef: Required[Annotated[RuntimeRef, _IMMUTABLE]]
     initializer: Annotated[Initializer, _IMMUTABLE]
     trainer: Annotated[Trainer, _IMMUTABLE]
-    runtimePatches: Annotated[list[RuntimePatch], ListMap("manager"), MaxItems(16)]
-    suspend: Annotated[bool, Default(False)]
+    runtimePatches: Annotated[
+        list[RuntimePatch],
+        ListMap("manager"),
+        MaxItems(16),
+        Doc("Changes to the runtime's JobSet template, one entry per client."),
+    ]
+    suspend: Annotated[bool, Default(False), Doc("Whether the TrainJob's pods should not run.")]
     managedBy: Annotated[
         str,
         Default("trainer.kubeflow.org/trainjob-controller"),
@@ -591,7 +606,12 @@ class TrainJobSpec(TypedDict, total=False):
         ),
         _IMMUTABLE,
     ]
-    activeDeadlineSeconds: Annotated[Int64, Minimum(1), _IMMUTABLE]
+    activeDeadlineSeconds: Annotated[
+        Int64,
+        Minimum(1),
+        _IMMUTABLE,
+        Doc("Seconds the TrainJob may run (not counting suspension) before it fails."),
+    ]
 
 
 class JobStatus(TypedDict, total=False):
