@@ -31,34 +31,6 @@ def test_a_condition_keeps_its_transition_time_while_its_status_holds() -> None:
 
 
 @pytest.mark.parametrize(
-    ("suspend", "before", "after"),
-    [
-        (True, [], ("True", "Suspended")),
-        (False, [cond("Suspended", "True", "Suspended")], ("False", "Resumed")),
-        (False, [], None),
-        (False, [cond("Suspended", "False", "Resumed")], ("False", "Resumed")),
-    ],
-    ids=[
-        "a suspended job gets Suspended=True",
-        "unsuspending a suspended job records Resumed",
-        "a job never suspended gets no Suspended condition",
-        "a resumed job stays resumed",
-    ],
-)
-def test_suspended_condition(
-    suspend: bool, before: list[Obj], after: tuple[str, str] | None
-) -> None:
-    status: Obj = {"conditions": before}
-    c.suspended_condition(status, suspend, T0, 1)
-    found = c.find(status, "Suspended")
-    if after is None:
-        assert found is None
-    else:
-        assert found is not None
-        assert (found["status"], found["reason"]) == after
-
-
-@pytest.mark.parametrize(
     ("old", "new", "expected"),
     [
         (
@@ -94,40 +66,3 @@ def test_keep_terminal(
 ) -> None:
     result = c.keep_terminal({"conditions": old}, {"conditions": new})
     assert [(x["type"], x["status"], x["reason"]) for x in result["conditions"]] == expected
-
-
-def job(deadline: int | None, *, suspend: bool = False, created: datetime = T0) -> Obj:
-    spec: Obj = {"suspend": suspend}
-    if deadline is not None:
-        spec["activeDeadlineSeconds"] = deadline
-    return {"metadata": {"creationTimestamp": c.time_str(created)}, "spec": spec}
-
-
-@pytest.mark.parametrize(
-    ("trainjob", "status", "now", "expected"),
-    [
-        (job(None), {}, T0, None),
-        (job(60), {}, T0 + timedelta(seconds=20), 40.0),
-        (job(60), {}, T0 + timedelta(seconds=61), -1.0),
-        (job(60, suspend=True), {}, T0 + timedelta(seconds=90), None),
-        (
-            job(60),
-            {"conditions": [cond("Suspended", "False", "Resumed", T0 + timedelta(seconds=100))]},
-            T0 + timedelta(seconds=130),
-            30.0,
-        ),
-        (job(60), {"conditions": [cond("Complete", "True")]}, T0 + timedelta(seconds=90), None),
-    ],
-    ids=[
-        "no deadline, no timer",
-        "the timer runs from creation",
-        "past the deadline the remainder is negative",
-        "a suspended job's timer is paused",
-        "the timer restarts at resume",
-        "a finished job has no timer",
-    ],
-)
-def test_deadline_remaining(
-    trainjob: Obj, status: Obj, now: datetime, expected: float | None
-) -> None:
-    assert c.deadline_remaining(trainjob, status, now) == expected

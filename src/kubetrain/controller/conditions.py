@@ -1,8 +1,8 @@
-"""TrainJob conditions: look-ups, upserts, terminal stickiness and the active deadline.
+"""TrainJob conditions as the controller needs them: look-ups, an upsert, terminal stickiness.
 
-Pure functions over plain dicts (``now`` is always passed in), so every rule here is tested
-without a server. The condition vocabulary is upstream's (types ``Suspended``, ``Complete``,
-``Failed``) plus two reasons of ours for failures upstream leaves invisible (see ``trainjob``).
+Upstream's condition rules (Suspended/Resumed, the active deadline, JobSet's Complete/Failed)
+live in ``kubetrain.runtime.status``; this module adds only the controller's own rule that a
+terminal state never changes (``keep_terminal``). Pure functions, ``now`` passed in.
 """
 
 from __future__ import annotations
@@ -14,26 +14,20 @@ from kubetrain.api.types import Obj
 
 __all__ = [
     "COMPLETE",
-    "DEADLINE_EXCEEDED",
-    "DEADLINE_MESSAGE",
     "FAILED",
     "SUSPENDED",
-    "deadline_remaining",
     "find",
     "is_finished",
     "is_true",
     "keep_terminal",
     "parse_time",
     "set_condition",
-    "suspended_condition",
     "time_str",
 ]
 
-SUSPENDED = "Suspended"
+SUSPENDED = "Suspended"  # for reading; upstream's Suspended rule lives in kubetrain.runtime.status
 COMPLETE = "Complete"
 FAILED = "Failed"
-DEADLINE_EXCEEDED = "DeadlineExceeded"
-DEADLINE_MESSAGE = "TrainJob exceeded its active deadline"
 
 
 def time_str(t: datetime) -> str:
@@ -100,20 +94,6 @@ def set_condition(
     status["conditions"] = conditions
 
 
-def suspended_condition(status: Obj, suspend: bool, now: datetime, generation: int | None) -> None:
-    """Upstream's rule: suspend → Suspended=True; unsuspended after a suspension → False/Resumed."""
-    if suspend:
-        set_condition(
-            status, SUSPENDED, "True", "Suspended", "TrainJob is suspended", now,
-            observed_generation=generation,
-        )  # fmt: skip
-    elif is_true(status, SUSPENDED):
-        set_condition(
-            status, SUSPENDED, "False", "Resumed", "TrainJob is resumed", now,
-            observed_generation=generation,
-        )  # fmt: skip
-
-
 def keep_terminal(old: Obj | None, new: Obj) -> Obj:
     """``new`` with the terminal state of ``old`` kept exactly: once Complete or Failed, a job
     stays so, with the same reason, message and time (a vanished or changed JobSet cannot undo
@@ -129,20 +109,3 @@ def keep_terminal(old: Obj | None, new: Obj) -> Obj:
     others = [c for c in result.get("conditions") or [] if c.get("type") not in (COMPLETE, FAILED)]
     result["conditions"] = others + [dict(c) for c in terminal]
     return result
-
-
-def deadline_remaining(trainjob: Obj, status: Obj, now: datetime) -> float | None:
-    """Seconds left of ``spec.activeDeadlineSeconds`` (<= 0: expired), or None when no deadline
-    runs: none set, finished, or suspended. The clock starts at creation and restarts at resume.
-    """
-    spec = trainjob.get("spec") or {}
-    deadline = spec.get("activeDeadlineSeconds")
-    if not deadline or is_finished(status) or spec.get("suspend"):
-        return None
-    start = parse_time((trainjob.get("metadata") or {}).get("creationTimestamp"))
-    resumed = find(status, SUSPENDED)
-    if resumed is not None and resumed.get("status") == "False":
-        start = parse_time(resumed.get("lastTransitionTime")) or start
-    if start is None:
-        return None
-    return (start.timestamp() + float(deadline)) - now.timestamp()

@@ -15,10 +15,8 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-import httpx2
-
 from kubetrain.api.types import Obj
-from kubetrain.controller.kube import ApiError, KubeClient
+from kubetrain.controller.kube import TRANSPORT_ERRORS, ApiError, KubeClient
 from kubetrain.controller.resources import Kind
 
 __all__ = ["Backoff", "EventHandler", "Informer", "object_key"]
@@ -122,7 +120,9 @@ class Informer:
                     self._rv = None
                     continue
                 await self._pause(err)
-            except (httpx2.HTTPError, OSError, ValueError) as err:
+            except TRANSPORT_ERRORS as err:
+                await self._pause(err)
+            except ValueError as err:  # a garbled watch line: start that watch again
                 await self._pause(err)
 
     async def _pause(self, err: BaseException) -> None:

@@ -23,6 +23,7 @@ from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 from kubetrain.api.types import Obj
 
 __all__ = [
+    "TRANSPORT_ERRORS",
     "ApiError",
     "KubeClient",
     "KubeConfigLike",
@@ -32,6 +33,9 @@ __all__ = [
 ]
 
 KubeConfigLike = KubeConfig | SingleConfig | str | PathLike[str] | None
+
+# What a request raises when the server cannot be reached or the connection breaks.
+TRANSPORT_ERRORS: tuple[type[Exception], ...] = (httpx2.HTTPError, OSError)
 
 PatchType = Literal["merge", "json", "apply"]
 _CONTENT_TYPES: dict[PatchType, str] = {
@@ -244,6 +248,12 @@ class KubeClient:
     async def create(self, api_version: str, plural: str, obj: Obj) -> Obj:
         namespace = (obj.get("metadata") or {}).get("namespace")
         return await self._request("POST", _Path(api_version, plural, namespace), body=obj)
+
+    async def replace(self, api_version: str, plural: str, obj: Obj) -> Obj:
+        """PUT: an update that fails with 409 unless ``metadata.resourceVersion`` is current."""
+        meta = obj.get("metadata") or {}
+        path = _Path(api_version, plural, meta.get("namespace"), str(meta["name"]))
+        return await self._request("PUT", path, body=obj)
 
     async def patch(
         self,

@@ -1,0 +1,273 @@
+"""Wiring: informers → work queue → workers → reconcilers, for one API server.
+
+``Controller`` is what the local daemon runs inside its own event loop and what
+``kubetrain controller`` runs in a cluster. Order of start-up: informers list and watch; once
+every cache is synced, ``concurrency`` workers take keys from one queue. Keys are
+``(kind, namespace, name)``; a key is never in two workers at once, so reconciles of one object
+are serialised while different objects proceed in parallel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from kubetrain.api.labels import TRAINER_API_VERSION
+from kubetrain.api.types import Obj
+from kubetrain.controller import conditions as c
+from kubetrain.controller.events import EventRecorder
+from kubetrain.controller.informer import Informer, object_key
+from kubetrain.controller.kube import KubeClient, KubeConfigLike, connect
+from kubetrain.controller.leader import LeaderElector
+from kubetrain.controller.metrics import ControllerMetrics
+from kubetrain.controller.rendering import Renderer
+from kubetrain.controller.resources import (
+    CLUSTER_TRAINING_RUNTIME,
+    CONFIGMAP,
+    JOBSET,
+    TRAINING_RUNTIME,
+    TRAINJOB,
+    Kind,
+)
+from kubetrain.controller.runtimes import RuntimeFinalizerReconciler
+from kubetrain.controller.trainjob import Caches, ReconcileError, TrainJobReconciler
+from kubetrain.controller.workqueue import QueueShutDown, RateLimit, WorkQueue
+from kubetrain.runtime.config import Environment, FeatureGates
+
+__all__ = ["Controller", "Key", "LeadershipLost", "run_controller"]
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str, str]  # (kind, namespace, name); namespace "" for cluster-scoped
+
+
+class LeadershipLost(Exception):
+    """Another replica holds the Lease now; this process must stop (and be restarted)."""
+
+
+class Controller:
+    """The TrainJob controller and the runtime finalizer reconcilers over one client."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        namespace: str | None = None,
+        gates: FeatureGates | None = None,
+        environment: Environment | None = None,
+        concurrency: int = 5,
+        renderer: Renderer | None = None,
+        rate_limit: RateLimit | None = None,
+        runtime_grace: float = 10.0,
+        watch_timeout: int = 300,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        leader: LeaderElector | None = None,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        self.client = client
+        self.namespace = namespace
+        self.concurrency = concurrency
+        self.leader = leader
+        self.metrics = ControllerMetrics()
+        self.ready = asyncio.Event()
+        """Set once every cache is synced and the workers run."""
+
+        def informer(kind: Kind) -> Informer:
+            return Informer(client, kind, namespace=namespace, watch_timeout=watch_timeout)
+
+        self.caches = Caches(
+            trainjobs=informer(TRAINJOB),
+            jobsets=informer(JOBSET),
+            configmaps=informer(CONFIGMAP),
+            training_runtimes=informer(TRAINING_RUNTIME),
+            cluster_training_runtimes=informer(CLUSTER_TRAINING_RUNTIME),
+        )
+        self.queue: WorkQueue[Key] = WorkQueue(rate_limit)
+        self.events = EventRecorder(client, clock=clock)
+        self.trainjobs = TrainJobReconciler(
+            client,
+            self.caches,
+            self.events,
+            renderer or Renderer(gates or FeatureGates(), environment or Environment()),
+            clock=clock,
+            runtime_grace=runtime_grace,
+        )
+        self._runtime_reconcilers = {
+            TRAINING_RUNTIME.kind: RuntimeFinalizerReconciler(
+                client, self.caches.training_runtimes
+            ),
+            CLUSTER_TRAINING_RUNTIME.kind: RuntimeFinalizerReconciler(
+                client, self.caches.cluster_training_runtimes
+            ),
+        }
+        self._wire_handlers()
+
+    # --- event handlers: object → keys ------------------------------------------------------
+
+    def _wire_handlers(self) -> None:
+        caches = self.caches
+        caches.trainjobs.add_handler(self._on_trainjob)
+        caches.jobsets.add_handler(self._on_owned)
+        caches.configmaps.add_handler(self._on_owned)
+        caches.training_runtimes.add_handler(self._on_runtime)
+        caches.cluster_training_runtimes.add_handler(self._on_runtime)
+
+    def _on_trainjob(self, _type: str, obj: Obj) -> None:
+        namespace, name = object_key(obj)
+        self.queue.add((TRAINJOB.kind, namespace, name))
+
+    def _on_owned(self, _type: str, obj: Obj) -> None:
+        # Children map to the TrainJob that controls them (the controller ownerReference).
+        meta = obj.get("metadata") or {}
+        for ref in meta.get("ownerReferences") or []:
+            if (
+                ref.get("controller")
+                and ref.get("kind") == TRAINJOB.kind
+                and ref.get("apiVersion") == TRAINER_API_VERSION
+            ):
+                self.queue.add((TRAINJOB.kind, str(meta.get("namespace") or ""), str(ref["name"])))
+
+    def _on_runtime(self, event_type: str, obj: Obj) -> None:
+        namespace, name = object_key(obj)
+        kind = str(obj.get("kind") or "")
+        if event_type != "DELETED":
+            self.queue.add((kind, namespace, name))
+        if event_type == "ADDED":
+            # A TrainJob may have been waiting for this runtime to appear.
+            for job in self.caches.trainjobs.items():
+                ref = (job.get("spec") or {}).get("runtimeRef") or {}
+                job_ns, job_name = object_key(job)
+                if (
+                    ref.get("name") == name
+                    and (ref.get("kind") or CLUSTER_TRAINING_RUNTIME.kind) == kind
+                    and (not namespace or namespace == job_ns)
+                    and not c.is_finished(job.get("status"))
+                    and self.caches.jobsets.get(job_name, job_ns) is None
+                ):
+                    self.queue.add((TRAINJOB.kind, job_ns, job_name))
+
+    # --- running ----------------------------------------------------------------------------
+
+    async def run(self, stop_event: asyncio.Event | None = None) -> None:
+        """Run until ``stop_event`` is set (or the task is cancelled)."""
+        stop = stop_event or asyncio.Event()
+        informers = [
+            self.caches.trainjobs,
+            self.caches.jobsets,
+            self.caches.configmaps,
+            self.caches.training_runtimes,
+            self.caches.cluster_training_runtimes,
+        ]
+        tasks = [asyncio.create_task(i.run(), name=f"informer-{i.kind.kind}") for i in informers]
+        stopper = asyncio.create_task(stop.wait())
+        try:
+            synced = asyncio.create_task(self._wait_synced(informers))
+            done, _ = await asyncio.wait({synced, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            if stopper in done:
+                synced.cancel()
+                return
+            # Caches are warm on every replica; only the leader reconciles.
+            if self.leader is not None and not await self.leader.acquire(stop):
+                return
+            tasks += [
+                asyncio.create_task(self._worker(), name=f"worker-{i}")
+                for i in range(self.concurrency)
+            ]
+            self.ready.set()
+            log.info("controller running with %d workers", self.concurrency)
+            if self.leader is None:
+                await stopper
+                return
+            holding = asyncio.create_task(self.leader.hold(stop), name="leader-lease")
+            tasks.append(holding)
+            await asyncio.wait({stopper, holding}, return_when=asyncio.FIRST_COMPLETED)
+            if not stop.is_set():
+                raise LeadershipLost(self.leader.identity)
+        finally:
+            self.ready.clear()
+            self.queue.shut_down()
+            stopper.cancel()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, stopper, return_exceptions=True)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.events.flush(), 5.0)
+
+    @staticmethod
+    async def _wait_synced(informers: list[Informer]) -> bool:
+        for informer in informers:
+            await informer.synced.wait()
+        return True
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except QueueShutDown:
+                return
+            started = time.monotonic()
+            outcome = "success"
+            try:
+                requeue = await self._dispatch(key)
+            except ReconcileError as err:
+                outcome = "error"
+                log.info("reconcile %s/%s/%s: %s", *key, err)
+                self.queue.add_rate_limited(key)
+            except Exception:
+                outcome = "error"
+                log.exception("reconcile %s/%s/%s crashed", *key)
+                self.queue.add_rate_limited(key)
+            else:
+                self.queue.forget(key)
+                if requeue is not None:
+                    outcome = "requeue_after"
+                    self.queue.add_after(key, requeue)
+            finally:
+                self.queue.done(key)
+                self.metrics.observe(key[0], outcome, time.monotonic() - started)
+
+    async def _dispatch(self, key: Key) -> float | None:
+        kind, namespace, name = key
+        if kind == TRAINJOB.kind:
+            return await self.trainjobs.reconcile(namespace, name)
+        reconciler = self._runtime_reconcilers.get(kind)
+        return None if reconciler is None else await reconciler.reconcile(namespace, name)
+
+
+async def run_controller(
+    config: KubeConfigLike = None,
+    *,
+    context: str | None = None,
+    namespace: str | None = None,
+    gates: FeatureGates | None = None,
+    environment: Environment | None = None,
+    concurrency: int = 5,
+    stop_event: asyncio.Event | None = None,
+    ready: Callable[[Controller], None] | None = None,
+) -> None:
+    """Run the controller against the API server of ``config`` until ``stop_event`` is set.
+
+    ``config``: a kubeconfig path, a lightkube ``KubeConfig``/``SingleConfig``, or None for the
+    environment (in-cluster service account, ``$KUBECONFIG``, ``~/.kube/config``).
+    ``namespace``: watch one namespace (None: all). ``ready`` is called with the ``Controller``
+    once it is built (before its caches sync), for callers that want its metrics or events.
+    """
+    client = connect(config, context=context)
+    try:
+        controller = Controller(
+            client,
+            namespace=namespace,
+            gates=gates,
+            environment=environment,
+            concurrency=concurrency,
+        )
+        if ready is not None:
+            ready(controller)
+        await controller.run(stop_event)
+    finally:
+        await client.close()

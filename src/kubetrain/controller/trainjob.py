@@ -1,0 +1,460 @@
+"""The TrainJob reconciler: level-triggered, upstream's flow, terminal states sticky.
+
+One reconcile, for the TrainJob as the cache holds it:
+
+1. gone, being deleted, or ``spec.managedBy`` another controller → nothing (no status writes);
+2. not finished → if the active deadline has passed: ``Failed/DeadlineExceeded`` and delete the
+   JobSet; else resolve the runtime (snapshot first), render the Plan and server-side apply it
+   with field manager ``trainer`` (force), ConfigMaps and Secrets before PodGroups before the
+   JobSet, so pods never start before what they mount;
+3. the ``Suspended`` condition (upstream's rule);
+4. status derived from the JobSet by the pure ``derive_status``; a terminal state already
+   reached is kept exactly (``conditions.keep_terminal``);
+5. status written through the ``status`` subresource as a JSON merge patch of what changed,
+   never touching ``trainerStatus`` (owned by the status server's manager ``trainer-status``);
+6. Events for each transition; requeue after the deadline's remaining time.
+
+Divergences from upstream (reference/upstream-trainer.md §2.2), each on purpose:
+- Terminal is terminal. Upstream drops a non-deadline ``Failed`` at the start of every reconcile
+  and re-applies the Plan, so deleting a finished TrainJob's JobSet re-creates it and runs the job
+  again (upstream bugs #3737, #3779). Here a TrainJob with ``Complete`` or ``Failed`` True is never
+  applied again, and its terminal condition never changes.
+- Failures that would stop a job from ever running are visible in its status. Upstream only
+  emits an Event and retries forever, so the official SDK shows such a job as ``Created`` for
+  ever (upstream bug #3671). Here, while no JobSet exists:
+  * the runtime is still missing ``runtime_grace`` seconds after the TrainJob was created (a
+    direct GET confirms it, not the cache) → ``Failed``, reason ``TrainingRuntimeNotFound``;
+  * render fails (deterministic for a given TrainJob and snapshot) or the API server rejects a
+    rendered object as invalid (400/422) → ``Failed``, reason ``TrainJobResourcesCreationFailed``.
+  ``Failed`` is the one condition the SDK reads as a final state, so ``wait_for_job_status``
+  stops with an error instead of hanging. Transient errors (network, 5xx, conflicts, RBAC) only
+  produce the Warning Event and a backoff retry, as upstream. A job whose JobSet exists is never
+  failed for a controller-side error: its pods keep running and its status keeps being derived.
+- An unknown runtime kind fails the job with upstream's ``TrainingRuntimeNotSupported`` without
+  upstream's latent nil-runtime panic.
+- An expired deadline is checked before applying, so a job whose deadline passed while the
+  controller was down never gets a JobSet (upstream creates it, then deletes it).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import yaml
+
+from kubetrain.api.labels import (
+    CLUSTER_TRAINING_RUNTIME_KIND,
+    DEFAULT_MANAGED_BY,
+    FIELD_MANAGER,
+    TRAINER_GROUP,
+    TRAINING_RUNTIME_KIND,
+)
+from kubetrain.api.types import Obj
+from kubetrain.controller import conditions as c
+from kubetrain.controller.events import EventRecorder
+from kubetrain.controller.informer import Informer
+from kubetrain.controller.kube import TRANSPORT_ERRORS, ApiError, KubeClient
+from kubetrain.controller.rendering import Outcome, Renderer, RenderFailed
+from kubetrain.controller.resources import (
+    CLUSTER_TRAINING_RUNTIME,
+    CONFIGMAP,
+    JOBSET,
+    SECRET,
+    TRAINING_RUNTIME,
+    TRAINJOB,
+    Kind,
+    kind_for,
+)
+
+__all__ = [
+    "CREATION_FAILED",
+    "RUNTIME_NOT_FOUND",
+    "RUNTIME_NOT_SUPPORTED",
+    "Caches",
+    "ReconcileError",
+    "TrainJobReconciler",
+]
+
+log = logging.getLogger(__name__)
+
+CREATION_FAILED = "TrainJobResourcesCreationFailed"
+RUNTIME_NOT_FOUND = "TrainingRuntimeNotFound"
+RUNTIME_NOT_SUPPORTED = "TrainingRuntimeNotSupported"
+_NOTE_LIMIT = 950
+_SNAPSHOT_SUFFIX = "-runtime-snapshot"  # upstream truncates the event note to this many characters
+
+
+class ReconcileError(Exception):
+    """A failure worth retrying with backoff (reported as a Warning Event first)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Caches:
+    """The informers a TrainJob reconcile reads instead of the API server."""
+
+    trainjobs: Informer
+    jobsets: Informer
+    configmaps: Informer
+    training_runtimes: Informer
+    cluster_training_runtimes: Informer
+
+
+class _Permanent(Exception):
+    """A failure no retry can fix while nothing changes: the job fails with ``reason``."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+@dataclass(slots=True)
+class _Pass:
+    """What one reconcile learned, for status and events."""
+
+    jobset: Obj | None
+    requeue_after: float | None = None
+    error: ReconcileError | None = None
+    created_jobset: bool = False
+
+
+_APPLY_ORDER = {"ConfigMap": 0, "Secret": 0, "PodGroup": 1, "JobSet": 3}
+
+
+class TrainJobReconciler:
+    def __init__(
+        self,
+        client: KubeClient,
+        caches: Caches,
+        recorder: EventRecorder,
+        renderer: Renderer,
+        *,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        runtime_grace: float = 10.0,
+    ) -> None:
+        self._client = client
+        self._caches = caches
+        self._events = recorder
+        self._renderer = renderer
+        self._clock = clock
+        self._grace = runtime_grace
+
+    async def reconcile(self, namespace: str, name: str) -> float | None:
+        """Reconcile one TrainJob; returns seconds until it wants to run again (or None).
+
+        Raises ``ReconcileError`` (after recording a Warning Event) when it should be retried.
+        """
+        trainjob = self._caches.trainjobs.get(name, namespace)
+        if trainjob is None or (trainjob.get("metadata") or {}).get("deletionTimestamp"):
+            return None  # no finalizer on TrainJobs: garbage collection removes the children
+        spec = trainjob.get("spec") or {}
+        if spec.get("managedBy") not in (None, "", DEFAULT_MANAGED_BY):
+            return None
+        now = self._clock()
+        old_status: Obj = copy.deepcopy(trainjob.get("status") or {})
+        step = _Pass(jobset=self._caches.jobsets.get(name, namespace))
+
+        if c.is_finished(old_status):
+            # Terminal: nothing is applied or deleted again; status only follows the JobSet
+            # while it exists (jobsStatus), and keep_terminal holds the final condition.
+            outcome = self._renderer.derive(trainjob, step.jobset, now)
+        else:
+            outcome = await self._plan(trainjob, step, now)
+            if outcome.delete_jobset:
+                # Checked before applying: an expired job never gets (or keeps) a JobSet.
+                await self._delete_jobset(step)
+            else:
+                try:
+                    await self._apply(trainjob, step, outcome)
+                except _Permanent as failure:
+                    outcome = self._failed(trainjob, step, failure, now)
+            step.requeue_after = _sooner(step.requeue_after, outcome.requeue_after)
+
+        new_status = c.keep_terminal(old_status, outcome.status)
+        await self._write_status(trainjob, old_status, new_status)
+        self._transition_events(trainjob, old_status, new_status, step)
+        if step.error is not None:
+            raise step.error
+        if c.is_finished(new_status):
+            return None
+        return step.requeue_after
+
+    # --- plan and apply -------------------------------------------------------------------
+
+    async def _plan(self, trainjob: Obj, step: _Pass, now: datetime) -> Outcome:
+        """Render; on failure the status-only outcome, with Failed for permanent failures."""
+        try:
+            try:
+                resolved = await self._resolve_runtime(trainjob, step, now)
+                if resolved is None:
+                    return self._renderer.derive(trainjob, step.jobset, now)
+                runtime, existing = resolved
+                return self._renderer.render(trainjob, runtime, existing, now)
+            except RenderFailed as err:
+                if step.jobset is None:
+                    raise _Permanent(CREATION_FAILED, _note(err)) from err
+                raise ReconcileError(str(err)) from err
+        except _Permanent as failure:
+            return self._failed(trainjob, step, failure, now)
+        except ReconcileError as err:
+            step.error = err
+            self._events.record(trainjob, "Warning", CREATION_FAILED, _note(err))
+            return self._renderer.derive(trainjob, step.jobset, now)
+
+    def _failed(self, trainjob: Obj, step: _Pass, failure: _Permanent, now: datetime) -> Outcome:
+        outcome = self._renderer.derive(trainjob, step.jobset, now)
+        status = copy.deepcopy(outcome.status)
+        generation = (trainjob.get("metadata") or {}).get("generation")
+        c.set_condition(
+            status, c.FAILED, "True", failure.reason, failure.message, now,
+            observed_generation=generation,
+        )  # fmt: skip
+        return Outcome(objects=[], status=status)
+
+    async def _apply(self, trainjob: Obj, step: _Pass, outcome: Outcome) -> None:
+        """Apply the Plan in a safe order; permanent failures raise ``_Permanent``, transient
+        ones are kept in ``step.error`` so that status is still written this pass."""
+        objects = [o for o in outcome.objects if self._may_apply(trainjob, step.jobset, o)]
+        objects.sort(key=lambda o: _APPLY_ORDER.get(str(o.get("kind")), 2))
+        had_jobset = step.jobset is not None
+        try:
+            for obj in objects:
+                applied = await self._apply_one(obj, had_jobset)
+                if applied.get("kind") == JOBSET.kind:
+                    step.jobset = applied
+                    self._caches.jobsets.observe(applied)
+                elif applied.get("kind") == CONFIGMAP.kind:
+                    self._caches.configmaps.observe(applied)
+        except ReconcileError as err:
+            step.error = err
+            self._events.record(trainjob, "Warning", CREATION_FAILED, _note(err))
+            return
+        if not had_jobset and step.jobset is not None:
+            step.created_jobset = True
+            for warning in outcome.warnings:
+                self._events.record(trainjob, "Warning", "TrainJobRenderWarning", warning)
+
+    def _may_apply(self, trainjob: Obj, jobset: Obj | None, obj: Obj) -> bool:
+        # A running JobSet is never mutated: only while the TrainJob or the JobSet is suspended
+        # (which covers the resume transition) is it applied again. Render already follows this
+        # rule; checking here too keeps the invariant even if a plugin gets it wrong.
+        if obj.get("kind") != JOBSET.kind or jobset is None:
+            return True
+        suspended = bool((trainjob.get("spec") or {}).get("suspend"))
+        return suspended or bool((jobset.get("spec") or {}).get("suspend"))
+
+    async def _apply_one(self, obj: Obj, had_jobset: bool) -> Obj:
+        try:
+            kind = kind_for(str(obj.get("apiVersion")), str(obj.get("kind")))
+        except KeyError as err:
+            raise _Permanent(CREATION_FAILED, str(err)) from err
+        try:
+            return await self._client.apply(
+                kind.plural, obj, field_manager=FIELD_MANAGER, force=True
+            )
+        except ApiError as err:
+            name = (obj.get("metadata") or {}).get("name")
+            text = f"{obj.get('kind')} {name}: {err}"
+            if err.code in (400, 422) and not had_jobset:
+                raise _Permanent(CREATION_FAILED, _note(text)) from err
+            raise ReconcileError(text) from err
+        except TRANSPORT_ERRORS as err:
+            raise ReconcileError(f"{obj.get('kind')}: {err}") from err
+
+    async def _resolve_runtime(
+        self, trainjob: Obj, step: _Pass, now: datetime
+    ) -> tuple[Obj | None, list[Obj]] | None:
+        """``(live runtime or None, existing children)`` for render, or None while waiting for
+        a runtime that may still appear. Render reads the snapshot from the children first."""
+        meta = trainjob.get("metadata") or {}
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name"))
+        ref = (trainjob.get("spec") or {}).get("runtimeRef") or {}
+        group = ref.get("apiGroup") or TRAINER_GROUP
+        kind_name = ref.get("kind") or CLUSTER_TRAINING_RUNTIME_KIND
+        existing = [o for o in (step.jobset,) if o is not None]
+        if group != TRAINER_GROUP or kind_name not in (
+            TRAINING_RUNTIME_KIND,
+            CLUSTER_TRAINING_RUNTIME_KIND,
+        ):
+            return None, existing  # render writes upstream's TrainingRuntimeNotSupported
+        snapshot = self._caches.configmaps.get(name + _SNAPSHOT_SUFFIX, namespace)
+        runtime: Obj | None = None
+        if snapshot is not None:
+            existing.append(snapshot)
+        else:
+            kind = (
+                TRAINING_RUNTIME if kind_name == TRAINING_RUNTIME_KIND else CLUSTER_TRAINING_RUNTIME
+            )
+            runtime = await self._live_runtime(kind, str(ref.get("name")), namespace)
+            if runtime is None:
+                self._runtime_missing(trainjob, step, kind_name, str(ref.get("name")), now)
+                return None
+        existing += await self._extra_existing(trainjob, runtime or _snapshot_runtime(snapshot))
+        return runtime, existing
+
+    def _runtime_missing(
+        self, trainjob: Obj, step: _Pass, kind: str, name: str, now: datetime
+    ) -> None:
+        message = self._renderer.runtime_not_found(kind, name)
+        if step.jobset is not None:
+            # Already running (e.g. a pre-snapshot job whose runtime was deleted): keep it.
+            raise ReconcileError(message)
+        created = c.parse_time((trainjob.get("metadata") or {}).get("creationTimestamp")) or now
+        waited = (now - created).total_seconds()
+        if waited >= self._grace:
+            raise _Permanent(RUNTIME_NOT_FOUND, message)
+        self._events.record(trainjob, "Warning", CREATION_FAILED, _note(message))
+        step.requeue_after = _sooner(step.requeue_after, max(0.1, self._grace - waited))
+
+    async def _live_runtime(self, kind: Kind, name: str, namespace: str) -> Obj | None:
+        cache = (
+            self._caches.training_runtimes
+            if kind is TRAINING_RUNTIME
+            else self._caches.cluster_training_runtimes
+        )
+        cached = cache.get(name, namespace if kind.namespaced else "")
+        if cached is not None:
+            return cached
+        # The cache may lag behind a runtime created a moment ago: ask the server itself.
+        try:
+            return await self._client.get(
+                kind.api_version,
+                kind.plural,
+                name,
+                namespace=namespace if kind.namespaced else None,
+            )
+        except ApiError as err:
+            if err.not_found:
+                return None
+            raise ReconcileError(f"reading {kind.kind} {name}: {err}") from err
+        except TRANSPORT_ERRORS as err:
+            raise ReconcileError(f"reading {kind.kind} {name}: {err}") from err
+
+    async def _extra_existing(self, trainjob: Obj, runtime: Obj) -> list[Obj]:
+        """Children not cached by an informer that rendering must know about: the MPI SSH
+        Secret (created once, immutable) and the PodGroup (re-applied only while suspended)."""
+        meta = trainjob.get("metadata") or {}
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name"))
+        spec = runtime.get("spec") or {}
+        wanted: list[tuple[Kind, str]] = []
+        if (spec.get("mlPolicy") or {}).get("mpi") is not None:
+            wanted.append((SECRET, f"{name}-mpi-ssh-auth"))
+        pod_group = spec.get("podGroupPolicy") or {}
+        if "coscheduling" in pod_group:
+            wanted.append((kind_for("scheduling.x-k8s.io/v1alpha1", "PodGroup"), name))
+        elif "volcano" in pod_group:
+            wanted.append((kind_for("scheduling.volcano.sh/v1beta1", "PodGroup"), name))
+        found: list[Obj] = []
+        for kind, obj_name in wanted:
+            try:
+                found.append(
+                    await self._client.get(
+                        kind.api_version, kind.plural, obj_name, namespace=namespace
+                    )
+                )
+            except ApiError as err:
+                if not err.not_found:
+                    raise ReconcileError(f"reading {kind.kind} {obj_name}: {err}") from err
+            except TRANSPORT_ERRORS as err:
+                raise ReconcileError(f"reading {kind.kind} {obj_name}: {err}") from err
+        return found
+
+    async def _delete_jobset(self, step: _Pass) -> None:
+        jobset, step.jobset = step.jobset, None
+        if jobset is None:
+            return
+        meta = jobset.get("metadata") or {}
+        try:
+            await self._client.delete(
+                JOBSET.api_version,
+                JOBSET.plural,
+                str(meta.get("name")),
+                namespace=meta.get("namespace"),
+                uid=meta.get("uid"),
+            )
+        except ApiError as err:
+            # Gone already, or replaced by a JobSet with another uid that we must not touch.
+            if not (err.not_found or err.conflict):
+                raise ReconcileError(f"deleting JobSet {meta.get('name')}: {err}") from err
+        except TRANSPORT_ERRORS as err:
+            raise ReconcileError(f"deleting JobSet {meta.get('name')}: {err}") from err
+        self._caches.jobsets.forget(jobset)
+
+    # --- status ---------------------------------------------------------------------------
+
+    async def _write_status(self, trainjob: Obj, old: Obj, new: Obj) -> None:
+        patch = _status_patch(old, new)
+        if not patch:
+            return
+        meta = trainjob.get("metadata") or {}
+        try:
+            written = await self._client.patch(
+                TRAINJOB.api_version,
+                TRAINJOB.plural,
+                str(meta.get("name")),
+                {"status": patch},
+                namespace=meta.get("namespace"),
+                subresource="status",
+            )
+        except ApiError as err:
+            if err.not_found:
+                return
+            raise ReconcileError(f"writing TrainJob status: {err}") from err
+        except TRANSPORT_ERRORS as err:
+            raise ReconcileError(f"writing TrainJob status: {err}") from err
+        self._caches.trainjobs.observe(written)
+
+    def _transition_events(self, trainjob: Obj, old: Obj, new: Obj, step: _Pass) -> None:
+        if step.created_jobset and step.jobset is not None:
+            name = (step.jobset.get("metadata") or {}).get("name")
+            self._events.record(trainjob, "Normal", "JobSetCreated", f"Created JobSet {name}")
+        before, after = c.find(old, c.SUSPENDED), c.find(new, c.SUSPENDED)
+        if after is not None and (before or {}).get("status") != after.get("status"):
+            self._events.record(
+                trainjob, "Normal", str(after.get("reason")), str(after.get("message"))
+            )
+        if c.is_true(new, c.COMPLETE) and not c.is_true(old, c.COMPLETE):
+            done = c.find(new, c.COMPLETE) or {}
+            message = str(done.get("message") or "TrainJob completed")
+            self._events.record(trainjob, "Normal", "Completed", message)
+        if c.is_true(new, c.FAILED) and not c.is_true(old, c.FAILED):
+            failed = c.find(new, c.FAILED) or {}
+            reason = str(failed.get("reason") or "Failed")
+            self._events.record(trainjob, "Warning", reason, str(failed.get("message") or reason))
+
+
+def _status_patch(old: Obj, new: Obj) -> Obj:
+    """A merge patch from ``old`` to ``new`` at the top level of status, without trainerStatus."""
+    patch: Obj = {}
+    for key, value in new.items():
+        if key != "trainerStatus" and old.get(key) != value:
+            patch[key] = value
+    for key in old:
+        if key != "trainerStatus" and key not in new:
+            patch[key] = None
+    return patch
+
+
+def _sooner(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _snapshot_runtime(snapshot: Obj | None) -> Obj:
+    """The runtime inside a snapshot, for deciding which extra children to read; a broken
+    snapshot gives {} here and render reports it properly."""
+    try:
+        runtime = yaml.safe_load(((snapshot or {}).get("data") or {}).get("runtime") or "")
+    except yaml.YAMLError:
+        return {}
+    return runtime if isinstance(runtime, dict) else {}
+
+
+def _note(err: object) -> str:
+    text = str(err)
+    if len(text) > _NOTE_LIMIT:
+        text = text[:_NOTE_LIMIT] + " ..."
+    return f"TrainJob resources reconciliation failed: {text}"

@@ -1,0 +1,230 @@
+"""The real embedded API server, a controller started per test, and small helpers.
+
+One ``ApiServer`` (https, bearer token, the project's CRDs) runs for the whole session in a
+background thread, exactly as ``kubetrain serve`` runs it; each test gets its own namespace and
+its own controller watching only that namespace, so tests never see each other's objects.
+Tests that stop the server itself start a private one (``private_server``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import yaml
+
+from kubetrain.api.types import Obj
+from kubetrain.controller import Controller, KubeClient, connect
+from kubetrain.controller.kube import ApiError
+from kubetrain.controller.workqueue import RateLimit
+from kubetrain.local.apiserver import ApiServer, ServerThread
+
+T = TypeVar("T")
+
+TRAINER = "trainer.kubeflow.org/v1alpha1"
+JOBSETS = ("jobset.x-k8s.io/v1alpha2", "jobsets")
+TRAINJOBS = (TRAINER, "trainjobs")
+CONFIGMAPS = ("v1", "configmaps")
+EVENTS = ("v1", "events")
+RUNTIME_FILE = "upstream-runtimes/torch_distributed.yaml"
+# Fast retries: tests wait for convergence, not for production backoff.
+FAST = RateLimit(base_delay=0.01, max_delay=0.5, qps=1000, burst=1000)
+
+
+@pytest.fixture(scope="session")
+def torch_runtime(shared: Path) -> Obj:
+    runtime: Obj = yaml.safe_load((shared / RUNTIME_FILE).read_text())
+    return runtime
+
+
+@pytest.fixture(scope="session")
+def server_thread(
+    tmp_path_factory: pytest.TempPathFactory, torch_runtime: Obj
+) -> Iterator[ServerThread]:
+    from kubetrain.api.schema import crd_manifests
+
+    home = tmp_path_factory.mktemp("controller-home")
+    crds = crd_manifests()
+    thread = ServerThread(
+        lambda: ApiServer(
+            home, crds=crds, seed_objects=[torch_runtime], bookmark_interval=0.5, history=5000
+        )
+    )
+    thread.start()
+    yield thread
+    thread.stop()
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(server_thread: ServerThread, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return server_thread.write_kubeconfig(tmp_path_factory.mktemp("kc") / "kubeconfig")
+
+
+@dataclass
+class Plane:
+    """A namespace on the shared server, a client, and controllers started on demand."""
+
+    kubeconfig: Path
+    namespace: str
+    kube: KubeClient
+    controllers: list[tuple[Controller, asyncio.Event, asyncio.Task[None]]] = field(
+        default_factory=list
+    )
+
+    async def start_controller(self, **options: Any) -> Controller:
+        options.setdefault("namespace", self.namespace)
+        options.setdefault("rate_limit", FAST)
+        options.setdefault("runtime_grace", 0.5)
+        controller = Controller(connect(self.kubeconfig), **options)
+        stop = asyncio.Event()
+        task = asyncio.create_task(controller.run(stop))
+        self.controllers.append((controller, stop, task))
+        ready = asyncio.create_task(controller.ready.wait())
+        await asyncio.wait({ready, task}, timeout=10, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            ready.cancel()
+            task.result()  # raises what stopped it
+        assert controller.ready.is_set(), "controller did not become ready in 10 s"
+        return controller
+
+    async def stop_controller(self, controller: Controller) -> None:
+        for entry in list(self.controllers):
+            if entry[0] is controller:
+                self.controllers.remove(entry)
+                _, stop, task = entry
+                stop.set()
+                await asyncio.wait_for(task, 10)
+                await controller.client.close()
+
+    async def close(self) -> None:
+        for controller, _, _ in list(self.controllers):
+            await self.stop_controller(controller)
+        await self.kube.close()
+
+    # --- objects --------------------------------------------------------------------------
+
+    def trainjob(self, name: str, **spec: Any) -> Obj:
+        body: Obj = {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 1}}
+        body.update(spec)
+        return {
+            "apiVersion": TRAINER,
+            "kind": "TrainJob",
+            "metadata": {"name": name, "namespace": self.namespace},
+            "spec": body,
+        }
+
+    async def create_trainjob(self, name: str, **spec: Any) -> Obj:
+        return await self.kube.create(*TRAINJOBS, self.trainjob(name, **spec))
+
+    async def get(self, kind: tuple[str, str], name: str) -> Obj | None:
+        try:
+            return await self.kube.get(*kind, name, namespace=self.namespace)
+        except ApiError as err:
+            if err.not_found:
+                return None
+            raise
+
+    async def trainjob_status(self, name: str) -> Obj:
+        job = await self.get(TRAINJOBS, name)
+        assert job is not None
+        status: Obj = job.get("status") or {}
+        return status
+
+    async def set_jobset_status(self, name: str, status: Obj) -> None:
+        """Write JobSet status as the JobSet controller (or the local executor) would."""
+        await self.kube.patch(
+            *JOBSETS, name, {"status": status}, namespace=self.namespace, subresource="status"
+        )
+
+    async def events(self, involved: str | None = None) -> list[Obj]:
+        items, _ = await self.kube.list(*EVENTS, namespace=self.namespace)
+        return [
+            e
+            for e in items
+            if involved is None or (e.get("involvedObject") or {}).get("name") == involved
+        ]
+
+    async def patch_trainjob(self, name: str, body: Obj) -> Obj:
+        return await self.kube.patch(*TRAINJOBS, name, body, namespace=self.namespace)
+
+
+async def eventually(
+    probe: Callable[[], Awaitable[T | None]], *, timeout: float = 10.0, what: str = "condition"
+) -> T:
+    """Poll ``probe`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = await probe()
+        if last:
+            return last
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+def condition(status: Obj, type_: str) -> Obj | None:
+    return next((c for c in status.get("conditions") or [] if c.get("type") == type_), None)
+
+
+@pytest.fixture
+async def plane(kubeconfig: Path) -> AsyncIterator[Plane]:
+    namespace = f"ctl-{uuid.uuid4().hex[:8]}"
+    kube = connect(kubeconfig)
+    await kube.create(
+        "v1",
+        "namespaces",
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+    )
+    p = Plane(kubeconfig, namespace, kube)
+    try:
+        yield p
+    finally:
+        await p.close()
+
+
+class PrivateServer:
+    """An API server in this test's loop that can be stopped and started again on the same
+    port and the same SQLite database (as after a daemon restart)."""
+
+    def __init__(self, home: Path, runtime: Obj) -> None:
+        from kubetrain.api.schema import crd_manifests
+
+        self._home = home
+        self._runtime = runtime
+        self._crds = crd_manifests()
+        self.port = 0
+        self.server: ApiServer | None = None
+
+    async def start(self) -> ApiServer:
+        server = ApiServer(
+            self._home,
+            port=self.port,
+            crds=self._crds,
+            seed_objects=[self._runtime],
+            tls=False,
+            bookmark_interval=0.5,
+        )
+        await server.start()
+        self.port = server.port
+        self.server = server
+        return server
+
+    async def stop(self) -> None:
+        server, self.server = self.server, None
+        if server is not None:
+            await server.close()
+
+
+@pytest.fixture
+async def private_server(tmp_path: Path, torch_runtime: Obj) -> AsyncIterator[PrivateServer]:
+    server = PrivateServer(tmp_path / "home", torch_runtime)
+    try:
+        yield server
+    finally:
+        await server.stop()

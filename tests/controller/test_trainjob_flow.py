@@ -1,0 +1,344 @@
+"""TrainJob → JobSet → status, against the real embedded API server.
+
+The test plays the JobSet controller: it writes JobSet status as the real one (or the local
+executor) would, and checks what the TrainJob controller makes of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from conftest import CONFIGMAPS, JOBSETS, TRAINJOBS, Plane, condition, eventually
+from kubetrain.api.types import Obj
+
+T0 = "2026-11-29T09:00:00Z"
+
+
+def jobset_condition(type_: str, reason: str, message: str) -> Obj:
+    return {
+        "type": type_,
+        "status": "True",
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": T0,
+    }
+
+
+def replicated(name: str, **counts: int) -> Obj:
+    base = {"name": name, "ready": 0, "succeeded": 0, "failed": 0, "active": 0, "suspended": 0}
+    return {**base, **counts}
+
+
+async def test_a_new_trainjob_gets_its_jobset_applied_by_trainer(plane: Plane) -> None:
+    await plane.start_controller()
+    job = await plane.create_trainjob("tj", trainer={"numNodes": 2})
+
+    jobset = await eventually(lambda: plane.get(JOBSETS, "tj"), what="the JobSet")
+
+    managers = {m["manager"]: m["operation"] for m in jobset["metadata"]["managedFields"]}
+    assert managers == {"trainer": "Apply"}
+    assert jobset["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "name": "tj",
+            "uid": job["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    node = jobset["spec"]["replicatedJobs"][0]
+    assert node["template"]["spec"]["parallelism"] == 2
+    snapshot = await plane.get(CONFIGMAPS, "tj-runtime-snapshot")
+    assert snapshot is not None
+    assert "name: torch-distributed" in snapshot["data"]["runtime"]
+    assert snapshot["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
+    events = await eventually(lambda: plane.events("tj"), what="an event")
+    created = [e for e in events if e["reason"] == "JobSetCreated"]
+    assert created and created[0]["type"] == "Normal"
+    assert created[0]["firstTimestamp"] and created[0]["count"] == 1
+    assert created[0]["source"]["component"] == "trainer-trainjob-controller"
+
+
+@pytest.mark.parametrize(
+    ("jobset_condition_", "expected_type"),
+    [
+        (
+            jobset_condition("Completed", "AllJobsCompleted", "jobset completed successfully"),
+            "Complete",
+        ),
+        (
+            jobset_condition(
+                "Failed", "FailedJobs", "jobset failed due to one or more job failures"
+            ),
+            "Failed",
+        ),
+        (
+            jobset_condition(
+                "Failed",
+                "ReachedMaxRestarts",
+                "jobset failed due to reaching max number of restarts",
+            ),
+            "Failed",
+        ),
+    ],
+    ids=[
+        "a completed JobSet completes the TrainJob with its reason and message",
+        "a failed JobSet fails the TrainJob with its reason and message",
+        "a JobSet out of restarts fails the TrainJob with ReachedMaxRestarts",
+    ],
+)
+async def test_jobset_outcome_becomes_trainjob_status(
+    plane: Plane, jobset_condition_: Obj, expected_type: str
+) -> None:
+    await plane.start_controller()
+    await plane.create_trainjob("tj")
+    await eventually(lambda: plane.get(JOBSETS, "tj"), what="the JobSet")
+    jobs = (
+        [replicated("node", succeeded=1)]
+        if expected_type == "Complete"
+        else [replicated("node", failed=1)]
+    )
+    await plane.set_jobset_status(
+        "tj", {"conditions": [jobset_condition_], "replicatedJobsStatus": jobs}
+    )
+
+    async def terminal() -> Obj | None:
+        status = await plane.trainjob_status("tj")
+        return status if condition(status, expected_type) else None
+
+    status = await eventually(terminal, what=f"TrainJob {expected_type}")
+    got = condition(status, expected_type)
+    assert got is not None
+    assert (got["status"], got["reason"], got["message"]) == (
+        "True",
+        jobset_condition_["reason"],
+        jobset_condition_["message"],
+    )
+    assert status["jobsStatus"] == jobs
+    events = await eventually(
+        lambda: _with_reason(
+            plane, "tj", "Completed" if expected_type == "Complete" else got["reason"]
+        ),
+        what="the transition event",
+    )
+    assert events[0]["type"] == ("Normal" if expected_type == "Complete" else "Warning")
+
+
+async def _with_reason(plane: Plane, name: str, reason: str) -> list[Obj]:
+    return [e for e in await plane.events(name) if e["reason"] == reason]
+
+
+async def test_running_jobs_status_follows_the_jobset_without_extra_conditions(
+    plane: Plane,
+) -> None:
+    # The official SDK shows Running only while a TrainJob has no conditions at all.
+    await plane.start_controller()
+    await plane.create_trainjob("tj")
+    await eventually(lambda: plane.get(JOBSETS, "tj"), what="the JobSet")
+    await plane.set_jobset_status(
+        "tj", {"replicatedJobsStatus": [replicated("node", active=1, ready=1)]}
+    )
+
+    async def running() -> Obj | None:
+        status = await plane.trainjob_status("tj")
+        return status if status.get("jobsStatus") else None
+
+    status = await eventually(running, what="jobsStatus")
+    assert status["jobsStatus"] == [replicated("node", active=1, ready=1)]
+    assert not status.get("conditions")
+
+
+async def test_suspend_then_resume(plane: Plane) -> None:
+    await plane.start_controller()
+    await plane.create_trainjob("tj", suspend=True)
+
+    async def suspended_jobset() -> Obj | None:
+        js = await plane.get(JOBSETS, "tj")
+        return js if js and js["spec"].get("suspend") is True else None
+
+    await eventually(suspended_jobset, what="a suspended JobSet")
+
+    async def suspended_condition() -> Obj | None:
+        return condition(await plane.trainjob_status("tj"), "Suspended")
+
+    cond = await eventually(suspended_condition, what="Suspended=True")
+    assert (cond["status"], cond["reason"], cond["message"]) == (
+        "True",
+        "Suspended",
+        "TrainJob is suspended",
+    )
+
+    await plane.patch_trainjob("tj", {"spec": {"suspend": False}})
+
+    async def resumed_jobset() -> Obj | None:
+        js = await plane.get(JOBSETS, "tj")
+        return js if js and js["spec"].get("suspend") is False else None
+
+    await eventually(resumed_jobset, what="the JobSet resumed")
+
+    async def resumed() -> Obj | None:
+        c = condition(await plane.trainjob_status("tj"), "Suspended")
+        return c if c and c["status"] == "False" else None
+
+    cond = await eventually(resumed, what="Suspended=False/Resumed")
+    assert (cond["reason"], cond["message"]) == ("Resumed", "TrainJob is resumed")
+    reasons = {e["reason"] for e in await plane.events("tj")}
+    assert {"Suspended", "Resumed"} <= reasons
+
+
+async def test_a_running_jobset_is_never_mutated(plane: Plane) -> None:
+    await plane.start_controller()
+    await plane.create_trainjob("tj")
+    jobset = await eventually(lambda: plane.get(JOBSETS, "tj"), what="the JobSet")
+    # Anything that triggers reconciles (a label on the TrainJob) must leave the JobSet alone.
+    await plane.patch_trainjob("tj", {"metadata": {"labels": {"poke": "1"}}})
+    await plane.set_jobset_status("tj", {"replicatedJobsStatus": [replicated("node", active=1)]})
+    await eventually(lambda: _jobs_status(plane, "tj"), what="status to follow the JobSet")
+    after = await plane.get(JOBSETS, "tj")
+    assert after is not None
+    assert after["metadata"]["generation"] == jobset["metadata"]["generation"]
+    assert after["spec"] == jobset["spec"]
+
+
+async def _jobs_status(plane: Plane, name: str) -> list[Obj] | None:
+    jobs: list[Obj] | None = (await plane.trainjob_status(name)).get("jobsStatus")
+    return jobs
+
+
+async def test_active_deadline_fails_the_job_and_deletes_the_jobset(plane: Plane) -> None:
+    await plane.start_controller()
+    await plane.create_trainjob("tj", activeDeadlineSeconds=1)
+    await eventually(lambda: plane.get(JOBSETS, "tj"), what="the JobSet")
+
+    async def failed() -> Obj | None:
+        return condition(await plane.trainjob_status("tj"), "Failed")
+
+    cond = await eventually(failed, timeout=5, what="Failed/DeadlineExceeded")
+    assert (cond["status"], cond["reason"], cond["message"]) == (
+        "True",
+        "DeadlineExceeded",
+        "TrainJob exceeded its active deadline",
+    )
+
+    async def jobset_gone() -> bool:
+        return await plane.get(JOBSETS, "tj") is None
+
+    await eventually(jobset_gone, what="the JobSet deleted")
+    assert await _with_reason(plane, "tj", "DeadlineExceeded")
+    await asyncio.sleep(0.5)
+    assert await plane.get(JOBSETS, "tj") is None, "a deadline-failed job must not come back"
+
+
+@pytest.mark.parametrize(
+    "outcome",
+    [
+        jobset_condition("Completed", "AllJobsCompleted", "jobset completed successfully"),
+        jobset_condition("Failed", "FailedJobs", "jobset failed due to one or more job failures"),
+    ],
+    ids=[
+        "deleting a completed job's JobSet does not run it again",
+        "deleting a failed job's JobSet does not run it again",
+    ],
+)
+async def test_finished_jobs_are_never_rerun(plane: Plane, outcome: Obj) -> None:
+    await plane.start_controller()
+    await plane.create_trainjob("tj")
+    await eventually(lambda: plane.get(JOBSETS, "tj"), what="the JobSet")
+    await plane.set_jobset_status("tj", {"conditions": [outcome]})
+    tj_type = "Complete" if outcome["type"] == "Completed" else "Failed"
+
+    async def finished() -> Obj | None:
+        return condition(await plane.trainjob_status("tj"), tj_type)
+
+    before = await eventually(finished, what="the terminal condition")
+    await plane.kube.delete(*JOBSETS, "tj", namespace=plane.namespace)
+    # Poke the job so it is certainly reconciled after the deletion.
+    await plane.patch_trainjob("tj", {"metadata": {"labels": {"poke": "1"}}})
+    await asyncio.sleep(1.0)
+    assert await plane.get(JOBSETS, "tj") is None
+    after = condition(await plane.trainjob_status("tj"), tj_type)
+    assert after == before
+
+
+async def test_a_missing_runtime_fails_the_job_visibly(plane: Plane) -> None:
+    await plane.start_controller()
+    await plane.kube.create(
+        *TRAINJOBS,
+        plane.trainjob("tj", runtimeRef={"name": "no-such-runtime", "kind": "TrainingRuntime"}),
+    )
+
+    async def failed() -> Obj | None:
+        return condition(await plane.trainjob_status("tj"), "Failed")
+
+    cond = await eventually(failed, timeout=5, what="Failed/TrainingRuntimeNotFound")
+    assert cond["status"] == "True"
+    assert cond["reason"] == "TrainingRuntimeNotFound"
+    assert "TrainingRuntime specified in TrainJob is not found" in cond["message"]
+    assert cond["lastTransitionTime"], "the official SDK needs lastTransitionTime"
+    assert await plane.get(JOBSETS, "tj") is None
+    warnings = await eventually(
+        lambda: _with_reason(plane, "tj", "TrainingRuntimeNotFound"), what="a Warning event"
+    )
+    assert warnings[0]["type"] == "Warning"
+    assert warnings[0]["message"] == cond["message"]
+
+
+async def test_a_runtime_created_within_the_grace_period_is_used(
+    plane: Plane, torch_runtime: Obj
+) -> None:
+    await plane.start_controller(runtime_grace=5.0)
+    await plane.kube.create(
+        *TRAINJOBS, plane.trainjob("tj", runtimeRef={"name": "late", "kind": "TrainingRuntime"})
+    )
+    await asyncio.sleep(0.3)
+    runtime = {
+        **torch_runtime,
+        "kind": "TrainingRuntime",
+        "metadata": {**torch_runtime["metadata"], "name": "late", "namespace": plane.namespace},
+    }
+    await plane.kube.create("trainer.kubeflow.org/v1alpha1", "trainingruntimes", runtime)
+    await eventually(lambda: plane.get(JOBSETS, "tj"), what="the JobSet")
+    assert condition(await plane.trainjob_status("tj"), "Failed") is None
+
+
+async def test_a_job_managed_by_another_controller_is_left_alone(plane: Plane) -> None:
+    await plane.start_controller()
+    await plane.create_trainjob("mk", managedBy="kueue.x-k8s.io/multikueue")
+    await plane.create_trainjob("ours")
+    await eventually(lambda: plane.get(JOBSETS, "ours"), what="our JobSet")
+    await asyncio.sleep(0.3)
+    assert await plane.get(JOBSETS, "mk") is None
+    assert not (await plane.trainjob_status("mk"))
+
+
+async def test_status_writes_keep_the_trainer_status_of_the_status_server(plane: Plane) -> None:
+    await plane.start_controller()
+    await plane.create_trainjob("tj")
+    await eventually(lambda: plane.get(JOBSETS, "tj"), what="the JobSet")
+    progress = {"progressPercentage": 40, "lastUpdatedTime": T0}
+    await plane.kube.patch(
+        *TRAINJOBS,
+        "tj",
+        {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+         "metadata": {"name": "tj", "namespace": plane.namespace},
+         "status": {"trainerStatus": progress}},
+        namespace=plane.namespace,
+        patch_type="apply",
+        subresource="status",
+        field_manager="trainer-status",
+        force=True,
+    )  # fmt: skip
+    await plane.set_jobset_status(
+        "tj",
+        {"conditions": [jobset_condition("Completed", "AllJobsCompleted", "done")]},
+    )
+
+    async def complete() -> Obj | None:
+        status = await plane.trainjob_status("tj")
+        return status if condition(status, "Complete") else None
+
+    status = await eventually(complete, what="Complete")
+    assert status["trainerStatus"] == progress
