@@ -245,6 +245,36 @@ ERROR_CASES: list[tuple[str, str, list[tuple[str, str]]]] = [
         ],
     ),
     (
+        "a typo deep in a runtime's pod template is caught",
+        _runtime(
+            "  template:\n    spec:\n      replicatedJobs:\n      - name: node\n        template:\n"
+            "          spec:\n            template:\n              spec:\n                containers:\n"
+            "                - name: node\n                  imagePullPolcy: Always\n"
+        ),
+        [
+            (
+                "spec.template.spec.replicatedJobs[0].template.spec.template.spec.containers[0]"
+                ".imagePullPolcy",
+                "unknown field; did you mean imagePullPolicy?",
+            )
+        ],
+    ),
+    (
+        "a containerPort given as a string is a type error",
+        _runtime(
+            "  template:\n    spec:\n      replicatedJobs:\n      - name: node\n        template:\n"
+            "          spec:\n            template:\n              spec:\n                containers:\n"
+            "                - name: node\n                  ports:\n                  - containerPort: '29500'\n"
+        ),
+        [
+            (
+                "spec.template.spec.replicatedJobs[0].template.spec.template.spec.containers[0]"
+                ".ports[0].containerPort",
+                'Invalid value: "29500": must be of type integer, not string',
+            )
+        ],
+    ),
+    (
         "an unserved version of our group is not supported",
         _trainjob().replace("v1alpha1", "v1"),
         [("apiVersion", 'Unsupported value: "trainer.kubeflow.org/v1"')],
