@@ -221,15 +221,19 @@ class ContainerProcess:
         """SIGTERM the workload, SIGKILL everything after ``grace`` seconds; the exit code."""
         if not self.is_alive():
             return await self.wait()
-        signalled: set[tuple[int, int]] = set()
+        # Keyed by comm too: a process signalled between fork and exec may lose the signal
+        # (a shell's trap handler is replaced by exec), so it is signalled again as its new self.
+        signalled: set[tuple[int, int, str]] = set()
         deadline = time.monotonic() + grace
         waiter = asyncio.ensure_future(self.wait())
         try:
             while not waiter.done() and time.monotonic() < deadline:
                 # Re-sent to processes that appear meanwhile (bwrap may still be setting up).
-                fresh = [p for p in self._workload() if (p.pid, p.start_time) not in signalled]
+                fresh = [
+                    p for p in self._workload() if (p.pid, p.start_time, p.comm) not in signalled
+                ]
                 signal_all(fresh, signal.SIGTERM)
-                signalled.update((p.pid, p.start_time) for p in fresh)
+                signalled.update((p.pid, p.start_time, p.comm) for p in fresh)
                 await asyncio.wait(
                     {waiter}, timeout=min(0.1, max(0.0, deadline - time.monotonic()))
                 )
