@@ -10,6 +10,7 @@ In-process use (tests, the daemon)::
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import secrets
@@ -67,6 +68,25 @@ def kubeconfig_dict(
         "current-context": context,
         "preferences": {},
     }
+
+
+def _abort_lingering(port: int) -> None:
+    """Abort accepted connections still open on ``port`` after the runner's cleanup.
+
+    A TLS connection closed by the server waits for the client's close_notify (up to 30 s);
+    idle pooled clients never send it, and the loop would end with the socket open. asyncio
+    keeps no public list of transports, hence the private ``_transports`` map (read defensively).
+    """
+    loop = asyncio.get_running_loop()
+    transports = getattr(loop, "_transports", None) or {}
+    for transport in list(transports.values()):
+        sock = transport.get_extra_info("socket") if transport is not None else None
+        try:
+            local = sock.getsockname() if sock is not None else None
+        except OSError:
+            continue
+        if local and local[1] == port and transport.get_extra_info("peername") is not None:
+            transport.abort()
 
 
 class ApiServer:
@@ -155,14 +175,15 @@ class ApiServer:
         )
         seeds = self._seed() if callable(self._seed) else self._seed
         await self.engine.ensure(list(seeds))
-        runner = web.AppRunner(self.http.app(), handler_cancellation=True, access_log=None)
+        runner = web.AppRunner(
+            self.http.app(), handler_cancellation=True, access_log=None, shutdown_timeout=1.0
+        )
         await runner.setup()
         ssl_context = self._cert.ssl_context() if self._cert is not None else None
         site = web.TCPSite(
             runner,
             self.host,
             self.port,
-            shutdown_timeout=1.0,
             reuse_address=True,
             ssl_context=ssl_context,
         )
@@ -180,6 +201,8 @@ class ApiServer:
         if self._runner is not None:
             runner, self._runner = self._runner, None
             await runner.cleanup()
+            _abort_lingering(self.port)
+            await asyncio.sleep(0)
         await self.store.close()
 
     async def __aenter__(self) -> ApiServer:
