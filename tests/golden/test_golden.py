@@ -50,7 +50,9 @@ def render_case(case: Path) -> list[dict[str, Any]]:
         runtime = next(r for r in default_runtimes() if r["metadata"]["name"] == name)
         runtime = apply_defaults(tree_copy(runtime))
     gates_file = case / "feature-gates.txt"
-    gates = FeatureGates.parse(gates_file.read_text().strip() if gates_file.is_file() else "TrainJobStatus=false")
+    gates = FeatureGates.parse(
+        gates_file.read_text().strip() if gates_file.is_file() else "TrainJobStatus=false"
+    )
     plan = render(job, runtime, gates=gates, environment=ENV, now=NOW)
     shown = dict(job)
     if plan.trainjob_status:

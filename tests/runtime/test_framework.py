@@ -9,7 +9,13 @@ import pytest
 from kubetrain.runtime import Environment, FeatureGateError, FeatureGates
 from kubetrain.runtime.framework import Framework, FrameworkError
 from kubetrain.runtime.plugins import PLUGIN_ORDER
-from kubetrain.runtime.podspec import tree_copy, upsert_env, upsert_port, upsert_volume, upsert_volume_mount
+from kubetrain.runtime.podspec import (
+    tree_copy,
+    upsert_env,
+    upsert_port,
+    upsert_volume,
+    upsert_volume_mount,
+)
 
 
 class Named:
@@ -38,7 +44,11 @@ def test_plugins_are_sorted_into_phases_in_order() -> None:
     [
         pytest.param([Enforcer("a"), Enforcer("a")], "registered twice", id="duplicate names"),
         pytest.param([Named("idle")], "implements no capability", id="a plugin with no capability"),
-        pytest.param([Status("x"), Status("y")], "more than one TrainJob status provider", id="two status providers"),
+        pytest.param(
+            [Status("x"), Status("y")],
+            "more than one TrainJob status provider",
+            id="two status providers",
+        ),
     ],
 )
 def test_ambiguous_setups_are_rejected_at_start_up(plugins: list[Any], message: str) -> None:
@@ -76,7 +86,9 @@ def test_feature_gates_parse(text: str, expected: bool) -> None:
     ("text", "message"),
     [
         pytest.param("Nope=true", "unrecognized feature gate: Nope", id="unknown gate"),
-        pytest.param("TrainJobStatus=yes", "invalid value of TrainJobStatus=yes", id="not a Go bool"),
+        pytest.param(
+            "TrainJobStatus=yes", "invalid value of TrainJobStatus=yes", id="not a Go bool"
+        ),
         pytest.param("TrainJobStatus", "missing bool value", id="no value"),
     ],
 )
@@ -87,13 +99,24 @@ def test_feature_gates_errors(text: str, message: str) -> None:
 
 def test_upsert_env_replaces_in_place_and_appends_new() -> None:
     c: dict[str, Any] = {"env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]}
-    upsert_env(c, {"name": "B", "value": "x"}, {"name": "C", "value": "3"}, {"name": "A", "value": "y"})
-    assert c["env"] == [{"name": "A", "value": "y"}, {"name": "B", "value": "x"}, {"name": "C", "value": "3"}]
+    upsert_env(
+        c, {"name": "B", "value": "x"}, {"name": "C", "value": "3"}, {"name": "A", "value": "y"}
+    )
+    assert c["env"] == [
+        {"name": "A", "value": "y"},
+        {"name": "B", "value": "x"},
+        {"name": "C", "value": "3"},
+    ]
 
 
 def test_upsert_port_matches_by_number_or_name() -> None:
     c: dict[str, Any] = {"ports": [{"name": "http", "containerPort": 80}]}
-    upsert_port(c, {"containerPort": 80}, {"name": "http", "containerPort": 81}, {"containerPort": 29500, "name": "t"})
+    upsert_port(
+        c,
+        {"containerPort": 80},
+        {"name": "http", "containerPort": 81},
+        {"containerPort": 29500, "name": "t"},
+    )
     # The first upsert replaces by number and drops the name, so "http" no longer matches.
     assert c["ports"] == [
         {"containerPort": 80},

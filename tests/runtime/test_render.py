@@ -6,14 +6,25 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from runtime_helpers import TEST_ENV, UPSTREAM, by_kind, container, env_of, jobset, load_upstream_runtime, pod
+from runtime_helpers import (
+    TEST_ENV,
+    UPSTREAM,
+    by_kind,
+    container,
+    env_of,
+    jobset,
+    load_upstream_runtime,
+    pod,
+)
 
 from kubetrain.runtime import Existing, FeatureGates, RenderError, render
 from kubetrain.runtime.render import Plan
 from kubetrain.testing import make_runtime, make_trainjob
 
 Render = Callable[..., Plan]
-RANK = {"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}
+RANK = {
+    "fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}
+}
 
 
 def torch_runtime(**job: Any) -> dict[str, Any]:
@@ -26,7 +37,9 @@ def torch_runtime(**job: Any) -> dict[str, Any]:
 
 
 def test_torch_two_gpu_nodes_match_the_reference_example(checked_render: Render) -> None:
-    job = make_trainjob("tj1", "u").trainer(num_nodes=2, resources_per_node={"limits": {"nvidia.com/gpu": 2}})
+    job = make_trainjob("tj1", "u").trainer(
+        num_nodes=2, resources_per_node={"limits": {"nvidia.com/gpu": 2}}
+    )
     js = jobset(checked_render(job.obj(), torch_runtime()))
     rjob = js["spec"]["replicatedJobs"][0]
     assert rjob["replicas"] == 1
@@ -60,15 +73,27 @@ def test_torch_two_gpu_nodes_match_the_reference_example(checked_render: Render)
     [
         pytest.param({"num_proc_per_node": 3}, None, "3", id="trainJob numProcPerNode wins"),
         pytest.param({}, None, "1", id="no resources at all gives one process"),
-        pytest.param({"resources_per_node": {"requests": {"cpu": "500m"}}}, None, "1", id="500m rounds up to 1"),
-        pytest.param({"resources_per_node": {"limits": {"cpu": 6}}}, None, "6", id="CPU-only limits give an integer"),
+        pytest.param(
+            {"resources_per_node": {"requests": {"cpu": "500m"}}},
+            None,
+            "1",
+            id="500m rounds up to 1",
+        ),
+        pytest.param(
+            {"resources_per_node": {"limits": {"cpu": 6}}},
+            None,
+            "6",
+            id="CPU-only limits give an integer",
+        ),
         pytest.param(
             {"resources_per_node": {"requests": {"cpu": "0"}, "limits": {"cpu": "4"}}},
             None,
             "4",
             id="zero CPU request falls back to the limit",
         ),
-        pytest.param({}, {"limits": {"cpu": "3"}}, "3", id="runtime CPU counts when the TrainJob sets none"),
+        pytest.param(
+            {}, {"limits": {"cpu": "3"}}, "3", id="runtime CPU counts when the TrainJob sets none"
+        ),
         pytest.param(
             {"resources_per_node": {"limits": {"cpu": "2"}}},
             {"limits": {"nvidia.com/gpu": "8"}},
@@ -91,7 +116,16 @@ def test_torch_env_order_runtime_then_trainjob_then_pet(checked_render: Render) 
     job = make_trainjob("j").trainer(env={"A": "job", "B": "b"}).obj()
     node = container(jobset(checked_render(job, rt)), "node")
     names = [n for n, _ in env_of(node)]
-    assert names == ["RUNTIME", "A", "B", "PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT"]
+    assert names == [
+        "RUNTIME",
+        "A",
+        "B",
+        "PET_NNODES",
+        "PET_NPROC_PER_NODE",
+        "PET_NODE_RANK",
+        "PET_MASTER_ADDR",
+        "PET_MASTER_PORT",
+    ]
     assert dict(env_of(node))["A"] == "job"
 
 
@@ -116,7 +150,9 @@ def test_trainer_image_command_args_replace_the_runtime(checked_render: Render) 
 
 
 def test_resources_per_node_merges_per_resource_key(checked_render: Render) -> None:
-    rt = torch_runtime(resources={"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "1"}})
+    rt = torch_runtime(
+        resources={"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "1"}}
+    )
     job = make_trainjob().trainer(resources_per_node={"limits": {"cpu": 2.0}}).obj()
     node = container(jobset(checked_render(job, rt)), "node")
     assert node["resources"] == {"limits": {"cpu": "2", "memory": "1Gi"}, "requests": {"cpu": "1"}}
@@ -125,7 +161,9 @@ def test_resources_per_node_merges_per_resource_key(checked_render: Render) -> N
 def test_env_injection_targets_get_all_five_pet_vars(checked_render: Render) -> None:
     rt = (
         make_runtime()
-        .torch(envInjection={"targets": [{"jobName": "node", "containerNames": ["sidecar", "init"]}]})
+        .torch(
+            envInjection={"targets": [{"jobName": "node", "containerNames": ["sidecar", "init"]}]}
+        )
         .job(
             "node",
             ancestor="trainer",
@@ -146,15 +184,24 @@ def test_env_injection_targets_get_all_five_pet_vars(checked_render: Render) -> 
 
 
 def test_env_injection_missing_container_fails_the_reconcile() -> None:
-    rt = make_runtime().torch(envInjection={"targets": [{"jobName": "node", "containerNames": ["nope"]}]})
+    rt = make_runtime().torch(
+        envInjection={"targets": [{"jobName": "node", "containerNames": ["nope"]}]}
+    )
     rt = rt.job("node", ancestor="trainer")
-    with pytest.raises(RenderError, match='envInjection target podSet "node" container "nope" not found'):
+    with pytest.raises(
+        RenderError, match='envInjection target podSet "node" container "nope" not found'
+    ):
         render(make_trainjob().trainer().obj(), rt.obj(), gates=UPSTREAM, environment=TEST_ENV)
 
 
 def test_torchtune_rewrites_the_command_without_master_env(checked_render: Render) -> None:
     rt = load_upstream_runtime("llama3_2_1B")
-    job = make_trainjob("tune").runtime("torchtune-llama3.2-1b").trainer(command=["tune", "run"]).obj()
+    job = (
+        make_trainjob("tune")
+        .runtime("torchtune-llama3.2-1b")
+        .trainer(command=["tune", "run"])
+        .obj()
+    )
     node = container(jobset(checked_render(job, rt)), "node")
     # Runtime GPUs 2, one node, auto -> distributed full fine-tune with a rendezvous endpoint.
     assert node["command"] == [
@@ -190,7 +237,13 @@ def test_jax_env_then_trainjob_env(checked_render: Render) -> None:
 
 
 def test_xgboost_workers_multiply_by_gpus(checked_render: Render) -> None:
-    rt = make_runtime("xgboost-distributed").xgboost().num_nodes(1).job("node", ancestor="trainer").obj()
+    rt = (
+        make_runtime("xgboost-distributed")
+        .xgboost()
+        .num_nodes(1)
+        .job("node", ancestor="trainer")
+        .obj()
+    )
     job = (
         make_trainjob("xg")
         .runtime("xgboost-distributed")
@@ -230,7 +283,12 @@ def initializer_runtime() -> dict[str, Any]:
     return (
         make_runtime()
         .torch()
-        .job("dataset-initializer", ancestor="dataset-initializer", env={"STORAGE_URI": "hf://default"}, volume_mounts=mount)
+        .job(
+            "dataset-initializer",
+            ancestor="dataset-initializer",
+            env={"STORAGE_URI": "hf://default"},
+            volume_mounts=mount,
+        )
         .job("model-initializer", ancestor="model-initializer", volume_mounts=mount)
         .job("node", ancestor="trainer")
         .obj()
@@ -256,7 +314,9 @@ def test_initializers_get_storage_uri_env_and_secret(checked_render: Render) -> 
 
 def test_initializer_not_requested_leaves_the_runtime_default(checked_render: Render) -> None:
     js = jobset(checked_render(make_trainjob().obj(), initializer_runtime()))
-    assert env_of(container(js, "dataset-initializer", "dataset-initializer")) == [("STORAGE_URI", "hf://default")]
+    assert env_of(container(js, "dataset-initializer", "dataset-initializer")) == [
+        ("STORAGE_URI", "hf://default")
+    ]
 
 
 # --- runtimePatches, labels ----------------------------------------------------------------------
@@ -270,10 +330,21 @@ def test_runtime_patches_merge_and_keep_runtime_order(checked_render: Render) ->
             "kueue.x-k8s.io/manager",
             {
                 "replicatedJobs": [
-                    {"name": "node", "template": {"spec": {"template": {"spec": {"nodeSelector": {"pool": "gpu"}}}}}},
+                    {
+                        "name": "node",
+                        "template": {
+                            "spec": {"template": {"spec": {"nodeSelector": {"pool": "gpu"}}}}
+                        },
+                    },
                     {
                         "name": "dataset-initializer",
-                        "template": {"spec": {"template": {"spec": {"tolerations": [{"key": "k", "operator": "Exists"}]}}}},
+                        "template": {
+                            "spec": {
+                                "template": {
+                                    "spec": {"tolerations": [{"key": "k", "operator": "Exists"}]}
+                                }
+                            }
+                        },
                     },
                 ]
             },
@@ -283,15 +354,27 @@ def test_runtime_patches_merge_and_keep_runtime_order(checked_render: Render) ->
         .obj()
     )
     js = jobset(checked_render(job, rt))
-    assert [j["name"] for j in js["spec"]["replicatedJobs"]] == ["dataset-initializer", "model-initializer", "node"]
+    assert [j["name"] for j in js["spec"]["replicatedJobs"]] == [
+        "dataset-initializer",
+        "model-initializer",
+        "node",
+    ]
     assert pod(js, "node")["nodeSelector"] == {"pool": "gpu"}
     assert pod(js, "dataset-initializer")["tolerations"] == [{"key": "k", "operator": "Exists"}]
     assert js["metadata"]["labels"] == {"patched": "again"}
     assert js["metadata"]["annotations"] == {"a": "1"}
 
 
-def test_runtime_template_labels_reach_the_jobset_but_trainjob_labels_do_not(checked_render: Render) -> None:
-    rt = make_runtime().torch().template_metadata(labels={"from": "runtime"}).job("node", ancestor="trainer").obj()
+def test_runtime_template_labels_reach_the_jobset_but_trainjob_labels_do_not(
+    checked_render: Render,
+) -> None:
+    rt = (
+        make_runtime()
+        .torch()
+        .template_metadata(labels={"from": "runtime"})
+        .job("node", ancestor="trainer")
+        .obj()
+    )
     job = make_trainjob().label("team", "ml").obj()
     js = jobset(checked_render(job, rt))
     assert js["metadata"]["labels"] == {"from": "runtime"}
@@ -301,7 +384,9 @@ def test_runtime_template_labels_reach_the_jobset_but_trainjob_labels_do_not(che
 # --- suspend, existing objects, snapshot --------------------------------------------------------
 
 
-def test_suspended_trainjob_suspends_the_jobset_and_gets_the_condition(checked_render: Render) -> None:
+def test_suspended_trainjob_suspends_the_jobset_and_gets_the_condition(
+    checked_render: Render,
+) -> None:
     from datetime import UTC, datetime
 
     now = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -325,7 +410,9 @@ def test_first_reconcile_of_a_running_job_writes_no_condition(checked_render: Re
 
 
 def test_running_jobset_is_never_updated(checked_render: Render) -> None:
-    existing = Existing.of({"kind": "JobSet", "metadata": {"name": "job"}, "spec": {"suspend": False}})
+    existing = Existing.of(
+        {"kind": "JobSet", "metadata": {"name": "job"}, "spec": {"suspend": False}}
+    )
     plan = checked_render(make_trainjob().obj(), torch_runtime(), existing=existing)
     assert [o["kind"] for o in plan.objects] == ["ConfigMap"]
 
@@ -337,8 +424,12 @@ def test_running_jobset_is_never_updated(checked_render: Render) -> None:
 def test_jobset_is_reapplied_while_suspended_or_on_resume(
     checked_render: Render, job_suspend: bool, jobset_suspend: bool
 ) -> None:
-    existing = Existing.of({"kind": "JobSet", "metadata": {"name": "job"}, "spec": {"suspend": jobset_suspend}})
-    plan = checked_render(make_trainjob().suspend(job_suspend).obj(), torch_runtime(), existing=existing)
+    existing = Existing.of(
+        {"kind": "JobSet", "metadata": {"name": "job"}, "spec": {"suspend": jobset_suspend}}
+    )
+    plan = checked_render(
+        make_trainjob().suspend(job_suspend).obj(), torch_runtime(), existing=existing
+    )
     assert jobset(plan)["spec"]["suspend"] is job_suspend
 
 
@@ -379,19 +470,25 @@ def test_snapshot_is_used_even_when_the_runtime_was_deleted(checked_render: Rend
             id="no runtime key",
         ),
         pytest.param(
-            lambda s: s["data"].update(runtime=s["data"]["runtime"].replace("name: torch-distributed", "name: x")),
+            lambda s: s["data"].update(
+                runtime=s["data"]["runtime"].replace("name: torch-distributed", "name: x")
+            ),
             'expecting a runtime with name, api group and kind of "torch-distributed", "<any>", "<any>" but found'
             ' runtime with name, api group and kind of "x", "trainer.kubeflow.org", "ClusterTrainingRuntime"',
             id="wrong runtime",
         ),
     ],
 )
-def test_invalid_snapshot_fails_the_reconcile(checked_render: Render, mutate: Any, message: str) -> None:
+def test_invalid_snapshot_fails_the_reconcile(
+    checked_render: Render, mutate: Any, message: str
+) -> None:
     job = make_trainjob("s").uid("u").obj()
     snap = next(o for o in checked_render(job, torch_runtime()).objects if o["kind"] == "ConfigMap")
     mutate(snap)
     with pytest.raises(RenderError) as err:
-        render(job, torch_runtime(), existing=Existing.of(snap), gates=UPSTREAM, environment=TEST_ENV)
+        render(
+            job, torch_runtime(), existing=Existing.of(snap), gates=UPSTREAM, environment=TEST_ENV
+        )
     assert message in str(err.value)
 
 
@@ -412,7 +509,12 @@ def test_invalid_snapshot_fails_the_reconcile(checked_render: Render, mutate: An
 )
 def test_missing_runtime_without_snapshot_fails_the_reconcile(kind: str, message: str) -> None:
     with pytest.raises(RenderError, match=message):
-        render(make_trainjob().runtime("r", kind=kind).obj(), None, gates=UPSTREAM, environment=TEST_ENV)
+        render(
+            make_trainjob().runtime("r", kind=kind).obj(),
+            None,
+            gates=UPSTREAM,
+            environment=TEST_ENV,
+        )
 
 
 def test_unsupported_runtime_kind_sets_failed_and_applies_nothing() -> None:
@@ -433,12 +535,20 @@ def test_multikueue_managed_trainjob_is_skipped() -> None:
 
 
 def test_finished_trainjob_applies_nothing(checked_render: Render) -> None:
-    job = make_trainjob().conditions({"type": "Complete", "status": "True", "reason": "AllJobsCompleted"}).obj()
+    job = (
+        make_trainjob()
+        .conditions({"type": "Complete", "status": "True", "reason": "AllJobsCompleted"})
+        .obj()
+    )
     assert checked_render(job, torch_runtime()).objects == []
 
 
 def test_jobset_failed_condition_does_not_stop_reapplication(checked_render: Render) -> None:
-    job = make_trainjob().conditions({"type": "Failed", "status": "True", "reason": "FailedJobs"}).obj()
+    job = (
+        make_trainjob()
+        .conditions({"type": "Failed", "status": "True", "reason": "FailedJobs"})
+        .obj()
+    )
     assert by_kind(checked_render(job, torch_runtime()), "JobSet")
 
 
@@ -446,7 +556,9 @@ def test_jobset_failed_condition_does_not_stop_reapplication(checked_render: Ren
 
 
 def test_trainjobstatus_gate_on_adds_env_volume_and_ca_configmap(checked_render: Render) -> None:
-    plan = checked_render(make_trainjob("p", "ns").trainer().obj(), torch_runtime(), gates=FeatureGates())
+    plan = checked_render(
+        make_trainjob("p", "ns").trainer().obj(), torch_runtime(), gates=FeatureGates()
+    )
     assert [o["kind"] for o in plan.objects] == ["ConfigMap", "ConfigMap", "JobSet"]
     tls = plan.objects[1]
     assert tls["metadata"]["name"] == "p-tls-config" and tls["data"] == {"ca.crt": TEST_ENV.ca_pem}
@@ -465,7 +577,11 @@ def test_trainjobstatus_gate_on_adds_env_volume_and_ca_configmap(checked_render:
         "KUBEFLOW_TRAINER_SERVER_TOKEN",
     ]
     assert node["volumeMounts"] == [
-        {"name": "kubeflow-trainer-token", "mountPath": "/var/run/secrets/kubeflow/trainer", "readOnly": True}
+        {
+            "name": "kubeflow-trainer-token",
+            "mountPath": "/var/run/secrets/kubeflow/trainer",
+            "readOnly": True,
+        }
     ]
     (vol,) = pod(js, "node")["volumes"]
     assert vol["projected"]["sources"] == [
@@ -489,7 +605,12 @@ def test_trainjobstatus_without_ca_fails_like_upstream() -> None:
     from kubetrain.runtime import Environment
 
     with pytest.raises(RenderError, match="failed to find status server ca.crt in tls secret"):
-        render(make_trainjob().obj(), torch_runtime(), gates=FeatureGates(), environment=Environment(ca_pem=""))
+        render(
+            make_trainjob().obj(),
+            torch_runtime(),
+            gates=FeatureGates(),
+            environment=Environment(ca_pem=""),
+        )
 
 
 # --- determinism --------------------------------------------------------------------------------
@@ -499,7 +620,12 @@ def test_same_input_same_bytes() -> None:
     from kubetrain.api.dump import dump_yaml
 
     rt = load_upstream_runtime("torch_distributed")
-    job = make_trainjob("d").trainer(num_nodes=4).pod_patch("a.io/b", "node", {"nodeSelector": {"x": "y"}}).obj()
+    job = (
+        make_trainjob("d")
+        .trainer(num_nodes=4)
+        .pod_patch("a.io/b", "node", {"nodeSelector": {"x": "y"}})
+        .obj()
+    )
     outs = {dump_yaml(render(job, rt, environment=TEST_ENV).objects) for _ in range(3)}
     assert len(outs) == 1
 
@@ -508,7 +634,12 @@ def test_render_does_not_mutate_its_inputs() -> None:
     import copy
 
     rt = load_upstream_runtime("torch_distributed")
-    job = make_trainjob("d").trainer(num_nodes=2, env={"A": "b"}).pod_patch("a.io/b", "node", {"nodeSelector": {"x": "y"}}).obj()
+    job = (
+        make_trainjob("d")
+        .trainer(num_nodes=2, env={"A": "b"})
+        .pod_patch("a.io/b", "node", {"nodeSelector": {"x": "y"}})
+        .obj()
+    )
     before = (copy.deepcopy(job), copy.deepcopy(rt))
     render(job, rt, environment=TEST_ENV)
     assert (job, rt) == before

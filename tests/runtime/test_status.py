@@ -15,8 +15,16 @@ T0 = "2026-05-01T11:00:00Z"
 Obj = dict[str, Any]
 
 
-def cond(ctype: str, status: str = "True", reason: str = "R", message: str = "m", t: str = T0) -> Obj:
-    return {"type": ctype, "status": status, "lastTransitionTime": t, "reason": reason, "message": message}
+def cond(
+    ctype: str, status: str = "True", reason: str = "R", message: str = "m", t: str = T0
+) -> Obj:
+    return {
+        "type": ctype,
+        "status": status,
+        "lastTransitionTime": t,
+        "reason": reason,
+        "message": message,
+    }
 
 
 def js(*conditions: Obj, jobs: list[Obj] | None = None) -> Obj:
@@ -28,7 +36,9 @@ def js(*conditions: Obj, jobs: list[Obj] | None = None) -> Obj:
 
 def test_jobset_completed_becomes_complete_with_its_reason_and_time() -> None:
     status = derive_status(
-        make_trainjob().obj(), js(cond("Completed", reason="AllJobsCompleted", message="jobset completed successfully")), now=NOW
+        make_trainjob().obj(),
+        js(cond("Completed", reason="AllJobsCompleted", message="jobset completed successfully")),
+        now=NOW,
     )
     assert status["conditions"] == [
         {
@@ -42,7 +52,11 @@ def test_jobset_completed_becomes_complete_with_its_reason_and_time() -> None:
 
 
 def test_jobset_failed_is_copied_and_other_jobset_conditions_ignored() -> None:
-    status = derive_status(make_trainjob().obj(), js(cond("Failed", reason="FailedJobs"), cond("StartupPolicyCompleted")), now=NOW)
+    status = derive_status(
+        make_trainjob().obj(),
+        js(cond("Failed", reason="FailedJobs"), cond("StartupPolicyCompleted")),
+        now=NOW,
+    )
     assert [(c["type"], c["reason"]) for c in status["conditions"]] == [("Failed", "FailedJobs")]
 
 
@@ -70,12 +84,20 @@ def test_deadline_failure_is_sticky() -> None:
 
 def test_suspend_then_resume() -> None:
     suspended = derive_status(make_trainjob().suspend().obj(), js(), now=NOW)
-    assert suspended["conditions"] == [cond("Suspended", "True", "Suspended", "TrainJob is suspended", "2026-05-01T12:00:00Z")]
+    assert suspended["conditions"] == [
+        cond("Suspended", "True", "Suspended", "TrainJob is suspended", "2026-05-01T12:00:00Z")
+    ]
     later = NOW + timedelta(minutes=5)
-    resumed = derive_status(make_trainjob().suspend(False).set("status", suspended).obj(), js(), now=later)
-    assert resumed["conditions"] == [cond("Suspended", "False", "Resumed", "TrainJob is resumed", "2026-05-01T12:05:00Z")]
+    resumed = derive_status(
+        make_trainjob().suspend(False).set("status", suspended).obj(), js(), now=later
+    )
+    assert resumed["conditions"] == [
+        cond("Suspended", "False", "Resumed", "TrainJob is resumed", "2026-05-01T12:05:00Z")
+    ]
     # Resumed again: nothing changes (no flip, so the time stays).
-    again = derive_status(make_trainjob().set("status", resumed).obj(), js(), now=later + timedelta(hours=1))
+    again = derive_status(
+        make_trainjob().set("status", resumed).obj(), js(), now=later + timedelta(hours=1)
+    )
     assert again == resumed
 
 
@@ -84,7 +106,11 @@ def test_deadline_exceeded_fails_and_deletes_the_jobset() -> None:
     update = derive(job, js(), now=NOW)
     assert update.delete_jobset
     (c,) = update.status["conditions"]
-    assert (c["type"], c["reason"], c["message"]) == ("Failed", "DeadlineExceeded", "TrainJob exceeded its active deadline")
+    assert (c["type"], c["reason"], c["message"]) == (
+        "Failed",
+        "DeadlineExceeded",
+        "TrainJob exceeded its active deadline",
+    )
 
 
 def test_deadline_pending_requeues_for_the_remaining_time() -> None:
@@ -112,7 +138,11 @@ def test_missing_jobset_keeps_the_status_of_a_finished_job() -> None:
 
 
 def test_trainer_status_is_preserved() -> None:
-    job = make_trainjob().set("status", {"trainerStatus": {"progressPercentage": 40, "lastUpdatedTime": T0}}).obj()
+    job = (
+        make_trainjob()
+        .set("status", {"trainerStatus": {"progressPercentage": 40, "lastUpdatedTime": T0}})
+        .obj()
+    )
     assert derive_status(job, js(), now=NOW)["trainerStatus"]["progressPercentage"] == 40
 
 
@@ -126,8 +156,12 @@ def test_trainer_status_is_preserved() -> None:
             JobState.RUNNING,
             id="active pods mean Running",
         ),
-        pytest.param(make_trainjob().conditions(cond("Complete")).obj(), JobState.COMPLETE, id="Complete"),
-        pytest.param(make_trainjob().conditions(cond("Failed")).obj(), JobState.FAILED, id="Failed"),
+        pytest.param(
+            make_trainjob().conditions(cond("Complete")).obj(), JobState.COMPLETE, id="Complete"
+        ),
+        pytest.param(
+            make_trainjob().conditions(cond("Failed")).obj(), JobState.FAILED, id="Failed"
+        ),
     ],
 )
 def test_job_state_table(job: Obj, state: JobState) -> None:

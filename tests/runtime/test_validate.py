@@ -36,7 +36,12 @@ def initializer_runtime(*, ds_mount: bool = True, ds_container: str = "dataset-i
 
 
 CREATE_CASES = [
-    pytest.param(make_trainjob("ok").trainer(num_nodes=2).obj(), TORCH, [], id="a plain torch job is admitted"),
+    pytest.param(
+        make_trainjob("ok").trainer(num_nodes=2).obj(),
+        TORCH,
+        [],
+        id="a plain torch job is admitted",
+    ),
     pytest.param(
         make_trainjob("Bad_Name").obj(),
         TORCH,
@@ -63,10 +68,20 @@ CREATE_CASES = [
     pytest.param(
         make_trainjob().dataset("not a uri").obj(),
         initializer_runtime(),
-        [("spec.initializer.dataset.storageUri", "storageUri may be empty, or it must be a valid URI (scheme://...)")],
+        [
+            (
+                "spec.initializer.dataset.storageUri",
+                "storageUri may be empty, or it must be a valid URI (scheme://...)",
+            )
+        ],
         id="storageUri must look like scheme://",
     ),
-    pytest.param(make_trainjob().dataset("").obj(), initializer_runtime(), [], id="empty storageUri is allowed"),
+    pytest.param(
+        make_trainjob().dataset("").obj(),
+        initializer_runtime(),
+        [],
+        id="empty storageUri is allowed",
+    ),
     pytest.param(
         make_trainjob().runtime("r", kind="Foo", api_group="example.com").obj(),
         None,
@@ -101,15 +116,26 @@ CREATE_CASES = [
         make_trainjob().dataset("hf://x").model("hf://y").obj(),
         TORCH,
         [
-            ("spec.runtimeRef", "must have dataset-initializer job when trainJob is configured with input datasetConfig"),
-            ("spec.runtimeRef", "must have model-initializer job when trainJob is configured with input modelConfig"),
+            (
+                "spec.runtimeRef",
+                "must have dataset-initializer job when trainJob is configured with input datasetConfig",
+            ),
+            (
+                "spec.runtimeRef",
+                "must have model-initializer job when trainJob is configured with input modelConfig",
+            ),
         ],
         id="initializers need their jobs",
     ),
     pytest.param(
         make_trainjob().dataset("hf://x").obj(),
         initializer_runtime(ds_container="other"),
-        [("spec.runtimeRef", "must have container with name - dataset-initializer in the dataset-initializer job")],
+        [
+            (
+                "spec.runtimeRef",
+                "must have container with name - dataset-initializer in the dataset-initializer job",
+            )
+        ],
         id="dataset initializer needs its container",
     ),
     pytest.param(
@@ -131,7 +157,9 @@ CREATE_CASES = [
         id="patch manager needs a path after the domain",
     ),
     pytest.param(
-        make_trainjob().pod_patch("kueue.k8s.io/manager", "node", {"nodeSelector": {"a": "b"}}).obj(),
+        make_trainjob()
+        .pod_patch("kueue.k8s.io/manager", "node", {"nodeSelector": {"a": "b"}})
+        .obj(),
         TORCH,
         [],
         id="a domain-prefixed manager is fine",
@@ -139,19 +167,34 @@ CREATE_CASES = [
     pytest.param(
         make_trainjob().pod_patch("a.io/m", "launcher", {"nodeSelector": {"a": "b"}}).obj(),
         TORCH,
-        [("spec.runtimePatches", "must not have replicated job that doesn't exist in the runtime job template")],
+        [
+            (
+                "spec.runtimePatches",
+                "must not have replicated job that doesn't exist in the runtime job template",
+            )
+        ],
         id="patched job must exist in the runtime",
     ),
     pytest.param(
         make_trainjob().pod_patch("a.io/m", "node", {"containers": [{"name": "side"}]}).obj(),
         TORCH,
-        [("spec.runtimePatches", "must not have container that doesn't exist in the runtime job node")],
+        [
+            (
+                "spec.runtimePatches",
+                "must not have container that doesn't exist in the runtime job node",
+            )
+        ],
         id="patched container must exist",
     ),
     pytest.param(
         make_trainjob().pod_patch("a.io/m", "node", {"initContainers": [{"name": "nope"}]}).obj(),
         initializer_runtime(),
-        [("spec.runtimePatches", "must not have initContainer that doesn't exist in the runtime job node")],
+        [
+            (
+                "spec.runtimePatches",
+                "must not have initContainer that doesn't exist in the runtime job node",
+            )
+        ],
         id="patched init container must exist",
     ),
     pytest.param(
@@ -161,15 +204,29 @@ CREATE_CASES = [
         id="init and regular container names are pooled",
     ),
     pytest.param(
-        make_trainjob().pod_patch("a.io/m", "node", {"containers": [{"name": "node", "env": [{"name": "X"}]}]}).obj(),
+        make_trainjob()
+        .pod_patch("a.io/m", "node", {"containers": [{"name": "node", "env": [{"name": "X"}]}]})
+        .obj(),
         TORCH,
-        [("spec.runtimePatches", "must not have envs for the dataset-initializer, model-initializer, node containers")],
+        [
+            (
+                "spec.runtimePatches",
+                "must not have envs for the dataset-initializer, model-initializer, node containers",
+            )
+        ],
         id="patches must not set env on node",
     ),
     pytest.param(
-        make_trainjob().trainer(env={"PET_NODE_RANK": "0", "PET_MASTER_PORT": "1", "OK": "1"}).obj(),
+        make_trainjob()
+        .trainer(env={"PET_NODE_RANK": "0", "PET_MASTER_PORT": "1", "OK": "1"})
+        .obj(),
         TORCH,
-        [("spec.trainer.env", "must not have reserved envs, invalid envs configured: [PET_MASTER_PORT PET_NODE_RANK]")],
+        [
+            (
+                "spec.trainer.env",
+                "must not have reserved envs, invalid envs configured: [PET_MASTER_PORT PET_NODE_RANK]",
+            )
+        ],
         id="torch reserved envs are listed sorted",
     ),
     pytest.param(
@@ -178,17 +235,28 @@ CREATE_CASES = [
         .torch(envInjection={"targets": [{"jobName": "node", "containerNames": ["ghost"]}]})
         .job("node", ancestor="trainer")
         .obj(),
-        [("spec.runtimeRef", 'envInjection target podSet "node" container "ghost" not found in runtime template')],
+        [
+            (
+                "spec.runtimeRef",
+                'envInjection target podSet "node" container "ghost" not found in runtime template',
+            )
+        ],
         id="envInjection targets must exist",
     ),
     pytest.param(
-        make_trainjob().runtime("xgboost-distributed").trainer(env={"A": "1", "DMLC_TASK_ID": "3"}).obj(),
+        make_trainjob()
+        .runtime("xgboost-distributed")
+        .trainer(env={"A": "1", "DMLC_TASK_ID": "3"})
+        .obj(),
         load_upstream_runtime("xgboost_distributed"),
         [("spec.trainer.env[1]", "DMLC_TASK_ID is reserved for the XGBoost runtime")],
         id="xgboost reserved env is indexed",
     ),
     pytest.param(
-        make_trainjob().runtime("torchtune-qwen2.5-1.5b").trainer(command=["tune", "run"], args=["output_dir=/x"]).obj(),
+        make_trainjob()
+        .runtime("torchtune-qwen2.5-1.5b")
+        .trainer(command=["tune", "run"], args=["output_dir=/x"])
+        .obj(),
         load_upstream_runtime("qwen2_5_1.5B"),
         [
             (
@@ -213,7 +281,12 @@ def test_schema_errors_come_alone_before_webhooks() -> None:
 
 
 def test_deprecated_cluster_runtime_warns() -> None:
-    rt = make_runtime("old").torch().label("trainer.kubeflow.org/support", "deprecated").job("node", ancestor="trainer")
+    rt = (
+        make_runtime("old")
+        .torch()
+        .label("trainer.kubeflow.org/support", "deprecated")
+        .job("node", ancestor="trainer")
+    )
     verdict = validate_trainjob(make_trainjob().runtime("old").obj(), rt.obj())
     assert verdict.ok
     assert verdict.warnings == [
@@ -273,14 +346,26 @@ BASE = make_trainjob().trainer(num_nodes=1).deadline(60)
             id="patches change only around a suspension",
         ),
         pytest.param(
-            make_trainjob().suspend().pod_patch("a.io/m", "node", {"nodeSelector": {"a": "1"}}).obj(),
-            make_trainjob().suspend(False).pod_patch("a.io/m", "node", {"nodeSelector": {"a": "2"}}).obj(),
+            make_trainjob()
+            .suspend()
+            .pod_patch("a.io/m", "node", {"nodeSelector": {"a": "1"}})
+            .obj(),
+            make_trainjob()
+            .suspend(False)
+            .pod_patch("a.io/m", "node", {"nodeSelector": {"a": "2"}})
+            .obj(),
             [],
             id="patch change with unsuspend in one update (v2.3)",
         ),
         pytest.param(
-            make_trainjob().suspend().pod_patch("a.io/m", "node", {"serviceAccountName": "a"}).obj(),
-            make_trainjob().suspend().pod_patch("a.io/m", "node", {"serviceAccountName": "b"}).obj(),
+            make_trainjob()
+            .suspend()
+            .pod_patch("a.io/m", "node", {"serviceAccountName": "a"})
+            .obj(),
+            make_trainjob()
+            .suspend()
+            .pod_patch("a.io/m", "node", {"serviceAccountName": "b"})
+            .obj(),
             [
                 (
                     "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template.spec"
@@ -363,11 +448,25 @@ def test_runtime(runtime: Obj, expected: list[tuple[str, str]]) -> None:
 
 
 def test_training_runtime_update_skips_the_webhook() -> None:
-    rt = make_runtime("r", kind="TrainingRuntime").torch().job("node", ancestor="trainer", replicas=2).obj()
+    rt = (
+        make_runtime("r", kind="TrainingRuntime")
+        .torch()
+        .job("node", ancestor="trainer", replicas=2)
+        .obj()
+    )
     assert validate_runtime(rt, old=rt, operation="UPDATE").ok
     assert not validate_runtime(rt, operation="CREATE").ok
 
 
 def test_deprecated_cluster_runtime_create_warns() -> None:
-    rt = make_runtime("old").torch().label("trainer.kubeflow.org/support", "deprecated").job("node", ancestor="trainer")
-    assert validate_runtime(rt.obj()).warnings[0].startswith('ClusterTrainingRuntime "old" is deprecated')
+    rt = (
+        make_runtime("old")
+        .torch()
+        .label("trainer.kubeflow.org/support", "deprecated")
+        .job("node", ancestor="trainer")
+    )
+    assert (
+        validate_runtime(rt.obj())
+        .warnings[0]
+        .startswith('ClusterTrainingRuntime "old" is deprecated')
+    )
