@@ -604,7 +604,7 @@ def test_trainjobstatus_gate_applies_even_without_a_trainer_block(checked_render
 def test_trainjobstatus_without_ca_fails_like_upstream() -> None:
     from kubetrain.runtime import Environment
 
-    with pytest.raises(RenderError, match="failed to find status server ca.crt in tls secret"):
+    with pytest.raises(RenderError, match=r"failed to find status server ca\.crt in tls secret"):
         render(
             make_trainjob().obj(),
             torch_runtime(),
