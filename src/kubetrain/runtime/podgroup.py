@@ -4,11 +4,13 @@ A PodGroup (coscheduling or volcano) carries ``minMember`` = the number of pods 
 (initializers, launcher, nodes) and ``minResources`` = the sum of one pod's requests times that
 PodSet's count. One pod's requests follow Kubernetes' resource helpers (``PodRequests``):
 
-- a container requests ``resources.requests``; a resource it only limits requests its limit
-  (the API server's defaulting, which upstream's pods have been through);
+- a container requests ``resources.requests`` (only: the runtime's pod template never went
+  through the API server's limits-to-requests defaulting, so a resource that is only limited
+  counts as not requested, exactly as upstream computes it);
 - the regular containers add up; sidecars (init containers with ``restartPolicy: Always``) add to
   that too; each ordinary init container needs its own requests plus the sidecars started before
   it; the pod needs the larger of the two, per resource;
+- pod-level ``spec.resources.requests`` (cpu, memory) replace the containers' sum;
 - ``spec.overhead`` is added on top.
 
 Quantities come from :mod:`kubetrain.api.quantity` (exact values, canonical printing such as
@@ -57,12 +59,22 @@ def _resource_list(raw: Any) -> dict[str, Quantity]:
     return {str(name): parse_quantity(q) for name, q in raw.items() if q is not None}
 
 
-def container_requests(container: Obj) -> dict[str, Quantity]:
-    """A container's requests, with a limit standing in for each request it does not state."""
-    resources = container.get("resources") or {}
+def container_requests(
+    container: Mapping[str, Any], *, limits_as_requests: bool = False
+) -> dict[str, Quantity]:
+    """A container's ``resources.requests``.
+
+    With ``limits_as_requests`` a limit stands in for each request the container does not
+    state, which is what the API server's defaulting does to a real Pod. Upstream computes
+    PodGroups from the runtime's pod *template*, which is never defaulted, so it is off there.
+    """
+    resources = container.get("resources")
+    if not isinstance(resources, Mapping):
+        return {}
     requests = _resource_list(resources.get("requests"))
-    for name, limit in _resource_list(resources.get("limits")).items():
-        requests.setdefault(name, limit)
+    if limits_as_requests:
+        for name, limit in _resource_list(resources.get("limits")).items():
+            requests.setdefault(name, limit)
     return requests
 
 
@@ -77,15 +89,29 @@ def _max_into(total: dict[str, Quantity], other: Mapping[str, Quantity]) -> None
             total[name] = q
 
 
-def pod_requests(pod_spec: Obj) -> dict[str, Quantity]:
-    """One pod's effective requests (Kubernetes ``resourcehelpers.PodRequests``, no options)."""
+# Resources a pod-level ``spec.resources`` may set (Kubernetes' PodLevelResources).
+_POD_LEVEL_RESOURCES = frozenset({"cpu", "memory"})
+
+
+def pod_requests(pod_spec: Obj, *, limits_as_requests: bool = False) -> dict[str, Quantity]:
+    """One pod's effective requests (Kubernetes ``resourcehelpers.PodRequests``, no options).
+
+    Pod-level ``spec.resources.requests`` for cpu and memory replace the containers' sum, as
+    the helper does when pod-level resources are set. ``limits_as_requests``: see
+    :func:`container_requests`.
+    """
     requests: dict[str, Quantity] = {}
     for container in pod_spec.get("containers") or []:
-        _add_into(requests, container_requests(container))
+        if isinstance(container, Mapping):
+            _add_into(
+                requests, container_requests(container, limits_as_requests=limits_as_requests)
+            )
     sidecars: dict[str, Quantity] = {}
     init_peak: dict[str, Quantity] = {}
     for container in pod_spec.get("initContainers") or []:
-        own = container_requests(container)
+        if not isinstance(container, Mapping):
+            continue
+        own = container_requests(container, limits_as_requests=limits_as_requests)
         if container.get("restartPolicy") == "Always":
             # A sidecar keeps running next to the main containers, so it adds to them...
             _add_into(requests, own)
@@ -97,6 +123,11 @@ def pod_requests(pod_spec: Obj) -> dict[str, Quantity]:
             _add_into(needed, sidecars)
         _max_into(init_peak, needed)
     _max_into(requests, init_peak)
+    pod_level = pod_spec.get("resources")
+    if isinstance(pod_level, Mapping):
+        for name, q in _resource_list(pod_level.get("requests")).items():
+            if name in _POD_LEVEL_RESOURCES:
+                requests[name] = q
     _add_into(requests, _resource_list(pod_spec.get("overhead")))
     return requests
 

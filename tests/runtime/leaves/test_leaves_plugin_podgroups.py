@@ -67,16 +67,29 @@ def test_coscheduling_pod_group_sums_every_pod_set() -> None:
     assert group["apiVersion"] == "scheduling.x-k8s.io/v1alpha1"
     assert group["metadata"]["namespace"] == "ml"
     assert group["metadata"]["ownerReferences"][0]["uid"] == "u-1"
-    # Two initializers (500m, 512Mi each) and one node (4 CPUs, 16Gi, 2 GPUs).
+    # Two initializers (500m, 512Mi each) and one node (4 CPUs, 16Gi). The node's 2 GPUs are
+    # only limits, in the runtime and the TrainJob alike, so they are not requested (upstream
+    # sums the undefaulted template).
     assert group["spec"] == {
         "minMember": 3,
-        "minResources": {"cpu": "5", "memory": "17Gi", "nvidia.com/gpu": "2"},
+        "minResources": {"cpu": "5", "memory": "17Gi"},
         "scheduleTimeoutSeconds": 120,
     }
     for rjob in objs[("JobSet", "tune")]["spec"]["replicatedJobs"]:
         assert rjob["template"]["spec"]["template"]["metadata"]["labels"] == {
             "scheduling.x-k8s.io/pod-group": "tune"
         }
+
+
+def test_gpus_count_when_the_trainjob_requests_them_as_the_sdk_does() -> None:
+    # The official SDK sends resourcesPerNode with requests == limits.
+    gpus = {"requests": {"nvidia.com/gpu": 2.0}, "limits": {"nvidia.com/gpu": 2.0}}
+    objs = rendered(trainjob(resourcesPerNode=gpus), torchtune({"coscheduling": {}}))
+    assert objs[("PodGroup", "tune")]["spec"]["minResources"] == {
+        "cpu": "1",
+        "memory": "1Gi",
+        "nvidia.com/gpu": "2",
+    }
 
 
 def test_coscheduling_timeout_defaults_to_sixty_seconds() -> None:
@@ -127,7 +140,7 @@ def test_volcano_pod_group_with_queue_priority_and_topology() -> None:
     assert group["apiVersion"] == "scheduling.volcano.sh/v1beta1"
     assert group["spec"] == {
         "minMember": 3,
-        "minResources": {"cpu": "5", "memory": "17Gi", "nvidia.com/gpu": "2"},
+        "minResources": {"cpu": "5", "memory": "17Gi"},
         "queue": "research",
         "priorityClassName": "high",
         "networkTopology": {"mode": "hard", "highestTierAllowed": 2},

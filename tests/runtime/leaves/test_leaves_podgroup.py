@@ -42,9 +42,9 @@ POD_CASES: list[tuple[str, dict[str, Any], dict[str, str]]] = [
         {"cpu": "1500m", "memory": "1Gi"},
     ),
     (
-        "a limit stands in for a missing request",
+        "a resource that is only limited is not requested (templates are never defaulted)",
         {"containers": [c({"cpu": "1"}, {"cpu": "2", "nvidia.com/gpu": 4})]},
-        {"cpu": "1", "nvidia.com/gpu": "4"},
+        {"cpu": "1"},
     ),
     (
         "a bigger init container wins per resource",
@@ -64,6 +64,14 @@ POD_CASES: list[tuple[str, dict[str, Any], dict[str, str]]] = [
         {"containers": [c({"cpu": "1"})], "overhead": {"cpu": "250m"}},
         {"cpu": "1250m"},
     ),
+    (
+        "pod-level requests replace the containers' cpu and memory",
+        {
+            "containers": [c({"cpu": "1", "memory": "1Gi", "example.com/nic": 1})],
+            "resources": {"requests": {"cpu": "3", "memory": "2Gi"}},
+        },
+        {"cpu": "3", "memory": "2Gi", "example.com/nic": "1"},
+    ),
     ("a pod without resources requests nothing", {"containers": [{"name": "c"}]}, {}),
 ]
 
@@ -77,7 +85,7 @@ def test_pod_requests(pod: dict[str, Any], expected: dict[str, str]) -> None:
 
 def test_pod_group_totals_sum_every_pod_set_with_mixed_units() -> None:
     initializer = {"containers": [c({"cpu": "500m", "memory": "512Mi"})]}
-    node = {"containers": [c({"cpu": 2, "memory": "1.5Gi"}, {"nvidia.com/gpu": "1"})]}
+    node = {"containers": [c({"cpu": 2, "memory": "1.5Gi", "nvidia.com/gpu": "1"})]}
     launcher = {"containers": [c({"cpu": "0.25", "memory": "1G"})]}
     members, resources = pod_group_totals([(1, initializer), (4, node), (1, launcher)])
     assert members == 6
@@ -89,3 +97,9 @@ def test_pod_group_totals_sum_every_pod_set_with_mixed_units() -> None:
 
 def test_pod_group_totals_of_nothing() -> None:
     assert pod_group_totals([]) == (0, {})
+
+
+def test_limits_can_stand_in_for_requests_when_asked() -> None:
+    pod = {"containers": [c({"cpu": "1"}, {"cpu": "2", "nvidia.com/gpu": 4})]}
+    requests = pod_requests(pod, limits_as_requests=True)
+    assert {k: str(v) for k, v in requests.items()} == {"cpu": "1", "nvidia.com/gpu": "4"}
