@@ -167,3 +167,30 @@ async def test_a_working_dir_that_exists_nowhere_is_created(tmp_path: Path) -> N
     assert result.succeeded, logs
     assert logs["main"].split() == ["/workspace/run"]
     assert not os.path.exists("/workspace")
+
+
+@pytest.mark.parametrize(
+    ("security", "users", "expected"),
+    [
+        pytest.param({"runAsUser": 1000, "runAsGroup": 1000}, {1000: ("mpiuser", "/home/mpiuser")},
+                     "1000 1000 mpiuser /home/mpiuser", id="runAsUser takes the image mapping's name and home"),
+        pytest.param({"runAsUser": 4242, "runAsGroup": 4242}, {},
+                     "4242 4242 user4242 /", id="an unknown uid still gets a passwd entry"),
+    ],
+)  # fmt: skip
+async def test_run_as_user_maps_the_ids_and_names_the_user(
+    tmp_path: Path, security: dict[str, int], users: dict[int, tuple[str, str]], expected: str
+) -> None:
+    from kubetrain.local.sandbox import ImageEnv, ImageMap
+
+    pod = node_pod('echo $(id -u) $(id -g) $(id -un) "$HOME"; touch /w/mine')
+    pod["spec"]["securityContext"] = security
+    pod["spec"]["volumes"] = [{"name": "w", "emptyDir": {}}]
+    pod["spec"]["containers"][0]["volumeMounts"] = [{"name": "w", "mountPath": "/w"}]
+    images = ImageMap(default=ImageEnv(prefix=Path(sys.prefix), users=users))
+    ctx = make_ctx(tmp_path, images=images)
+    result, logs = await run(pod, ctx)
+    assert result.succeeded, logs
+    assert logs["main"].strip() == expected
+    # On the host the file belongs to whoever runs the sandbox.
+    assert (ctx.pod_dir / "volumes" / "w" / "mine").stat().st_uid == os.geteuid()

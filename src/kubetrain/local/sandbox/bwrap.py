@@ -122,6 +122,7 @@ def bwrap_argv(
     command: Sequence[str],
     status_fd: int | None = None,
     die_with_parent: bool = False,
+    user: tuple[int, int] | None = None,
 ) -> list[str]:
     """The full argv: ``bwrap <options> -- <command...>``."""
     binds = [(m, canonical_target(m.target)) for m in mounts]
@@ -152,10 +153,16 @@ def bwrap_argv(
     if make_cwd:
         args += ["--dir", cwd]
     args += ["--unshare-pid", "--unshare-uts", "--hostname", hostname, "--chdir", workdir]
+    if user is not None:
+        # A user namespace maps the requested ids onto ours: the process sees uid/gid
+        # ``user`` and owns, on the host, what we own.
+        args += ["--unshare-user", "--uid", str(user[0]), "--gid", str(user[1])]
     if os.geteuid() == 0:
         args += ["--cap-drop", "ALL"]
-        for cap in DEFAULT_CAPS:
-            args += ["--cap-add", cap]
+        # A non-root container user gets no effective capabilities from a runtime either.
+        if user is None or user[0] == 0:
+            for cap in DEFAULT_CAPS:
+                args += ["--cap-add", cap]
     if die_with_parent:
         args.append("--die-with-parent")
     if status_fd is not None:

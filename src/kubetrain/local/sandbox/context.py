@@ -34,13 +34,16 @@ class ImageEnv:
     """A local stand-in for a container image.
 
     ``prefix`` is a venv or installation prefix whose ``bin/`` goes first on PATH. Images have
-    no entrypoint locally unless one is named here; ``workdir`` plays the image's WORKDIR.
+    no entrypoint locally unless one is named here; ``workdir`` plays the image's WORKDIR;
+    ``users`` plays the image's passwd for ``runAsUser``: uid → (name, home), e.g.
+    ``{1000: ("mpiuser", "/home/mpiuser")}`` for the MPI runtimes' images.
     """
 
     prefix: Path
     workdir: str = "/"
     entrypoint: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+    users: Mapping[int, tuple[str, str]] = field(default_factory=dict)
 
     @property
     def is_venv(self) -> bool:

@@ -18,7 +18,15 @@ from .envvars import expand, resolve_env
 from .errors import SandboxError
 from .volumes import Mount, container_mounts
 
-__all__ = ["Launch", "base_env", "find_container", "plan_launch", "pod_hostname"]
+__all__ = [
+    "Launch",
+    "base_env",
+    "find_container",
+    "plan_launch",
+    "pod_hostname",
+    "run_as",
+    "user_home",
+]
 
 
 @dataclass(frozen=True)
@@ -33,6 +41,7 @@ class Launch:
     mounts: list[Mount]
     mode: SandboxMode
     warnings: list[str] = field(default_factory=list)
+    user: tuple[int, int] | None = None  # runAsUser/runAsGroup, when set
 
 
 def pod_hostname(pod: Mapping[str, Any]) -> str:
@@ -50,22 +59,45 @@ def find_container(pod: Mapping[str, Any], name: str) -> Mapping[str, Any]:
     raise SandboxError(f"pod has no container {name!r}")
 
 
-def _home() -> str:
-    if os.geteuid() == 0:
-        return "/root"
+def run_as(pod: Mapping[str, Any], container: Mapping[str, Any]) -> tuple[int, int] | None:
+    """``runAsUser``/``runAsGroup``: the container's securityContext over the pod's.
+
+    Without ``runAsGroup`` the group is the user's own from the host's passwd, else 0, as a
+    runtime falls back to the image's passwd and then to root's group.
+    """
+    pod_sc = (pod.get("spec") or {}).get("securityContext") or {}
+    sc = container.get("securityContext") or {}
+    uid = sc.get("runAsUser", pod_sc.get("runAsUser"))
+    if uid is None:
+        return None
+    gid = sc.get("runAsGroup", pod_sc.get("runAsGroup"))
+    if gid is None:
+        try:
+            gid = pwd.getpwuid(int(uid)).pw_gid
+        except KeyError:
+            gid = 0
+    return int(uid), int(gid)
+
+
+def user_home(uid: int, users: Mapping[int, tuple[str, str]]) -> str:
+    """Home of ``uid``: the image mapping's user table first, then the host's passwd."""
+    if uid in users:
+        return users[uid][1]
     try:
-        return pwd.getpwuid(os.geteuid()).pw_dir
+        return pwd.getpwuid(uid).pw_dir
     except KeyError:
         return "/"
 
 
-def base_env(hostname: str, image_path: str, image_env: Mapping[str, str]) -> dict[str, str]:
+def base_env(
+    hostname: str, image_path: str, image_env: Mapping[str, str], home: str
+) -> dict[str, str]:
     """What every container starts with before its own env: the image's, plus the kubelet's.
 
     PYTHONUNBUFFERED is ours: logs go to a file, and Python would otherwise buffer them in
     blocks, so ``kubectl logs -f`` would show nothing for minutes.
     """
-    env = {"PATH": image_path, "HOME": _home(), "HOSTNAME": hostname, "PYTHONUNBUFFERED": "1"}
+    env = {"PATH": image_path, "HOME": home, "HOSTNAME": hostname, "PYTHONUNBUFFERED": "1"}
     env.update(image_env)
     return env
 
@@ -98,7 +130,9 @@ def plan_launch(
     name = str(container.get("name", ""))
     hostname = pod_hostname(pod)
     image = ctx.images.resolve(container.get("image"))
-    env = base_env(hostname, image.path(), image.env)
+    user = run_as(pod, container)
+    uid = os.geteuid() if user is None or mode == "plain" else user[0]
+    env = base_env(hostname, image.path(), image.env, user_home(uid, image.users))
     if image.is_venv:
         env["VIRTUAL_ENV"] = str(image.prefix)
     env.update(resolve_env(pod, container, ctx))
@@ -137,7 +171,12 @@ def plan_launch(
                     f"plain mode: volume at {m.target} is not mounted; paths below it in "
                     f"command, args and env point to {m.source} instead"
                 )
+        if user is not None and user[0] != os.geteuid():
+            warnings.append(f"plain mode: runAsUser {user[0]} is ignored; running as {uid}")
         if not os.path.isdir(workdir):
             warnings.append(f"plain mode: working dir {workdir} does not exist; using pod dir")
             workdir = str(ctx.pod_dir)
-    return Launch(name, argv, env, workdir, hostname, mounts, mode, warnings)
+    return Launch(
+        name, argv, env, workdir, hostname, mounts, mode, warnings,
+        user=user if mode == "bwrap" else None,
+    )  # fmt: skip

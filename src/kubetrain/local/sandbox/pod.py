@@ -17,6 +17,7 @@ from typing import Any, Literal
 from .context import SandboxContext, SandboxMode
 from .errors import SandboxError
 from .hosts import hosts_file, pod_dns_names
+from .identity import write_identity
 from .launch import Launch, find_container, plan_launch, pod_hostname
 from .mode import sandbox_mode
 from .process import ContainerProcess
@@ -103,6 +104,10 @@ class PodSandbox:
             for name in ("hosts", "hostname"):
                 if f"/etc/{name}" not in own:
                     launch.mounts.append(Mount(etc / name, f"/etc/{name}", read_only=True))
+            if launch.user is not None and "/etc/passwd" not in own:
+                image = self.ctx.images.resolve(container.get("image"))
+                for path in write_identity(etc, launch.user, image.users, launch.env["HOME"]):
+                    launch.mounts.append(Mount(path, f"/etc/{path.name.split('-')[0]}", True))
         return launch
 
     async def start_container(

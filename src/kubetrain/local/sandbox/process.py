@@ -130,7 +130,7 @@ class ContainerProcess:
                 argv = bwrap_argv(
                     bwrap, hostname=launch.hostname, mounts=launch.mounts,
                     workdir=launch.workdir, command=launch.command, status_fd=status_fd,
-                    die_with_parent=die_with_parent,
+                    die_with_parent=die_with_parent, user=launch.user,
                 )  # fmt: skip
                 cwd, fds = "/", [status_fd]
             else:
