@@ -77,11 +77,13 @@ class Plane:
         default_factory=list
     )
 
-    async def start_controller(self, **options: Any) -> Controller:
+    async def start_controller(
+        self, client: KubeClient | None = None, **options: Any
+    ) -> Controller:
         options.setdefault("namespace", self.namespace)
         options.setdefault("rate_limit", FAST)
         options.setdefault("runtime_grace", 0.5)
-        controller = Controller(connect(self.kubeconfig), **options)
+        controller = Controller(client or connect(self.kubeconfig), **options)
         stop = asyncio.Event()
         task = asyncio.create_task(controller.run(stop))
         self.controllers.append((controller, stop, task))
