@@ -20,7 +20,6 @@ from pathlib import Path
 from kubetrain.local.apiserver import default_home
 
 from .files import DaemonFiles, lock_is_held
-from .main import ALREADY_RUNNING
 
 __all__ = [
     "DaemonError",
@@ -110,39 +109,55 @@ def _log_tail(files: DaemonFiles, lines: int = 20) -> str:
         return ""
 
 
+def _spawn(files: DaemonFiles) -> int:
+    """Start the daemon detached: its own session, reparented away from the caller.
+
+    A short-lived shell starts it in the background and exits, so the daemon never becomes a
+    zombie child of a long-lived caller (a notebook using the SDK). The shell prints its pid.
+    """
+    files.home.mkdir(parents=True, exist_ok=True)
+    with open(files.log, "ab") as log:
+        log.write(f"--- starting daemon at {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
+        log.flush()
+        argv = [sys.executable, "-m", "kubetrain.local.daemon", "--home", str(files.home)]
+        shell = subprocess.run(
+            ["/bin/sh", "-c", '"$@" </dev/null >&2 & echo $!', "sh", *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            start_new_session=True,
+            env={**os.environ, "KUBETRAIN_HOME": str(files.home)},
+            check=True,
+        )
+    return int(shell.stdout.decode().strip())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def start_daemon(home: Path | str | None = None, *, timeout: float = 60.0) -> DaemonInfo:
     """Start a detached daemon (if none runs) and wait until it answers."""
     files = DaemonFiles(_home(home))
     status = daemon_status(files.home)
     if status.ready:
         return _info(files, status)
-    child: subprocess.Popen[bytes] | None = None
-    if not status.running:
-        files.home.mkdir(parents=True, exist_ok=True)
-        with open(files.log, "ab") as log:
-            log.write(f"--- starting daemon at {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
-            log.flush()
-            # Its own session: the terminal's Ctrl-C and the caller's exit do not reach it.
-            child = subprocess.Popen(
-                [sys.executable, "-m", "kubetrain.local.daemon", "--home", str(files.home)],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                close_fds=True,
-                env={**os.environ, "KUBETRAIN_HOME": str(files.home)},
-            )
+    child = None if status.running else _spawn(files)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         status = daemon_status(files.home)
         if status.ready:
             return _info(files, status)
-        if child is not None and child.poll() is not None:
-            if child.returncode != ALREADY_RUNNING:
+        if child is not None and not _alive(child):
+            if not lock_is_held(files.lock):
                 raise DaemonError(
-                    f"the kubetrain daemon exited with status {child.returncode}:\n{_log_tail(files)}"
+                    f"the kubetrain daemon exited during start-up:\n{_log_tail(files)}"
                 )
-            child = None  # another client's daemon won the race; wait for it
+            child = None  # another client's daemon won the race: wait for that one
         time.sleep(0.05)
     raise DaemonError(
         f"the kubetrain daemon did not become ready within {timeout:.0f}s:\n{_log_tail(files)}"

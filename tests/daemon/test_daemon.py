@@ -1,0 +1,265 @@
+"""The daemon: started on demand, one per home, and truthful after any stop, even kill -9."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubetrain.local.daemon import DaemonInfo, daemon_status, ensure_daemon, stop_daemon
+from kubetrain.local.executor import KubeApi
+
+PY = sys.executable
+JOBSETS = ("jobset.x-k8s.io/v1alpha2", "jobsets")
+PODS = ("v1", "pods")
+TRAINJOBS = ("trainer.kubeflow.org/v1alpha1", "trainjobs")
+
+
+def jobset(
+    name: str, command: list[str], pods: int = 1, host_dir: Path | None = None
+) -> dict[str, Any]:
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "containers": [{"name": "node", "image": "python", "command": command}],
+    }
+    if host_dir is not None:
+        # The sandbox's /tmp is private: the test talks to its pods through a hostPath.
+        pod_spec["volumes"] = [{"name": "ctl", "hostPath": {"path": str(host_dir)}}]
+        pod_spec["containers"][0]["volumeMounts"] = [{"name": "ctl", "mountPath": "/ctl"}]
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "node",
+                    "template": {
+                        "spec": {
+                            "parallelism": pods,
+                            "completions": pods,
+                            "backoffLimit": 0,
+                            "template": {"spec": pod_spec},
+                        }
+                    },
+                }
+            ]
+        },
+    }
+
+
+async def wait_for(what: Any, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await what()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError("condition not reached")
+        await asyncio.sleep(0.1)
+
+
+async def pods_of(api: KubeApi, name: str) -> list[dict[str, Any]]:
+    items, _ = await api.list(PODS, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}")
+    return sorted(items, key=lambda p: p["metadata"]["name"])
+
+
+async def finished(
+    api: KubeApi, res: tuple[str, str], name: str, types: tuple[str, ...]
+) -> dict[str, Any]:
+    async def check() -> dict[str, Any] | None:
+        obj = await api.get(res, "default", name)
+        conds = (obj.get("status") or {}).get("conditions") or []
+        return obj if any(c["type"] in types and c["status"] == "True" for c in conds) else None
+
+    result: dict[str, Any] = await wait_for(check, timeout=60)
+    return result
+
+
+def kill9(info: DaemonInfo) -> None:
+    os.kill(info.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while daemon_status(info.home).running and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not daemon_status(info.home).running
+
+
+def test_ensure_daemon_starts_one_daemon_and_reuses_it(home: Path) -> None:
+    assert not daemon_status(home).running
+    info = ensure_daemon(home)
+    assert info.url.startswith("https://127.0.0.1:") and info.token and info.kubeconfig.is_file()
+    assert ensure_daemon(home).pid == info.pid
+    status = daemon_status(home)
+    assert (status.running, status.ready, status.pid) == (True, True, info.pid)
+    assert stop_daemon(home)
+    status = daemon_status(home)
+    assert not status.running and status.url is None
+    assert not (home / "daemon.port").exists()
+    assert stop_daemon(home) is False
+
+
+def test_clients_racing_to_start_end_up_with_one_daemon(home: Path) -> None:
+    found: list[int] = []
+
+    def start() -> None:
+        found.append(ensure_daemon(home).pid)
+
+    threads = [threading.Thread(target=start) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(found)) == 1 and len(found) == 3
+
+
+async def test_after_kill_9_a_live_pod_is_adopted_and_recorded_once(home: Path) -> None:
+    info = await asyncio.to_thread(ensure_daemon, home)
+    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    ctl = home.parent / "ctl"
+    ctl.mkdir()
+    # Runs until the test says go.
+    script = "import os,time\nwhile not os.path.exists('/ctl/go'): time.sleep(0.05)\nprint('done')"
+    try:
+        await api.create(JOBSETS, jobset("adopt", [PY, "-c", script], pods=2, host_dir=ctl))
+
+        async def running() -> bool:
+            pods = await pods_of(api, "adopt")
+            return len(pods) == 2 and all(p["status"].get("phase") == "Running" for p in pods)
+
+        await wait_for(running)
+        before = {p["metadata"]["name"] for p in await pods_of(api, "adopt")}
+    finally:
+        await api.close()
+    await asyncio.to_thread(kill9, info)
+    (ctl / "go").write_text("go")  # the pods finish while no daemon runs
+    time.sleep(0.5)
+    info = await asyncio.to_thread(ensure_daemon, home)
+    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    try:
+        done = await finished(api, JOBSETS, "adopt", ("Completed", "Failed"))
+        assert done["status"]["terminalState"] == "Completed"
+        pods = await pods_of(api, "adopt")
+        assert {p["metadata"]["name"] for p in pods} == before
+        for pod in pods:
+            cs = pod["status"]["containerStatuses"][0]
+            assert (
+                pod["status"]["phase"],
+                cs["restartCount"],
+                cs["state"]["terminated"]["exitCode"],
+            ) == ("Succeeded", 0, 0)
+            log = home / "logs" / "default" / pod["metadata"]["name"] / "node.log"
+            assert log.read_text().strip() == "done"
+    finally:
+        await api.close()
+
+
+async def test_after_kill_9_a_pod_that_died_meanwhile_is_recorded_failed(home: Path) -> None:
+    info = await asyncio.to_thread(ensure_daemon, home)
+    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    tag = f"300.{uuid.uuid4().int % 10**9:09d}"
+    try:
+        await api.create(JOBSETS, jobset("lost", ["sleep", tag], pods=1))
+
+        async def running() -> bool:
+            pods = await pods_of(api, "lost")
+            return len(pods) == 1 and pods[0]["status"].get("phase") == "Running"
+
+        await wait_for(running)
+        [before] = await pods_of(api, "lost")
+    finally:
+        await api.close()
+    await asyncio.to_thread(kill9, info)
+    # The workload dies while no daemon watches it.
+    pids = [int(p) for p in os.listdir("/proc") if p.isdigit() and _cmd(int(p)) == ["sleep", tag]]
+    assert pids
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(0.3)
+    info = await asyncio.to_thread(ensure_daemon, home)
+    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    try:
+        done = await finished(api, JOBSETS, "lost", ("Completed", "Failed"))
+        failed = next(c for c in done["status"]["conditions"] if c["type"] == "Failed")
+        assert failed["reason"] == "FailedJobs"
+        [pod] = await pods_of(api, "lost")
+        assert pod["metadata"]["name"] == before["metadata"]["name"]  # not re-run
+        term = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+        assert pod["status"]["phase"] == "Failed" and term["exitCode"] == 137
+    finally:
+        await api.close()
+
+
+def _cmd(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return [a.decode() for a in fh.read().split(b"\0") if a]
+    except OSError:
+        return []
+
+
+async def test_a_trainjob_runs_through_controller_and_executor_to_complete(home: Path) -> None:
+    info = await asyncio.to_thread(ensure_daemon, home)
+    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    trainjob = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "tj", "namespace": "default"},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "trainer": {
+                "numNodes": 2,
+                "command": ["python", "-c", "import os; print(os.environ['PET_NODE_RANK'])"],
+            },
+        },
+    }
+    try:
+        await api.create(TRAINJOBS, trainjob)
+        done = await finished(api, TRAINJOBS, "tj", ("Complete", "Failed"))
+        assert [c["type"] for c in done["status"]["conditions"] if c["status"] == "True"] == [
+            "Complete"
+        ]
+        pods = await pods_of(api, "tj")
+        assert [p["status"]["phase"] for p in pods] == ["Succeeded", "Succeeded"]
+        ranks = sorted(
+            (home / "logs" / "default" / p["metadata"]["name"] / "node.log").read_text().strip()
+            for p in pods
+        )
+        assert ranks == ["0", "1"]
+    finally:
+        await api.close()
+
+
+@pytest.mark.slow
+async def test_the_torch_ddp_example_trains_2_nodes_x_2_processes(home: Path) -> None:
+    import yaml
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "torch-ddp" / "trainjob.yaml"
+    trainjob = yaml.safe_load(example.read_text())
+    trainjob["metadata"]["namespace"] = "default"
+    for env in trainjob["spec"]["trainer"]["env"]:
+        if env["name"] == "EPOCHS":
+            env["value"] = "3"
+    info = await asyncio.to_thread(ensure_daemon, home)
+    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    try:
+        await api.create(TRAINJOBS, trainjob)
+        done = await finished(api, TRAINJOBS, "torch-ddp", ("Complete", "Failed"))
+        assert [c["type"] for c in done["status"]["conditions"] if c["status"] == "True"] == [
+            "Complete"
+        ]
+        pods = await pods_of(api, "torch-ddp")
+        rank0 = next(p for p in pods if p["spec"]["hostname"] == "torch-ddp-node-0-0")
+        log = (home / "logs" / "default" / rank0["metadata"]["name"] / "node.log").read_text()
+        losses = [float(line.split()[-1]) for line in log.splitlines() if line.startswith("epoch")]
+        assert len(losses) == 3 and losses[-1] < losses[0]
+        assert (home / "volumes" / "default" / "torch-ddp-output" / "model.pt").is_file()
+    finally:
+        await api.close()
