@@ -20,9 +20,6 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
-
 __all__ = [
     "FLUX_BROKER_DEFAULTS",
     "flux_broker_settings",
@@ -65,6 +62,10 @@ def flux_curve_cert(trainjob_name: str, uid: str) -> str:
     The 32-byte secret is SHA-256 of the UID taken as an X25519 private key as is (unclamped,
     as Go's ``crypto/ecdh`` keeps it); the public key is derived from it.
     """
+    # Imported here: cryptography costs ~0.1 s to import and only Flux TrainJobs need it.
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
     seed = hashlib.sha256(uid.encode()).digest()
     public = (
         X25519PrivateKey.from_private_bytes(seed)

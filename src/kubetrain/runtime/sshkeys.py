@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+if TYPE_CHECKING:  # cryptography is imported when a key is made: it is slow to import
+    from cryptography.hazmat.primitives.asymmetric import ec
 
 __all__ = [
     "SSHKeyPairSource",
@@ -42,6 +43,9 @@ def generate_ssh_keypair(
     to make the output reproducible. The PEM is ``-----BEGIN EC PRIVATE KEY-----`` (traditional
     OpenSSL/SEC 1, unencrypted) and the public line reads ``ecdsa-sha2-nistp521 AAAA...\\n``.
     """
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
     key = private_key if private_key is not None else ec.generate_private_key(ec.SECP521R1())
     if not isinstance(key.curve, ec.SECP521R1):
         raise ValueError(f"the MPI SSH key must be on P-521, not {key.curve.name}")
@@ -68,6 +72,8 @@ def ssh_keypair_from_seed(seed: bytes) -> tuple[str, str]:
     The private scalar is SHA-512 of the seed reduced into the group order; never use this for
     a job that runs anywhere but a test.
     """
+    from cryptography.hazmat.primitives.asymmetric import ec
+
     digest = int.from_bytes(hashlib.sha512(b"kubetrain-mpi-ssh\x00" + seed).digest(), "big")
     scalar = digest % (_P521_ORDER - 1) + 1
     return generate_ssh_keypair(ec.derive_private_key(scalar, ec.SECP521R1()))
