@@ -543,3 +543,50 @@ def test_patching_with_an_empty_object_is_identity(original: Any, schema: str | 
 )
 def test_runtime_patches_never_raise_on_random_patches(patches: list[Any]) -> None:
     json.dumps(apply_runtime_patches(runtime_template(), patches))
+
+
+JOB_NAMES = st.sampled_from(["dataset-initializer", "node"])
+KNOWN_JOB_PATCHES = st.lists(
+    st.fixed_dictionaries(
+        {
+            "manager": st.just("example.com/m"),
+            "trainingRuntimeSpec": st.fixed_dictionaries(
+                {
+                    "template": st.fixed_dictionaries(
+                        {
+                            "spec": st.fixed_dictionaries(
+                                {
+                                    "replicatedJobs": st.lists(
+                                        st.fixed_dictionaries(
+                                            {"name": JOB_NAMES, "replicas": st.integers(1, 3)}
+                                        ),
+                                        max_size=3,
+                                    )
+                                }
+                            )
+                        }
+                    )
+                }
+            ),
+        }
+    ),
+    max_size=3,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(KNOWN_JOB_PATCHES)
+def test_patches_naming_known_jobs_keep_the_runtime_job_order(patches: list[Any]) -> None:
+    assert job_names(apply_runtime_patches(runtime_template(), patches)) == [
+        "dataset-initializer",
+        "node",
+    ]
+
+
+def test_primitive_set_element_order() -> None:
+    merged = strategic_merge(
+        {"finalizers": ["a", "b"]},
+        {"$setElementOrder/finalizers": ["b", "x", "a"], "finalizers": ["x"]},
+        "ObjectMeta",
+    )
+    assert merged == {"finalizers": ["b", "x", "a"]}
