@@ -399,6 +399,9 @@ class Engine:
         opts: WriteOptions,
     ) -> Result:
         op = _Op()
+        # The patch type is checked before the object is looked up, as kube-apiserver does.
+        if content_type not in (MERGE, JSON_PATCH, STRATEGIC, APPLY, APPLY_JSON) or (content_type == STRATEGIC and res.custom):
+            raise E.unsupported_media_type(content_type)
         if content_type in (APPLY, APPLY_JSON):
             result = self._apply(op, res, namespace, name, subresource, patch, opts)
         else:
