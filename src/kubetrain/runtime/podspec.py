@@ -12,7 +12,7 @@ magnitude slower and rendering copies the runtime on every call.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 from kubetrain.api.types import Obj
@@ -81,47 +81,59 @@ def find_container(pod_spec: Any, name: str, *, init: bool = False) -> Obj | Non
     return found
 
 
-def _upsert(items: list[Any], new: Iterable[Obj], same: Callable[[Any, Obj], bool]) -> None:
+def _upsert_by(items: list[Any], new: Iterable[Obj], key: str) -> None:
+    # One index of the first entry per key, instead of a scan per upserted item: env lists are
+    # upserted several times per render. Entries without the key (None) match each other, as
+    # upstream's pointer comparison of two nil names does.
+    index: dict[Any, int] = {}
+    for i, existing in enumerate(items):
+        if isinstance(existing, dict):
+            k = existing.get(key)
+            if isinstance(k, Hashable) and k not in index:
+                index[k] = i
+    for item in new:
+        k = item.get(key)
+        pos = index.get(k) if isinstance(k, Hashable) else None
+        if pos is not None:
+            items[pos] = item
+        else:
+            if isinstance(k, Hashable):
+                index[k] = len(items)
+            items.append(item)
+
+
+def _upsert_port(items: list[Any], new: Iterable[Obj]) -> None:
+    # Ports match on containerPort *or* name, so no single index will do; lists are short.
     for item in new:
         for i, existing in enumerate(items):
-            if isinstance(existing, dict) and same(existing, item):
+            if isinstance(existing, dict) and (
+                existing.get("containerPort") == item.get("containerPort")
+                or existing.get("name") == item.get("name")
+            ):
                 items[i] = item
                 break
         else:
             items.append(item)
 
 
-def _same_name(a: Obj, b: Obj) -> bool:
-    return a.get("name") == b.get("name")
-
-
-def _same_port(a: Obj, b: Obj) -> bool:
-    # Upstream compares pointers-to-values: two absent names are "equal" (both nil) too.
-    return a.get("containerPort") == b.get("containerPort") or a.get("name") == b.get("name")
-
-
-def _same_mount_path(a: Obj, b: Obj) -> bool:
-    return a.get("mountPath") == b.get("mountPath")
-
-
 def upsert_env(container: Obj, *env: Obj) -> None:
     """Upsert env vars into ``container["env"]`` by name, in order."""
-    _upsert(child_list(container, "env"), env, _same_name)
+    _upsert_by(child_list(container, "env"), env, "name")
 
 
 def upsert_port(container: Obj, *ports: Obj) -> None:
     """Upsert ports into ``container["ports"]`` by containerPort or name."""
-    _upsert(child_list(container, "ports"), ports, _same_port)
+    _upsert_port(child_list(container, "ports"), ports)
 
 
 def upsert_volume_mount(container: Obj, *mounts: Obj) -> None:
     """Upsert volume mounts into ``container["volumeMounts"]`` by mountPath."""
-    _upsert(child_list(container, "volumeMounts"), mounts, _same_mount_path)
+    _upsert_by(child_list(container, "volumeMounts"), mounts, "mountPath")
 
 
 def upsert_volume(pod_spec: Obj, *volumes: Obj) -> None:
     """Upsert volumes into ``pod_spec["volumes"]`` by name."""
-    _upsert(child_list(pod_spec, "volumes"), volumes, _same_name)
+    _upsert_by(child_list(pod_spec, "volumes"), volumes, "name")
 
 
 def env_value(name: str, value: str) -> Obj:

@@ -9,6 +9,7 @@ last).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -84,6 +85,25 @@ def _d(value: Any) -> Obj:
 
 
 def _runtime_yaml(runtime: Obj) -> str:
+    # PyYAML's representer is pure Python and dominated render time; the same runtime is
+    # snapshotted for every TrainJob that uses it, so memoise on its content (a C-speed JSON key).
+    try:
+        key = json.dumps(runtime, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return _dump_runtime(runtime)
+    text = _YAML_CACHE.get(key)
+    if text is None:
+        text = _dump_runtime(runtime)
+        if len(_YAML_CACHE) >= 64:
+            _YAML_CACHE.pop(next(iter(_YAML_CACHE)))
+        _YAML_CACHE[key] = text
+    return text
+
+
+_YAML_CACHE: dict[str, str] = {}
+
+
+def _dump_runtime(runtime: Obj) -> str:
     # sigs.k8s.io/yaml.Marshal of the typed object: keys sorted, and a zero creationTimestamp
     # still present as null (metav1.Time has no omitempty).
     obj = dict(runtime)

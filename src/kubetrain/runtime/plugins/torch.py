@@ -41,6 +41,11 @@ def _targets(info: RuntimeInfo) -> list[tuple[str, str]]:
     return pairs
 
 
+def _strings(value: object) -> list[str] | None:
+    # Admission guarantees []string; keep malformed input from reaching string code.
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else None
+
+
 def _dict_or_none(value: object) -> Obj | None:
     return value if isinstance(value, dict) else None
 
@@ -146,8 +151,8 @@ class Torch:
                     num_nodes=nodes,
                     num_proc_per_node=nproc,
                     gpus=gpus,
-                    args=trainer.get("args") if isinstance(trainer.get("args"), list) else None,
-                    runtime_command=runtime_command if isinstance(runtime_command, list) else None,
+                    args=_strings(trainer.get("args")),
+                    runtime_command=_strings(runtime_command),
                 )
             upsert_port(container, {"containerPort": TRAINER_PORT})
 
