@@ -11,17 +11,22 @@ The daemon process itself is ``python -m kubetrain.local.daemon --home DIR`` (`r
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .control import (
     DaemonError,
     DaemonInfo,
     DaemonStatus,
     daemon_status,
+    default_home,
     ensure_daemon,
     start_daemon,
     stop_daemon,
 )
 from .files import DaemonFiles
-from .main import run_daemon
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .main import run_daemon
 
 __all__ = [
     "DaemonError",
@@ -29,8 +34,19 @@ __all__ = [
     "DaemonInfo",
     "DaemonStatus",
     "daemon_status",
+    "default_home",
     "ensure_daemon",
     "run_daemon",
     "start_daemon",
     "stop_daemon",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The daemon process's entry point pulls in the API server, executor and controller;
+    # clients that only find or start a daemon never pay for those imports.
+    if name == "run_daemon":
+        from .main import run_daemon
+
+        return run_daemon
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

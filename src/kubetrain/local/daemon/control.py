@@ -17,8 +17,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kubetrain.local.apiserver import default_home
-
 from .files import DaemonFiles, lock_is_held
 
 __all__ = [
@@ -26,6 +24,7 @@ __all__ = [
     "DaemonInfo",
     "DaemonStatus",
     "daemon_status",
+    "default_home",
     "ensure_daemon",
     "start_daemon",
     "stop_daemon",
@@ -58,6 +57,12 @@ class DaemonStatus:
     kubeconfig: Path | None
     log: Path
     started_at: float | None
+
+
+def default_home() -> Path:
+    """``$KUBETRAIN_HOME``, else ``~/.kubetrain`` (the API server's rule; not imported from it
+    because that import alone costs the CLI half a second)."""
+    return Path(os.environ.get("KUBETRAIN_HOME") or Path.home() / ".kubetrain")
 
 
 def _home(home: Path | str | None) -> Path:

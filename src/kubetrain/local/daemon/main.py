@@ -54,12 +54,13 @@ async def _start_server(home: Path, port: int) -> ApiServer:
     from kubetrain.api.schema import crd_manifests
     from kubetrain.runtime.defaults import default_runtimes
 
+    # Schemas without prose: about a second less per cold start; `kubectl explain` then shows
+    # field types without descriptions.
+    crds = crd_manifests(descriptions=False)
     last: OSError | None = None
     # Reuse the last port so kubeconfigs copied elsewhere keep working; any free port otherwise.
     for candidate in dict.fromkeys([port, 0]):
-        server = ApiServer(
-            home, port=candidate, crds=crd_manifests(), seed_objects=default_runtimes
-        )
+        server = ApiServer(home, port=candidate, crds=crds, seed_objects=default_runtimes)
         try:
             await server.start()
             return server

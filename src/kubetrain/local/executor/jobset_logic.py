@@ -442,6 +442,8 @@ def _create_and_suspend(p: _Pass, suffix: Callable[[], str]) -> None:
 
 
 def _finish_status(p: _Pass, old: dict[str, Any]) -> Decision:
+    # JobSet serialises restarts even when 0 (no omitempty on that field).
+    p.status.setdefault("restarts", 0)
     p.status["replicatedJobsStatus"] = p.rjob_statuses()
     if not p.status.get("conditions"):
         p.status.pop("conditions", None)
