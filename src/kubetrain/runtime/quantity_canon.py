@@ -23,8 +23,23 @@ def canonicalize_resource_list(resources: Any) -> None:
         return
     for k, v in resources.items():
         if isinstance(v, str | int | float) and not isinstance(v, bool):
-            with contextlib.suppress(ValueError):  # not a quantity: left for validation to report
-                resources[k] = canonical_quantity(v)
+            resources[k] = _canonical(v)
+
+
+# The same few quantities recur in every render; formatting them is the expensive part.
+_MEMO: dict[tuple[type, str | int | float], str | int | float] = {}
+
+
+def _canonical(v: str | int | float) -> str | int | float:
+    key = (type(v), v)
+    out = _MEMO.get(key)
+    if out is None:
+        out = v
+        with contextlib.suppress(ValueError):  # not a quantity: left for validation to report
+            out = canonical_quantity(v)
+        if len(_MEMO) < 4096:
+            _MEMO[key] = out
+    return out
 
 
 def _requirements(res: Any) -> None:
