@@ -125,6 +125,8 @@ async def stream_log(
         if req.limit_bytes is not None and sent >= req.limit_bytes:
             break
         done = finished()
+        if _size(path) < offset:
+            offset = 0  # the file was replaced (a restarted container): start it over
         more = await loop.run_in_executor(None, _read_from, path, offset)
         if more:
             offset += len(more)
@@ -137,6 +139,13 @@ async def stream_log(
             await asyncio.sleep(_POLL_S)
     if pending:
         yield _stamp(pending)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 def _read_from(path: Path, offset: int) -> bytes:
