@@ -263,3 +263,47 @@ async def test_the_torch_ddp_example_trains_2_nodes_x_2_processes(home: Path) ->
         assert (home / "volumes" / "default" / "torch-ddp-output" / "model.pt").is_file()
     finally:
         await api.close()
+
+
+async def test_deleting_a_trainjob_ends_every_process_within_five_seconds(home: Path) -> None:
+    info = await asyncio.to_thread(ensure_daemon, home)
+    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    tag = f"300.{uuid.uuid4().int % 10**9:09d}"
+    trainjob = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "long", "namespace": "default"},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "trainer": {"numNodes": 2, "command": ["sleep", tag]},
+        },
+    }
+    try:
+        await api.create(TRAINJOBS, trainjob)
+
+        async def both_running() -> bool:
+            return (
+                len(
+                    [
+                        p
+                        for p in os.listdir("/proc")
+                        if p.isdigit() and _cmd(int(p)) == ["sleep", tag]
+                    ]
+                )
+                == 2
+            )
+
+        await wait_for(both_running)
+        start = time.monotonic()
+        await api.delete(TRAINJOBS, "default", "long")
+
+        async def gone() -> bool:
+            return not [
+                p for p in os.listdir("/proc") if p.isdigit() and tag in " ".join(_cmd(int(p)))
+            ]
+
+        await wait_for(gone, timeout=5)
+        assert time.monotonic() - start < 5
+        assert await pods_of(api, "long") == []
+    finally:
+        await api.close()
