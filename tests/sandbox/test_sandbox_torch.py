@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from sandbox_support import make_ctx, make_pod, needs_bwrap
 
-from kubetrain.local.sandbox import PodResult, PodSandbox, loopback_address, pod_dns_names
+from kubetrain.local.sandbox import PodResult, PodSandbox, jobset_hosts, loopback_address
 
 TJ = "tj"
 INDEX = "batch.kubernetes.io/job-completion-index"
@@ -49,12 +49,8 @@ def torch_pod(index: int, command: list[str], volumes: list[dict[str, Any]], mou
     )  # fmt: skip
 
 
-def jobset_hosts() -> dict[str, str]:
-    hosts: dict[str, str] = {}
-    for i in range(2):
-        for name in pod_dns_names(f"{TJ}-node-0-{i}", TJ, "default"):
-            hosts[name] = loopback_address(i)
-    return hosts
+def torch_hosts() -> dict[str, str]:
+    return jobset_hosts((f"{TJ}-node-0-{i}", TJ, "default", loopback_address(i)) for i in range(2))
 
 
 # torch 2.13 + gloo sometimes aborts a rank at exit even after barrier + destroy
@@ -75,7 +71,7 @@ async def _run_two(
     tmp_path: Path, pods: list[dict[str, Any]], **ctx: Any
 ) -> tuple[list[PodResult], list[str]]:
     sandboxes = [
-        PodSandbox(pod, make_ctx(tmp_path, pod=f"n{i}", pod_ip=loopback_address(i), hosts=jobset_hosts(), **ctx))
+        PodSandbox(pod, make_ctx(tmp_path, pod=f"n{i}", pod_ip=loopback_address(i), hosts=torch_hosts(), **ctx))
         for i, pod in enumerate(pods)
     ]  # fmt: skip
     results = await asyncio.wait_for(asyncio.gather(*(s.run() for s in sandboxes)), timeout=120)

@@ -19,7 +19,8 @@ from .context import ImageEnv, ImageMap, SandboxContext, SandboxMode, current_im
 from .doctor import SandboxDoctor, doctor_report
 from .envvars import expand, resolve_env
 from .errors import SandboxError
-from .hosts import hosts_file, loopback_address, pod_dns_names
+from .hosts import hosts_file, jobset_hosts, loopback_address, pod_dns_names
+from .images import image_map_from_dict, load_image_map
 from .mode import ModeReport, sandbox_mode
 from .pod import ContainerEvent, EventHook, PodResult, PodSandbox
 from .process import UNKNOWN_EXIT_CODE, ContainerProcess
@@ -42,6 +43,9 @@ __all__ = [
     "doctor_report",
     "expand",
     "hosts_file",
+    "image_map_from_dict",
+    "jobset_hosts",
+    "load_image_map",
     "loopback_address",
     "pod_dns_names",
     "resolve_env",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-__all__ = ["hosts_file", "loopback_address", "pod_dns_names"]
+__all__ = ["hosts_file", "jobset_hosts", "loopback_address", "pod_dns_names"]
 
 CLUSTER_DOMAIN = "cluster.local"
 
@@ -61,3 +61,13 @@ def hosts_file(hosts: Mapping[str, str], own: Iterable[str] = (), own_ip: str | 
         ordered = sorted(names, key=lambda n: (-n.count("."), n))
         lines.append(f"{ip}\t{' '.join(ordered)}")
     return "\n".join(lines) + "\n"
+
+
+def jobset_hosts(pods: Iterable[tuple[str, str | None, str, str]]) -> dict[str, str]:
+    """The ``hosts`` map for a JobSet: every DNS name of each ``(hostname, subdomain,
+    namespace, address)`` pod → its address."""
+    out: dict[str, str] = {}
+    for hostname, subdomain, namespace, address in pods:
+        for name in pod_dns_names(hostname, subdomain, namespace):
+            out[name] = address
+    return out
