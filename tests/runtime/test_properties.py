@@ -145,3 +145,62 @@ def test_render_of_unvalidated_junk_fails_only_with_render_errors(
         render(job, runtime, environment=TEST_ENV)
     except RenderError as exc:
         assert all(isinstance(e, FieldError) for e in exc.errors)
+
+
+runtime_doc = st.fixed_dictionaries(
+    {
+        "apiVersion": st.just("trainer.kubeflow.org/v1alpha1"),
+        "kind": st.sampled_from(["ClusterTrainingRuntime", "TrainingRuntime"]),
+        "metadata": st.one_of(st.fixed_dictionaries({"name": st.sampled_from(["r", "x"])}), junk),
+        "spec": st.one_of(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "mlPolicy": st.one_of(
+                        st.dictionaries(
+                            st.sampled_from(["torch", "mpi", "jax", "flux", "numNodes"]),
+                            junk,
+                            max_size=3,
+                        ),
+                        junk,
+                    ),
+                    "podGroupPolicy": junk,
+                    "template": st.one_of(
+                        st.fixed_dictionaries(
+                            {
+                                "spec": st.fixed_dictionaries(
+                                    {
+                                        "replicatedJobs": st.lists(
+                                            st.fixed_dictionaries(
+                                                {"name": names},
+                                                optional={"replicas": junk, "template": junk},
+                                            ),
+                                            max_size=3,
+                                        )
+                                    }
+                                )
+                            }
+                        ),
+                        junk,
+                    ),
+                },
+            ),
+            junk,
+        ),
+    }
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(runtime=runtime_doc, job=trainjob)
+def test_junk_runtimes_give_field_errors_and_never_crash_render(
+    runtime: dict[str, Any], job: dict[str, Any]
+) -> None:
+    from kubetrain.runtime import validate_runtime
+
+    verdict = validate_runtime(runtime)
+    assert all(isinstance(e, FieldError) for e in verdict.errors)
+    try:
+        render(job, runtime, environment=TEST_ENV)
+    except RenderError as exc:
+        assert all(isinstance(e, FieldError) for e in exc.errors)
