@@ -470,3 +470,135 @@ def test_deprecated_cluster_runtime_create_warns() -> None:
         .warnings[0]
         .startswith('ClusterTrainingRuntime "old" is deprecated')
     )
+
+
+# --- plugin validators wired through validate_trainjob (MPI, Flux, Volcano) ---------------------
+
+DEEPSPEED = load_upstream_runtime("deepspeed_distributed")
+
+
+def mpi_launcher_only() -> Obj:
+    return (
+        make_runtime("mpi-one")
+        .mpi(
+            numProcPerNode=1,
+            mpiImplementation="OpenMPI",
+            sshAuthMountPath="/root/.ssh",
+            runLauncherAsNode=True,
+        )
+        .job("launcher", ancestor="trainer")
+        .obj()
+    )
+
+
+def flux_runtime(**job: Any) -> Obj:
+    return make_runtime("flux").flux(numProcPerNode=1).job("node", ancestor="trainer", **job).obj()
+
+
+def volcano_runtime(queue: str | None, priority: str | None) -> Obj:
+    builder = make_runtime("v").torch().pod_group("volcano")
+    if queue is not None:
+        builder = builder.template_metadata(annotations={"scheduling.volcano.sh/queue-name": queue})
+    rt = builder.job("node", ancestor="trainer").obj()
+    if priority is not None:
+        rt["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+            "priorityClassName"
+        ] = priority
+    return rt
+
+
+@pytest.mark.parametrize(
+    ("job", "runtime", "kwargs", "expected"),
+    [
+        pytest.param(
+            make_trainjob().runtime("deepspeed-distributed").trainer(num_nodes=2).obj(),
+            DEEPSPEED,
+            {},
+            [],
+            id="deepspeed with two nodes is admitted",
+        ),
+        pytest.param(
+            make_trainjob().runtime("mpi-one").trainer(num_nodes=2).obj(),
+            mpi_launcher_only(),
+            {},
+            [
+                (
+                    "spec.trainer.numNodes",
+                    "must have 1 when MPI trainingRuntime with enabled runLauncherAsNode does not have either"
+                    " launcher and node",
+                )
+            ],
+            id="MPI launcher-as-node needs both jobs for several nodes",
+        ),
+        pytest.param(
+            make_trainjob()
+            .runtime("deepspeed-distributed")
+            .trainer(env={"OMPI_MCA_plm_rsh_args": "x", "OMPI_MCA_orte_default_hostfile": "y"})
+            .obj(),
+            DEEPSPEED,
+            {},
+            [
+                (
+                    "spec.trainer.env",
+                    "must not have reserved envs, invalid envs configured:"
+                    " [OMPI_MCA_orte_default_hostfile OMPI_MCA_plm_rsh_args]",
+                )
+            ],
+            id="MPI reserved envs (v2.3)",
+        ),
+        pytest.param(
+            make_trainjob().runtime("flux").trainer(num_nodes=1, num_proc_per_node=0).obj(),
+            flux_runtime(),
+            {},
+            [
+                (
+                    "spec.trainer.numProcPerNode",
+                    "must be greater than or equal to 1 for Flux TrainJob",
+                )
+            ],
+            id="flux needs a process per node",
+        ),
+        pytest.param(
+            make_trainjob().runtime("flux").trainer(num_nodes=1).obj(),
+            flux_runtime(init_containers=[{"name": "flux-installer", "image": "x"}]),
+            {},
+            [("spec.trainer.initContainers", "InitContainer 'flux-installer' is reserved")],
+            id="flux-installer init container is reserved",
+        ),
+        pytest.param(
+            make_trainjob().runtime("v").obj(),
+            volcano_runtime("", None),
+            {},
+            [
+                (
+                    "spec.annotations[scheduling.volcano.sh/queue-name]",
+                    "Volcano queue name must not be empty",
+                )
+            ],
+            id="volcano queue annotation must not be empty",
+        ),
+        pytest.param(
+            make_trainjob().runtime("v").obj(),
+            volcano_runtime("q", "gold"),
+            {"priority_classes": ["silver"]},
+            [
+                (
+                    "spec.templateSpec.priorityClassName",
+                    'PriorityClass "gold" doesn\'t exist: priorityclasses.scheduling.k8s.io "gold" not found',
+                )
+            ],
+            id="volcano priority class must exist",
+        ),
+        pytest.param(
+            make_trainjob().runtime("v").obj(),
+            volcano_runtime("q", "gold"),
+            {},
+            [],
+            id="volcano priority check is skipped when classes are unknown",
+        ),
+    ],
+)
+def test_plugin_validators(
+    job: Obj, runtime: Obj, kwargs: dict[str, Any], expected: list[tuple[str, str]]
+) -> None:
+    assert pairs(validate_trainjob(job, runtime, **kwargs).errors) == expected
