@@ -60,7 +60,7 @@ def _run(args: argparse.Namespace) -> int:
 
         def lines_of(step: str) -> Iterator[str]:
             if args.follow:
-                return follow_step(jc, args.name, step, tail=args.tail)
+                return follow_step(jc, args.name, step, tail=args.tail, across_restarts=False)
             found = jc.step(args.name, step)
             if found.phase == "Pending":
                 raise ClientError(

@@ -62,8 +62,14 @@ def follow_step(
     *,
     tail: int | None = None,
     stop: threading.Event | None = None,
+    across_restarts: bool = True,
 ) -> Iterator[str]:
-    """Every line of ``step`` until the job ends, across pod replacements, without repeats."""
+    """Every line of ``step`` until the job ends, without repeats.
+
+    With ``across_restarts`` a pod that finishes is followed into its replacement (a JobSet
+    restart) until the job itself ends; without it, following ends with the first pod's output,
+    as ``kubectl logs -f`` does.
+    """
     seen: dict[str, int] = {}  # pod -> lines already given, so a reconnect does not repeat
     while stop is None or not stop.is_set():
         current = wait_for_step(jc, job, step, stop=stop)
@@ -89,11 +95,10 @@ def follow_step(
         newest = next((s for s in view.steps if s.name == step), None)
         if is_terminal(view.state) and (newest is None or newest.pod in seen):
             return
-        if (
-            newest is not None
-            and newest.pod == current.pod
-            and newest.phase in ("Succeeded", "Failed")
-        ):
+        finished = newest is not None and newest.phase in ("Succeeded", "Failed")
+        if not across_restarts and (newest is None or (newest.pod == current.pod and finished)):
+            return
+        if newest is not None and newest.pod == current.pod and finished:
             # This pod is done and nothing replaced it yet: wait for a replacement or the end.
             time.sleep(0.5)
 
