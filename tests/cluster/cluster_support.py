@@ -1,0 +1,140 @@
+"""Helpers for the cluster tests: the embedded API server with kubetrain's admission plugged in,
+HTTPS clients that trust a test CA, and a tiny TokenReview authority.
+
+``RuntimeAdmission`` is the embedded API server's side of admission: the same
+``validate_trainjob``/``validate_runtime`` and the same ``TrainJobDefaulter`` the webhook
+server calls. TODO(H4's admission wiring): when ``kubetrain.local.apiserver`` ships its own
+runtime-backed admission, use that instead of this stand-in.
+"""
+
+from __future__ import annotations
+
+import secrets
+import ssl
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+from lightkube.config.kubeconfig import KubeConfig
+
+from kubetrain.api.errors import FieldError
+from kubetrain.controller.kube import KubeClient, connect
+from kubetrain.local.apiserver import ApiServer, ObjectReader, Operation, TrainJobDefaulter
+from kubetrain.runtime.core import runtime_ref
+from kubetrain.runtime.validate import runtime_webhook_enabled, validate_runtime, validate_trainjob
+
+Obj = dict[str, Any]
+TRAINER = "trainer.kubeflow.org/v1alpha1"
+
+
+class RuntimeAdmission(TrainJobDefaulter):
+    """Trainer's validating webhooks, called in-process by the embedded API server."""
+
+    def validate(
+        self, operation: Operation, obj: Obj, old: Obj | None, *, reader: ObjectReader
+    ) -> tuple[list[FieldError], list[str]]:
+        kind = obj.get("kind")
+        if operation == "DELETE":
+            return [], []
+        if kind == "TrainJob":
+            namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+            group, rkind, name = runtime_ref(obj)
+            runtime = None
+            if group == "trainer.kubeflow.org" and rkind in (
+                "TrainingRuntime",
+                "ClusterTrainingRuntime",
+            ):
+                runtime = reader.get(
+                    TRAINER, rkind, namespace if rkind == "TrainingRuntime" else None, name
+                )
+            jobset = None
+            if old is not None:
+                jobset = reader.get(
+                    "jobset.x-k8s.io/v1alpha2", "JobSet", namespace, str(obj["metadata"]["name"])
+                )
+            verdict = validate_trainjob(obj, runtime, old=old, jobset=jobset)
+            return verdict.errors, verdict.warnings
+        if kind in ("TrainingRuntime", "ClusterTrainingRuntime"):
+            verdict = validate_runtime(
+                obj, old=old, operation=operation, webhook=runtime_webhook_enabled(obj)
+            )
+            return verdict.errors, verdict.warnings
+        return [], []
+
+
+def client_for(server: ApiServer) -> KubeClient:
+    return connect(KubeConfig.from_dict(server.kubeconfig()))
+
+
+def trusting(ca_pem: str) -> ssl.SSLContext:
+    context = ssl.create_default_context(cadata=ca_pem)
+    context.check_hostname = False  # the certificate names the Service, the test dials 127.0.0.1
+    return context
+
+
+@dataclass
+class Minted:
+    username: str
+    audiences: list[str]
+    expires: float
+
+
+@dataclass
+class TokenAuthority:
+    """Mints service-account-like tokens and answers TokenReview as a kube-apiserver does.
+
+    The embedded API server has no TokenRequest/TokenReview yet, so the status-server tests put
+    this authority behind a real ``KubeClient``: ``TokenReviewVerifier`` speaks the real wire
+    format (POST authentication.k8s.io/v1 tokenreviews) and reads the real answer shape.
+    """
+
+    tokens: dict[str, Minted] = field(default_factory=dict)
+    reviews: int = 0
+
+    def mint(self, namespace: str, audience: str, *, ttl: float = 3600, sa: str = "default") -> str:
+        token = secrets.token_urlsafe(24)
+        self.tokens[token] = Minted(
+            f"system:serviceaccount:{namespace}:{sa}", [audience], time.time() + ttl
+        )
+        return token
+
+    async def _review(self, request: web.Request) -> web.Response:
+        self.reviews += 1
+        body = await request.json()
+        spec = body.get("spec") or {}
+        minted = self.tokens.get(str(spec.get("token")))
+        wanted = list(spec.get("audiences") or [])
+        status: Obj = {"authenticated": False}
+        if minted is None or minted.expires < time.time():
+            status["error"] = "token has expired or is invalid"
+        else:
+            common = [a for a in wanted if a in minted.audiences] if wanted else minted.audiences
+            if not common:
+                status["error"] = "token audiences do not match"
+            else:
+                status = {
+                    "authenticated": True,
+                    "user": {"username": minted.username, "groups": ["system:serviceaccounts"]},
+                    "audiences": common,
+                }
+        return web.json_response({**body, "status": status}, status=201)
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/apis/authentication.k8s.io/v1/tokenreviews", self._review)
+        return app
+
+
+async def serve(app: web.Application) -> tuple[web.AppRunner, str]:
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    return runner, f"http://127.0.0.1:{port}"
+
+
+def kubeconfig_file(server: ApiServer, path: Path) -> Path:
+    return server.write_kubeconfig(path)
