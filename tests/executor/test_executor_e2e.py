@@ -201,11 +201,11 @@ async def test_depends_on_starts_nodes_only_after_the_initializer_completes(plan
     assert by_job["node"]["metadata"]["creationTimestamp"] >= init_end
 
 
-async def test_a_pod_deleted_through_the_api_is_killed_and_replaced(plane: Plane) -> None:
+async def test_a_pod_deleted_through_the_api_is_killed_counted_as_failed_and_replaced(plane: Plane) -> None:
     tag = marker()
     await plane.api.create(
         JOBSETS,
-        make_jobset("rep", ["sh", "-c", f"exec sleep 300 # {tag}"], pods=1, backoff_limit=3),
+        make_jobset("rep", ["sh", "-c", f"exec sleep 300 # {tag}"], pods=1, backoff_limit=1),
     )
 
     async def one_running() -> list[dict[str, Any]]:
@@ -219,6 +219,36 @@ async def test_a_pod_deleted_through_the_api_is_killed_and_replaced(plane: Plane
     [now_running] = await plane.wait_for(one_running)
     assert now_running["spec"]["hostname"] == pod["spec"]["hostname"]
     assert processes_with(tag) and not old_pids & set(processes_with(tag))
+    # The Job counted the deleted pod as a failure: one more exceeds backoffLimit 1.
+    await plane.api.delete(PODS, "default", now_running["metadata"]["name"])
+    done = await plane.terminal("rep")
+    failed = next(c for c in done["status"]["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "FailedJobs"
+
+
+async def test_deleting_a_pod_restarts_the_whole_jobset_under_max_restarts(plane: Plane) -> None:
+    tag = marker()
+    js = make_jobset(
+        "ft", ["sh", "-c", f"exec sleep 300 # {tag}"], pods=2, failurePolicy={"maxRestarts": 1}
+    )
+    await plane.api.create(JOBSETS, js)
+
+    async def attempt_running(attempt: str) -> list[dict[str, Any]]:
+        pods = [
+            p
+            for p in await plane.pods("ft")
+            if p["status"].get("phase") == "Running"
+            and p["metadata"]["labels"][LBL + "restart-attempt"] == attempt
+        ]
+        return pods if len(pods) == 2 else []
+
+    first = await plane.wait_for(lambda: attempt_running("0"))
+    await plane.api.delete(PODS, "default", first[1]["metadata"]["name"])
+    await plane.wait_for(lambda: attempt_running("1"))
+    js_now = await plane.jobset("ft")
+    assert js_now["status"]["restarts"] == 1
+    names = {p["metadata"]["name"] for p in await plane.pods("ft")}
+    assert not names & {p["metadata"]["name"] for p in first}
 
 
 async def _new_pod(plane: Plane, old: str) -> bool:

@@ -37,7 +37,7 @@ from kubetrain.local.sandbox.state import read_states
 from .addresses import AddressBook
 from .jobset_logic import Settings, format_time, reconcile
 from .kubeapi import EVENTS, JOBSETS, PODS, KubeApi, KubeApiError, Resource
-from .labels import JOBSET_NAME
+from .labels import JOBSET_NAME, RESTART_ATTEMPT
 from .objects import make_event, pod_references, random_suffix
 from .podrunner import PodRunner, RunnerSettings
 from .podstatus import UNKNOWN_MESSAGE, UNKNOWN_REASON
@@ -99,6 +99,13 @@ class Executor:
         self.runner_tasks: dict[str, asyncio.Task[None]] = {}
         # Pods deleted from the API whose processes are still stopping: uid → last object.
         self.terminating: dict[str, dict[str, Any]] = {}
+        # Pods this executor deleted itself (restart, suspend, finish): their end is no failure.
+        self._own_deletions: set[str] = set()
+        # Pods deleted by someone else before they ended. The Job controller counts such a pod as
+        # failed (job tracking finalizers); with no Job objects the count lives here, per JobSet
+        # uid, as a Failed stand-in for the vanished pod. Kept in memory only.
+        self.lost: dict[str, list[dict[str, Any]]] = {}
+        self._background: set[asyncio.Task[None]] = set()
         self._queue: asyncio.Queue[Key] = asyncio.Queue()
         self._queued: set[Key] = set()
         self._tasks: list[asyncio.Task[Any]] = []
@@ -136,6 +143,8 @@ class Executor:
             await asyncio.gather(
                 *(r.stop(0) for r in self.runners.values()), return_exceptions=True
             )
+        if self._background:
+            await asyncio.wait(set(self._background), timeout=10)
         for task in self.runner_tasks.values():
             task.cancel()
         for task in list(self.runner_tasks.values()):
@@ -155,22 +164,33 @@ class Executor:
                     if key not in fresh:
                         handler("DELETED", old)
                 for obj in items:
-                    handler("MODIFIED" if _key(obj) in cache else "ADDED", obj)
+                    self._handle(handler, "MODIFIED" if _key(obj) in cache else "ADDED", obj)
                 self._synced[res].set()
                 async for etype, obj in self.api.watch(res, rv, label_selector=selector):
                     if etype == "BOOKMARK":
                         continue
-                    handler(etype, obj)
+                    self._handle(handler, etype, obj)
             except asyncio.CancelledError:
                 raise
             except (KubeApiError, httpx2.HTTPError, OSError, ValueError) as err:
                 log.debug("watch %s restarts: %s", res, err)
                 await asyncio.sleep(0.5)
 
+    @staticmethod
+    def _handle(
+        handler: Callable[[str, dict[str, Any]], None], etype: str, obj: dict[str, Any]
+    ) -> None:
+        # One bad object must not end the watch for every other one.
+        try:
+            handler(etype, obj)
+        except Exception:
+            log.exception("handling %s of %s failed", etype, _key(obj))
+
     def _on_jobset(self, etype: str, obj: dict[str, Any]) -> None:
         key = _key(obj)
         if etype == "DELETED":
             self.jobsets.pop(key, None)
+            self.lost.pop(str(obj["metadata"].get("uid", "")), None)
             self._jobset_gone(obj)
             return
         old = self.jobsets.get(key)
@@ -183,6 +203,7 @@ class Executor:
         key = _key(obj)
         if etype == "DELETED":
             self.pods.pop(key, None)
+            self._record_loss(obj)
             self._pod_gone(obj)
         else:
             old = self.pods.get(key)
@@ -237,6 +258,11 @@ class Executor:
                 continue
             seen.add(meta.get("uid"))
             out.append(pod)
+        attempt = int((jobset.get("status") or {}).get("restarts") or 0)
+        for ghost in self.lost.get(str(uid), []):
+            # Only the current restart attempt's Jobs count them; older Jobs are gone.
+            if ghost["metadata"]["labels"].get(RESTART_ATTEMPT) == str(attempt):
+                out.append(ghost)
         for uid_, pod in self.terminating.items():
             meta = pod["metadata"]
             if (
@@ -253,6 +279,16 @@ class Executor:
         jobset = self.jobsets.get(key)
         if jobset is None or jobset["metadata"].get("deletionTimestamp"):
             return
+        if self.lost.get(str(jobset["metadata"].get("uid"))):
+            # Pods and JobSets arrive on separate watches: make sure the pods were not lost to
+            # the JobSet's own deletion before counting them as failures.
+            try:
+                await self.api.get(JOBSETS, key[0], key[1])
+            except KubeApiError as err:
+                if err.code == 404:
+                    self.lost.pop(str(jobset["metadata"].get("uid")), None)
+                    return
+                raise
         decision = reconcile(
             jobset,
             self._pods_of(jobset),
@@ -270,6 +306,8 @@ class Executor:
             await self._event(jobset, ev.type, ev.reason, ev.message, component="jobset-controller")
         for deletion in decision.delete:
             pod = self.pods.get((ns, deletion.name))
+            if pod is not None:
+                self._own_deletions.add(str(pod["metadata"].get("uid")))
             with contextlib.suppress(KubeApiError):
                 await self.api.delete(PODS, ns, deletion.name)
             if pod is not None:
@@ -418,13 +456,48 @@ class Executor:
         if JOBSET_NAME in labels:
             self.enqueue((ns, labels[JOBSET_NAME]))
 
+    def _record_loss(self, pod: dict[str, Any]) -> None:
+        """A pod deleted from outside before it ended counts as a failed pod of its Job."""
+        meta = pod["metadata"]
+        uid = str(meta.get("uid", ""))
+        if uid in self._own_deletions or (pod.get("status") or {}).get("phase") in (
+            "Succeeded",
+            "Failed",
+        ):
+            self._own_deletions.discard(uid)
+            return
+        labels = meta.get("labels") or {}
+        jobset = self.jobsets.get((meta.get("namespace", "default"), labels.get(JOBSET_NAME, "")))
+        if jobset is None or jobset["metadata"].get("deletionTimestamp"):
+            return  # deleted with its JobSet: nothing left to count against
+        now = format_time(_now())
+        ghost = copy.deepcopy(pod)
+        ghost["metadata"]["deletionTimestamp"] = now
+        ghost["status"] = {
+            "phase": "Failed",
+            "reason": "Deleted",
+            "containerStatuses": [
+                {
+                    "name": str(c.get("name")),
+                    "state": {
+                        "terminated": {"exitCode": 137, "reason": "Error", "finishedAt": now}
+                    },
+                }
+                for c in (pod.get("spec") or {}).get("containers") or []
+            ],
+        }
+        self.lost.setdefault(str(jobset["metadata"].get("uid")), []).append(ghost)
+
     def _pod_gone(self, pod: dict[str, Any]) -> None:
         """The Pod object is gone (or going): stop its processes, then remove its files."""
         uid = str(pod["metadata"].get("uid", ""))
         if uid in self.terminating:
             return
         self.terminating[uid] = pod
-        asyncio.get_running_loop().create_task(self._finish_pod(pod, uid))
+        task = asyncio.get_running_loop().create_task(self._finish_pod(pod, uid))
+        # The loop keeps only weak references to tasks.
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def _finish_pod(self, pod: dict[str, Any], uid: str) -> None:
         try:
