@@ -55,7 +55,10 @@ def load_inputs(paths: list[str]) -> Inputs | None:
     try:
         objects = load_files(paths)
     except LoadError as exc:
-        print_errors([str(e) for e in exc.errors] or [str(exc)])
+        # Field paths speak for themselves; an error without one (YAML syntax) needs its file.
+        print_errors(
+            [f"{exc.source}: {e}" if not e.path else str(e) for e in exc.errors] or [str(exc)]
+        )
         return None
     except OSError as exc:
         print_errors([f"{exc.filename}: {exc.strerror}"])

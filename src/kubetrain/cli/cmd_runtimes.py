@@ -69,5 +69,6 @@ def run(args: argparse.Namespace) -> int:
         table.add_column(column)
     for rt in runtimes:
         table.add_row(*summary(rt))
-    Console().print(table)
+    # Piped output gets full image names instead of a table cut to 80 columns.
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
     return 0
