@@ -602,3 +602,31 @@ def test_plugin_validators(
     job: Obj, runtime: Obj, kwargs: dict[str, Any], expected: list[tuple[str, str]]
 ) -> None:
     assert pairs(validate_trainjob(job, runtime, **kwargs).errors) == expected
+
+
+# --- mutating webhook ---------------------------------------------------------------------------
+
+
+def test_default_trainjob_stamps_patch_times() -> None:
+    from datetime import UTC, datetime
+
+    from kubetrain.runtime.validate import default_trainjob
+
+    t1, t2 = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 2, 1, tzinfo=UTC)
+    job = make_trainjob().pod_patch("a.io/m", "node", {"nodeSelector": {"a": "1"}}).obj()
+    created = default_trainjob(job, now=t1)
+    assert created["spec"]["runtimePatches"][0]["time"] == "2026-01-01T00:00:00Z"
+    assert "time" not in job["spec"]["runtimePatches"][0]  # the input is not touched
+    same = default_trainjob(
+        make_trainjob().pod_patch("a.io/m", "node", {"nodeSelector": {"a": "1"}}).obj(), old=created, now=t2
+    )
+    assert same["spec"]["runtimePatches"][0]["time"] == "2026-01-01T00:00:00Z"
+    changed = default_trainjob(
+        make_trainjob()
+        .pod_patch("a.io/m", "node", {"nodeSelector": {"a": "2"}})
+        .pod_patch("b.io/new", "node", {"nodeSelector": {"b": "1"}})
+        .obj(),
+        old=created,
+        now=t2,
+    )
+    assert [p["time"] for p in changed["spec"]["runtimePatches"]] == ["2026-02-01T00:00:00Z"] * 2

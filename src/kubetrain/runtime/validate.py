@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 from kubetrain.api.errors import FieldError
@@ -26,10 +27,12 @@ from kubetrain.runtime.core import (
 from kubetrain.runtime.framework import Framework, ValidationContext
 from kubetrain.runtime.podspec import Obj, tree_copy
 from kubetrain.runtime.render import SUPPORTED_RUNTIME_KEYS
+from kubetrain.runtime.status import format_time
 
 __all__ = [
     "DEPRECATION_POLICY_URL",
     "Validation",
+    "default_trainjob",
     "runtime_webhook_enabled",
     "trainjob_crd_errors",
     "validate_runtime",
@@ -242,6 +245,46 @@ def validate_trainjob(
     )
     errors = Framework.for_config(gates, env).run_validation(info, new, ctx)
     return Validation(errors=errors, warnings=warnings)
+
+
+# --- TrainJob: mutating webhook ---------------------------------------------------------------
+
+
+def default_trainjob(trainjob: Obj, *, old: Obj | None = None, now: datetime) -> Obj:
+    """The mutating webhook (reference §1.3): stamp ``runtimePatches[].time``; returns a copy.
+
+    CREATE: every patch without a time gets ``now``. UPDATE: a manager already present keeps
+    its old time when the entry is otherwise unchanged, else gets ``now``; new managers get
+    ``now`` unless they carry a time. This is the only mutation upstream's webhook makes.
+    """
+    out: Obj = tree_copy(trainjob)
+    patches = _l(_d(out.get("spec")).get("runtimePatches"))
+    stamp = format_time(now)
+    old_by_manager = (
+        {_d(p).get("manager"): _d(p) for p in _l(_d(old.get("spec")).get("runtimePatches"))}
+        if old is not None
+        else None
+    )
+    for patch in patches:
+        if not isinstance(patch, dict):
+            continue
+        if old_by_manager is None:
+            patch.setdefault("time", stamp)
+            continue
+        previous = old_by_manager.get(patch.get("manager"))
+        if previous is not None:
+            same = {k: v for k, v in patch.items() if k != "time"} == {
+                k: v for k, v in previous.items() if k != "time"
+            }
+            if same and "time" in previous:
+                patch["time"] = previous["time"]
+            elif same:
+                patch.pop("time", None)
+            else:
+                patch["time"] = stamp
+        elif patch.get("time") is None:
+            patch["time"] = stamp
+    return out
 
 
 # --- runtimes -----------------------------------------------------------------------------------
