@@ -307,3 +307,128 @@ async def test_deleting_a_trainjob_ends_every_process_within_five_seconds(home: 
         assert await pods_of(api, "long") == []
     finally:
         await api.close()
+
+
+def crashing_runtime(name: str) -> dict[str, Any]:
+    """A TrainingRuntime whose JobSet restarts at most twice and whose pods never restart."""
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainingRuntime",
+        "metadata": {
+            "name": name,
+            "namespace": "default",
+            "labels": {"trainer.kubeflow.org/framework": "torch"},
+        },
+        "spec": {
+            "mlPolicy": {"numNodes": 2, "torch": {}},
+            "template": {
+                "spec": {
+                    "failurePolicy": {"maxRestarts": 2},
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "template": {
+                                "metadata": {
+                                    "labels": {
+                                        "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"
+                                    }
+                                },
+                                "spec": {
+                                    "backoffLimit": 0,
+                                    "template": {
+                                        "spec": {
+                                            "restartPolicy": "Never",
+                                            "containers": [{"name": "node", "image": "python"}],
+                                        }
+                                    },
+                                },
+                            },
+                        }
+                    ],
+                }
+            },
+        },
+    }
+
+
+async def test_a_crashing_trainjob_is_restarted_exactly_twice_then_fails_with_jobsets_reason(
+    home: Path,
+) -> None:
+    info = await asyncio.to_thread(ensure_daemon, home)
+    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    trainjob = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "crash", "namespace": "default"},
+        "spec": {
+            "runtimeRef": {"name": "crashy", "kind": "TrainingRuntime"},
+            "trainer": {
+                "command": [
+                    "python",
+                    "-c",
+                    "import os, sys; sys.exit(int(os.environ['PET_NODE_RANK']) + 1)",
+                ]
+            },
+        },
+    }
+    try:
+        await api.create(
+            ("trainer.kubeflow.org/v1alpha1", "trainingruntimes"), crashing_runtime("crashy")
+        )
+        await api.create(TRAINJOBS, trainjob)
+        done = await finished(api, TRAINJOBS, "crash", ("Complete", "Failed"))
+        failed = next(c for c in done["status"]["conditions"] if c["type"] == "Failed")
+        assert failed["status"] == "True"
+        assert failed["reason"] == "ReachedMaxRestarts"
+        js = await api.get(JOBSETS, "default", "crash")
+        assert (js["status"]["restarts"], js["status"]["restartsCountTowardsMax"]) == (2, 2)
+        pods = await pods_of(api, "crash")
+        assert {p["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] for p in pods} == {
+            "2"
+        }
+    finally:
+        await api.close()
+
+
+async def test_suspending_a_trainjob_stops_its_pods_and_resuming_runs_them_again(
+    home: Path,
+) -> None:
+    info = await asyncio.to_thread(ensure_daemon, home)
+    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    tag = f"300.{uuid.uuid4().int % 10**9:09d}"
+    trainjob = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "pause", "namespace": "default"},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "trainer": {"numNodes": 2, "command": ["sleep", tag]},
+        },
+    }
+
+    def sleeping() -> int:
+        return len(
+            [p for p in os.listdir("/proc") if p.isdigit() and _cmd(int(p)) == ["sleep", tag]]
+        )
+
+    try:
+        await api.create(TRAINJOBS, trainjob)
+
+        async def two() -> bool:
+            return sleeping() == 2
+
+        async def none() -> bool:
+            return sleeping() == 0 and not await pods_of(api, "pause")
+
+        await wait_for(two)
+        await api.patch(TRAINJOBS, "default", "pause", {"spec": {"suspend": True}})
+        await wait_for(none, timeout=10)
+        js = await api.get(JOBSETS, "default", "pause")
+        assert js["spec"]["suspend"] is True
+        assert any(
+            c["type"] == "Suspended" and c["status"] == "True" for c in js["status"]["conditions"]
+        )
+        await api.patch(TRAINJOBS, "default", "pause", {"spec": {"suspend": False}})
+        await wait_for(two)
+    finally:
+        await api.close()
