@@ -219,7 +219,10 @@ class ApiServer:
         """Write the kubeconfig (mode 0600) to ``path`` (default ``<home>/kubeconfig``)."""
         target = Path(path) if path is not None else self.home / "kubeconfig"
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        # Written beside and renamed into place: a reader never sees half a file.
+        scratch = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
             yaml.safe_dump(self.kubeconfig(context), fh, sort_keys=False)
+        os.replace(scratch, target)
         return target
