@@ -118,22 +118,26 @@ def _upsert_port(items: list[Any], new: Iterable[Obj]) -> None:
 
 def upsert_env(container: Obj, *env: Obj) -> None:
     """Upsert env vars into ``container["env"]`` by name, in order."""
-    _upsert_by(child_list(container, "env"), env, "name")
+    if env:  # upserting nothing must not leave an empty list behind
+        _upsert_by(child_list(container, "env"), env, "name")
 
 
 def upsert_port(container: Obj, *ports: Obj) -> None:
     """Upsert ports into ``container["ports"]`` by containerPort or name."""
-    _upsert_port(child_list(container, "ports"), ports)
+    if ports:
+        _upsert_port(child_list(container, "ports"), ports)
 
 
 def upsert_volume_mount(container: Obj, *mounts: Obj) -> None:
     """Upsert volume mounts into ``container["volumeMounts"]`` by mountPath."""
-    _upsert_by(child_list(container, "volumeMounts"), mounts, "mountPath")
+    if mounts:
+        _upsert_by(child_list(container, "volumeMounts"), mounts, "mountPath")
 
 
 def upsert_volume(pod_spec: Obj, *volumes: Obj) -> None:
     """Upsert volumes into ``pod_spec["volumes"]`` by name."""
-    _upsert_by(child_list(pod_spec, "volumes"), volumes, "name")
+    if volumes:
+        _upsert_by(child_list(pod_spec, "volumes"), volumes, "name")
 
 
 def env_value(name: str, value: str) -> Obj:
