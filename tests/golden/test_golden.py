@@ -1,6 +1,8 @@
-"""Golden cases: ``<case>/trainjob.yaml`` (+ optional ``runtime.yaml``, ``feature-gates.txt``)
-renders to exactly ``<case>/expected.yaml``: every applied object, then the TrainJob with its
-first-reconcile status (what ``kubetrain render`` prints).
+"""Golden cases: ``<case>/trainjob.yaml`` (+ optional ``runtime.yaml``, ``feature-gates.txt``,
+``existing.yaml`` = objects already in the cluster) renders to exactly ``<case>/expected.yaml``:
+every applied object, then the TrainJob with its status after the reconcile (what ``kubetrain
+render`` prints). A case with ``expected-errors.txt`` is a rejection instead: admission must
+return exactly those ``<field path>: <reason>`` lines.
 
 Each expected file was reviewed by hand against reference §2-§4 (the case's comment says what it
 shows). To regenerate after a deliberate change run ``KUBETRAIN_UPDATE_GOLDEN=1 pytest
@@ -22,7 +24,7 @@ import yaml
 from kubetrain.api.dump import dump_yaml
 from kubetrain.api.load import load_files
 from kubetrain.api.schema import apply_defaults
-from kubetrain.runtime import Environment, FeatureGates, render
+from kubetrain.runtime import Environment, Existing, FeatureGates, render, validate_trainjob
 from kubetrain.runtime.defaults import default_runtimes
 from kubetrain.runtime.podspec import tree_copy
 from kubetrain.runtime.sshkeys import ssh_keypair_from_seed
@@ -41,19 +43,29 @@ def _keys() -> tuple[str, str]:
 ENV = Environment(ssh_keypair=_keys, ca_pem=CA)
 
 
-def render_case(case: Path) -> list[dict[str, Any]]:
+def inputs(case: Path) -> tuple[dict[str, Any], dict[str, Any] | None, FeatureGates]:
     (job,) = load_files([case / "trainjob.yaml"])
+    runtime: dict[str, Any] | None
     if (case / "runtime.yaml").is_file():
         (runtime,) = load_files([case / "runtime.yaml"])
     else:
         name = job["spec"]["runtimeRef"]["name"]
-        runtime = next(r for r in default_runtimes() if r["metadata"]["name"] == name)
-        runtime = apply_defaults(tree_copy(runtime))
+        found = [r for r in default_runtimes() if r["metadata"]["name"] == name]
+        runtime = apply_defaults(tree_copy(found[0])) if found else None
     gates_file = case / "feature-gates.txt"
-    gates = FeatureGates.parse(
-        gates_file.read_text().strip() if gates_file.is_file() else "TrainJobStatus=false"
+    text = gates_file.read_text().strip() if gates_file.is_file() else "TrainJobStatus=false"
+    return job, runtime, FeatureGates.parse(text)
+
+
+def render_case(case: Path) -> list[dict[str, Any]]:
+    job, runtime, gates = inputs(case)
+    existing_file = case / "existing.yaml"
+    existing = (
+        Existing.of(*yaml.safe_load_all(existing_file.read_text()))
+        if existing_file.is_file()
+        else None
     )
-    plan = render(job, runtime, gates=gates, environment=ENV, now=NOW)
+    plan = render(job, runtime, gates=gates, environment=ENV, now=NOW, existing=existing)
     shown = dict(job)
     if plan.trainjob_status:
         shown["status"] = plan.trainjob_status
@@ -63,6 +75,12 @@ def render_case(case: Path) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("case", CASES)
 def test_golden(case: str, jobset_validator: Any) -> None:
     path = HERE / case
+    errors_file = path / "expected-errors.txt"
+    if errors_file.is_file():
+        job, runtime, gates = inputs(path)
+        lines = [str(e) for e in validate_trainjob(job, runtime, gates=gates).errors]
+        assert lines == errors_file.read_text().splitlines()
+        return
     got = render_case(path)
     expected_file = path / "expected.yaml"
     if os.environ.get("KUBETRAIN_UPDATE_GOLDEN") == "1":
