@@ -107,6 +107,7 @@ class Executor:
         self.lost: dict[str, list[dict[str, Any]]] = {}
         self._background: set[asyncio.Task[None]] = set()
         self._queue: asyncio.Queue[Key] = asyncio.Queue()
+        self._events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._queued: set[Key] = set()
         self._tasks: list[asyncio.Task[Any]] = []
         self._synced = {PODS: asyncio.Event(), JOBSETS: asyncio.Event()}
@@ -116,6 +117,7 @@ class Executor:
     async def start(self) -> None:
         """Begin watching; returns once both caches are filled and leftovers are handled."""
         self._tasks = [
+            asyncio.create_task(self._send_events(), name="executor-events"),
             asyncio.create_task(
                 self._informer(JOBSETS, None, self._on_jobset), name="executor-jobsets"
             ),
@@ -134,6 +136,8 @@ class Executor:
 
     async def stop(self, *, kill_pods: bool = False) -> None:
         """Stop watching. Pods keep running for the next daemon to adopt unless ``kill_pods``."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._events.join(), timeout=2)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -336,6 +340,7 @@ class Executor:
     async def _event(
         self, involved: dict[str, Any], etype: str, reason: str, message: str, *, component: str
     ) -> None:
+        """Queue an Event; one sender writes them in order, off the pods' start path."""
         obj = make_event(
             involved,
             etype,
@@ -345,8 +350,17 @@ class Executor:
             component=component,
             host=self.settings.node_name,
         )
-        with contextlib.suppress(KubeApiError, httpx2.HTTPError):
-            await self.api.create(EVENTS, obj)
+        self._events.put_nowait(obj)
+
+    async def _send_events(self) -> None:
+        while True:
+            obj = await self._events.get()
+            try:
+                await self.api.create(EVENTS, obj)
+            except (KubeApiError, httpx2.HTTPError, OSError) as err:
+                log.debug("event not recorded: %s", err)
+            finally:
+                self._events.task_done()
 
     def _jobset_gone(self, jobset: dict[str, Any]) -> None:
         spec = read_spec(jobset)

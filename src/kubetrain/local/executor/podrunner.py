@@ -63,12 +63,16 @@ class PodRunner:
         self.stopping = False
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
+        self._published: dict[str, Any] | None = None
         spec = pod.get("spec") or {}
         self.policy = str(spec.get("restartPolicy") or "Always")
 
     async def publish(self) -> None:
         async with self._lock:
-            await self.publish_fn(self.model.status(self.clock()))
+            status = self.model.status(self.clock())
+            if status != self._published:
+                await self.publish_fn(status)
+                self._published = status
 
     # --- lifecycle ------------------------------------------------------------------------
     async def run(self, *, adopt: bool = False) -> str:
