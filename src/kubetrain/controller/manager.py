@@ -66,6 +66,7 @@ class Controller:
         watch_timeout: int = 300,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         leader: LeaderElector | None = None,
+        drain_timeout: float = 10.0,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
@@ -73,6 +74,7 @@ class Controller:
         self.namespace = namespace
         self.concurrency = concurrency
         self.leader = leader
+        self.drain_timeout = drain_timeout
         self.metrics = ControllerMetrics()
         self.ready = asyncio.Event()
         """Set once every cache is synced and the workers run."""
@@ -192,6 +194,12 @@ class Controller:
             self.ready.clear()
             self.queue.shut_down()
             stopper.cancel()
+            workers = [t for t in tasks if t.get_name().startswith("worker-")]
+            if workers and stop.is_set():
+                # A requested stop lets reconciles in flight finish (each is short), so no
+                # apply is cut off before its status and events are written. Lost leadership
+                # does not wait: another replica is already reconciling.
+                await asyncio.wait(workers, timeout=self.drain_timeout)
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, stopper, return_exceptions=True)

@@ -218,7 +218,11 @@ class TrainJobReconciler:
     async def _apply(self, trainjob: Obj, step: _Pass, outcome: Outcome) -> None:
         """Apply the Plan in a safe order; permanent failures raise ``_Permanent``, transient
         ones are kept in ``step.error`` so that status is still written this pass."""
-        objects = [o for o in outcome.objects if self._may_apply(trainjob, step.jobset, o)]
+        objects = [
+            o
+            for o in outcome.objects
+            if self._may_apply(trainjob, step.jobset, o) and not self._already_live(o)
+        ]
         objects.sort(key=lambda o: _APPLY_ORDER.get(str(o.get("kind")), 2))
         had_jobset = step.jobset is not None
         try:
@@ -237,6 +241,17 @@ class TrainJobReconciler:
             step.created_jobset = True
             for warning in outcome.warnings:
                 self._events.record(trainjob, "Warning", "TrainJobRenderWarning", warning)
+
+    def _already_live(self, obj: Obj) -> bool:
+        """A ConfigMap that the cache shows with exactly this content: applying it again would
+        change nothing, so the request is saved (upstream re-applies e.g. the MPI hostfile and
+        TLS ConfigMaps on every reconcile). Anything that differs, even a field another manager
+        changed, is applied with force as usual."""
+        if obj.get("kind") != CONFIGMAP.kind:
+            return False
+        meta = obj.get("metadata") or {}
+        live = self._caches.configmaps.get(str(meta.get("name")), str(meta.get("namespace") or ""))
+        return live is not None and _contains(live, obj)
 
     def _may_apply(self, trainjob: Obj, jobset: Obj | None, obj: Obj) -> bool:
         # A running JobSet is never mutated: only while the TrainJob or the JobSet is suspended
@@ -439,18 +454,44 @@ def _status_patch(old: Obj, new: Obj) -> Obj:
     return patch
 
 
+def _contains(live: object, desired: object) -> bool:
+    """Every field of ``desired`` has the same value in ``live`` (maps may hold more keys)."""
+    if isinstance(desired, dict):
+        return isinstance(live, dict) and all(
+            k in live and _contains(live[k], v) for k, v in desired.items()
+        )
+    return live == desired
+
+
 def _sooner(a: float | None, b: float | None) -> float | None:
     return b if a is None else a if b is None else min(a, b)
 
 
+_SNAPSHOT_CACHE: dict[tuple[str, str], Obj] = {}
+_SNAPSHOT_CACHE_SIZE = 4096
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built with it
+
+
 def _snapshot_runtime(snapshot: Obj | None) -> Obj:
     """The runtime inside a snapshot, for deciding which extra children to read; a broken
-    snapshot gives {} here and render reports it properly."""
+    snapshot gives {} here and render reports it properly. Snapshots never change, so the
+    parse is remembered per (uid, resourceVersion)."""
+    meta = (snapshot or {}).get("metadata") or {}
+    key = (str(meta.get("uid")), str(meta.get("resourceVersion")))
+    cached = _SNAPSHOT_CACHE.get(key)
+    if cached is not None:
+        return cached
     try:
-        runtime = yaml.safe_load(((snapshot or {}).get("data") or {}).get("runtime") or "")
+        text = ((snapshot or {}).get("data") or {}).get("runtime") or ""
+        runtime = yaml.load(text, Loader=_YAML_LOADER)
     except yaml.YAMLError:
         return {}
-    return runtime if isinstance(runtime, dict) else {}
+    if not isinstance(runtime, dict):
+        return {}
+    if len(_SNAPSHOT_CACHE) >= _SNAPSHOT_CACHE_SIZE:
+        del _SNAPSHOT_CACHE[next(iter(_SNAPSHOT_CACHE))]
+    _SNAPSHOT_CACHE[key] = runtime
+    return runtime
 
 
 def _note(err: object) -> str:

@@ -123,8 +123,9 @@ class WorkQueue(Generic[K]):
         return self._failures.get(key, 0)
 
     async def get(self) -> K:
-        """The next key; the caller owns it until ``done(key)``."""
-        while not self._queue:
+        """The next key; the caller owns it until ``done(key)``. After ``shut_down`` no key is
+        handed out any more (keys in workers' hands are still finished)."""
+        while not self._queue or self._shutdown:
             if self._shutdown:
                 raise QueueShutDown
             self._ready.clear()
