@@ -204,3 +204,161 @@ def test_junk_runtimes_give_field_errors_and_never_crash_render(
         render(job, runtime, environment=TEST_ENV)
     except RenderError as exc:
         assert all(isinstance(e, FieldError) for e in exc.errors)
+
+
+# --- well-typed random TrainJobs: admission decides, and admitted jobs always render ------------
+
+quantity = st.one_of(
+    st.integers(0, 16),
+    st.sampled_from(["500m", "1", "2Gi", "1.5", "0"]),
+    st.floats(0, 8).map(lambda f: round(f, 1)),
+)
+well_typed_trainer = st.fixed_dictionaries(
+    {},
+    optional={
+        "numNodes": st.integers(1, 6),
+        "numProcPerNode": st.integers(1, 4),
+        "image": st.sampled_from(["img:1", "ghcr.io/x/y:2"]),
+        "command": st.sampled_from([["python", "t.py"], ["tune", "run"], ["torchrun", "a.py"]]),
+        "args": st.lists(
+            st.sampled_from(["--x", "epochs=1", "model.lora_attn_modules=[q]"]), max_size=3
+        ),
+        "env": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "name": st.sampled_from(["A", "B", "NCCL_DEBUG"]),
+                    "value": st.text("abc", max_size=3),
+                }
+            ),
+            max_size=3,
+            unique_by=lambda e: e["name"],
+        ),
+        "resourcesPerNode": st.fixed_dictionaries(
+            {},
+            optional={
+                "limits": st.dictionaries(
+                    st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]), quantity, max_size=3
+                ),
+                "requests": st.dictionaries(
+                    st.sampled_from(["cpu", "memory", "nvidia.com/gpu"]), quantity, max_size=3
+                ),
+            },
+        ),
+    },
+)
+well_typed_patch = st.fixed_dictionaries(
+    {
+        "manager": st.sampled_from(["kueue.x-k8s.io/manager", "a.io/b"]),
+        "trainingRuntimeSpec": st.fixed_dictionaries(
+            {
+                "template": st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "metadata": st.fixed_dictionaries(
+                            {
+                                "labels": st.dictionaries(
+                                    st.sampled_from(["a", "b"]),
+                                    st.sampled_from(["x", "y"]),
+                                    max_size=2,
+                                )
+                            }
+                        ),
+                        "spec": st.fixed_dictionaries(
+                            {
+                                "replicatedJobs": st.lists(
+                                    st.fixed_dictionaries(
+                                        {
+                                            "name": st.sampled_from(["node", "launcher"]),
+                                            "template": st.fixed_dictionaries(
+                                                {
+                                                    "spec": st.fixed_dictionaries(
+                                                        {
+                                                            "template": st.fixed_dictionaries(
+                                                                {
+                                                                    "spec": st.fixed_dictionaries(
+                                                                        {
+                                                                            "nodeSelector": st.dictionaries(
+                                                                                st.sampled_from(
+                                                                                    ["pool", "zone"]
+                                                                                ),
+                                                                                st.sampled_from(
+                                                                                    ["a", "b"]
+                                                                                ),
+                                                                                max_size=2,
+                                                                            )
+                                                                        }
+                                                                    )
+                                                                }
+                                                            )
+                                                        }
+                                                    )
+                                                }
+                                            ),
+                                        }
+                                    ),
+                                    max_size=2,
+                                    unique_by=lambda j: j["name"],
+                                )
+                            }
+                        ),
+                    },
+                )
+            }
+        ),
+    }
+)
+well_typed_job = st.builds(
+    lambda name, runtime, trainer, patches, suspend: {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": name, "namespace": "ns", "uid": "u-1"},
+        "spec": {
+            "runtimeRef": {"name": runtime},
+            **({"trainer": trainer} if trainer is not None else {}),
+            **({"runtimePatches": patches} if patches else {}),
+            "suspend": suspend,
+        },
+    },
+    st.sampled_from(["j", "job-1"]),
+    st.sampled_from(
+        [
+            "torch-distributed",
+            "deepspeed-distributed",
+            "torchtune-llama3.2-1b",
+            "xgboost-distributed",
+        ]
+    ),
+    st.one_of(st.none(), well_typed_trainer),
+    st.lists(well_typed_patch, max_size=2, unique_by=lambda p: p["manager"]),
+    st.booleans(),
+)
+_BY_NAME = {r["metadata"]["name"]: r for r in RUNTIMES}
+_VALIDATOR: list[Any] = []
+
+
+def _jobset_validator() -> Any:
+    if not _VALIDATOR:
+        import jsonschema
+        import yaml
+        from runtime_helpers import SHARED
+
+        with (SHARED / "upstream-crds" / "jobset.x-k8s.io_jobsets.yaml").open() as f:
+            crd = yaml.load(f, Loader=yaml.CSafeLoader)
+        schema = next(v for v in crd["spec"]["versions"] if v["name"] == "v1alpha2")["schema"][
+            "openAPIV3Schema"
+        ]
+        _VALIDATOR.append(jsonschema.Draft7Validator(schema))
+    return _VALIDATOR[0]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(job=well_typed_job)
+def test_admitted_well_typed_jobs_render_valid_jobsets(job: dict[str, Any]) -> None:
+    runtime = _BY_NAME[job["spec"]["runtimeRef"]["name"]]
+    verdict = validate_trainjob(job, runtime)
+    if not verdict.ok:
+        return
+    plan = render(job, runtime, environment=TEST_ENV)
+    (js,) = [o for o in plan.objects if o["kind"] == "JobSet"]
+    assert not list(_jobset_validator().iter_errors(js))
+    assert js["spec"]["suspend"] is job["spec"]["suspend"]
