@@ -120,7 +120,8 @@ def test_clients_racing_to_start_end_up_with_one_daemon(home: Path) -> None:
     assert len(set(found)) == 1 and len(found) == 3
 
 
-async def test_after_kill_9_a_live_pod_is_adopted_and_recorded_once(home: Path) -> None:
+@pytest.mark.parametrize("how", ["kill -9", "daemon stop"])
+async def test_after_a_stop_a_live_pod_is_adopted_and_recorded_once(home: Path, how: str) -> None:
     info = await asyncio.to_thread(ensure_daemon, home)
     api = KubeApi.from_kubeconfig(info.kubeconfig)
     ctl = home.parent / "ctl"
@@ -138,7 +139,10 @@ async def test_after_kill_9_a_live_pod_is_adopted_and_recorded_once(home: Path) 
         before = {p["metadata"]["name"] for p in await pods_of(api, "adopt")}
     finally:
         await api.close()
-    await asyncio.to_thread(kill9, info)
+    if how == "kill -9":
+        await asyncio.to_thread(kill9, info)
+    else:
+        assert await asyncio.to_thread(stop_daemon, home)
     (ctl / "go").write_text("go")  # the pods finish while no daemon runs
     time.sleep(0.5)
     info = await asyncio.to_thread(ensure_daemon, home)

@@ -25,12 +25,14 @@ from kubetrain.local.executor import Executor, ExecutorSettings, KubeApi
 
 from .files import DaemonFiles
 
-__all__ = ["ALREADY_RUNNING", "run_daemon"]
+__all__ = ["ALREADY_RUNNING", "IMAGES_FILE", "run_daemon"]
 
 log = logging.getLogger("kubetrain.daemon")
 
 # Exit status of a daemon that found another one holding the lock.
 ALREADY_RUNNING = 3
+# In KUBETRAIN_HOME: which local environment plays which container image.
+IMAGES_FILE = "images.yaml"
 
 
 def _take_lock(files: DaemonFiles) -> int | None:
@@ -91,7 +93,7 @@ async def run_daemon(home: Path, *, executor_settings: ExecutorSettings | None =
     server = await _start_server(home, _previous_port(files))
     kubeconfig = server.write_kubeconfig(files.kubeconfig)
     api = KubeApi.from_kubeconfig(kubeconfig)
-    executor = Executor(api, executor_settings or ExecutorSettings(home=home))
+    executor = Executor(api, executor_settings or _executor_settings(home))
     controller_task: asyncio.Task[None] | None = None
     try:
         await executor.start()
@@ -127,6 +129,13 @@ async def run_daemon(home: Path, *, executor_settings: ExecutorSettings | None =
         os.close(lock_fd)
         log.info("kubetrain daemon stopped%s", " (pods killed)" if kill_pods else "")
     return 0
+
+
+def _executor_settings(home: Path) -> ExecutorSettings:
+    from kubetrain.local.sandbox import load_image_map
+
+    # Image → local environment mapping, read once at start (restart the daemon after edits).
+    return ExecutorSettings(home=home, images=load_image_map(home / IMAGES_FILE))
 
 
 def _stop_mode(files: DaemonFiles) -> str:
