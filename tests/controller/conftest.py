@@ -194,12 +194,13 @@ class PrivateServer:
     """An API server in this test's loop that can be stopped and started again on the same
     port and the same SQLite database (as after a daemon restart)."""
 
-    def __init__(self, home: Path, runtime: Obj) -> None:
+    def __init__(self, home: Path, runtime: Obj, history: int = 50_000) -> None:
         from kubetrain.api.schema import crd_manifests
 
         self._home = home
         self._runtime = runtime
         self._crds = crd_manifests()
+        self.history = history
         self.port = 0
         self.server: ApiServer | None = None
 
@@ -211,6 +212,7 @@ class PrivateServer:
             seed_objects=[self._runtime],
             tls=False,
             bookmark_interval=0.5,
+            history=self.history,
         )
         await server.start()
         self.port = server.port

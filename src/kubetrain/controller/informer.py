@@ -78,6 +78,11 @@ class Informer:
         self.lists = 0
         self.watches = 0
 
+    @property
+    def resource_version(self) -> str | None:
+        """The last resourceVersion seen (list, event or bookmark); where a re-watch resumes."""
+        return self._rv
+
     def add_handler(self, handler: EventHandler) -> None:
         self._handlers.append(handler)
 
