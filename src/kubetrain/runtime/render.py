@@ -104,14 +104,10 @@ _YAML_CACHE: dict[str, str] = {}
 
 
 def _dump_runtime(runtime: Obj) -> str:
-    # sigs.k8s.io/yaml.Marshal of the typed object: keys sorted, and a zero creationTimestamp
-    # still present as null (metav1.Time has no omitempty).
-    obj = dict(runtime)
-    meta = dict(_d(obj.get("metadata")))
-    meta.setdefault("creationTimestamp", None)
-    obj["metadata"] = meta
+    # sigs.k8s.io/yaml.Marshal of the typed object: JSON field names, keys sorted. (With
+    # apimachinery v0.36 a zero creationTimestamp is omitzero, so nothing is added for it.)
     text: str = yaml.dump(
-        obj, Dumper=_Dumper, sort_keys=True, default_flow_style=False, allow_unicode=True
+        runtime, Dumper=_Dumper, sort_keys=True, default_flow_style=False, allow_unicode=True
     )
     return text
 
