@@ -12,6 +12,8 @@ import pytest
 
 from conftest import CONFIGMAPS, JOBSETS, TRAINJOBS, Plane, condition, eventually
 from kubetrain.api.types import Obj
+from kubetrain.controller import run_controller
+from kubetrain.local.apiserver import ServerThread
 
 T0 = "2026-11-29T09:00:00Z"
 
@@ -342,3 +344,45 @@ async def test_status_writes_keep_the_trainer_status_of_the_status_server(plane:
 
     status = await eventually(complete, what="Complete")
     assert status["trainerStatus"] == progress
+
+
+async def test_a_plan_that_cannot_render_fails_the_job_visibly(plane: Plane) -> None:
+    # A snapshot ConfigMap that is not this job's makes rendering fail for good.
+    await plane.kube.create(
+        *CONFIGMAPS,
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "tj-runtime-snapshot", "namespace": plane.namespace},
+            "data": {"runtime": "kind: Nothing"},
+        },
+    )
+    await plane.start_controller()
+    await plane.create_trainjob("tj")
+
+    async def failed() -> Obj | None:
+        return condition(await plane.trainjob_status("tj"), "Failed")
+
+    cond = await eventually(failed, what="Failed/TrainJobResourcesCreationFailed")
+    assert cond["reason"] == "TrainJobResourcesCreationFailed"
+    assert "invalid runtime snapshot" in cond["message"]
+    assert await plane.get(JOBSETS, "tj") is None
+    assert await _with_reason(plane, "tj", "TrainJobResourcesCreationFailed")
+
+
+async def test_run_controller_takes_a_kubeconfig_document(
+    plane: Plane, server_thread: ServerThread
+) -> None:
+    assert server_thread.server is not None
+    stop = asyncio.Event()
+    task = asyncio.create_task(
+        run_controller(
+            server_thread.server.kubeconfig(), namespace=plane.namespace, stop_event=stop
+        )
+    )
+    try:
+        await plane.create_trainjob("tj")
+        await eventually(lambda: plane.get(JOBSETS, "tj"), what="the JobSet")
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)

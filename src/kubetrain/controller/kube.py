@@ -32,7 +32,9 @@ __all__ = [
     "load_config",
 ]
 
-KubeConfigLike = KubeConfig | SingleConfig | str | PathLike[str] | None
+# A kubeconfig file, an already-parsed kubeconfig document, lightkube's config objects, or None
+# for the environment (in-cluster service account, $KUBECONFIG, ~/.kube/config).
+KubeConfigLike = KubeConfig | SingleConfig | Mapping[str, Any] | str | PathLike[str] | None
 
 # What a request raises when the server cannot be reached or the connection breaks.
 TRANSPORT_ERRORS: tuple[type[Exception], ...] = (httpx2.HTTPError, OSError)
@@ -91,13 +93,15 @@ class ApiError(Exception):
 
 
 def load_config(config: KubeConfigLike, context: str | None = None) -> SingleConfig:
-    """A kubeconfig file path, a lightkube ``KubeConfig``/``SingleConfig``, or None (environment)."""
+    """The context ``context`` (default: current) of ``config`` (see ``KubeConfigLike``)."""
     if isinstance(config, SingleConfig):
         return config
     if config is None:
         config = KubeConfig.from_env()
     elif isinstance(config, str | PathLike):
         config = KubeConfig.from_file(Path(config))
+    elif isinstance(config, Mapping):
+        config = KubeConfig.from_dict(dict(config))
     single = config.get(context)
     if single is None:  # only possible with a default, which we never pass
         raise ValueError("kubeconfig has no usable context")
