@@ -11,8 +11,9 @@ from plane_helpers import Plane
 from kubetrain.local.apiserver import ApiServer
 from kubetrain.local.executor.jobset_logic import Settings
 from kubetrain.local.executor.kubeapi import KubeApi
-from kubetrain.local.executor.loop import Executor, ExecutorSettings
+from kubetrain.local.executor.loop import Executor
 from kubetrain.local.executor.podrunner import RunnerSettings
+from kubetrain.local.executor.settings import ExecutorSettings
 
 
 @pytest.fixture

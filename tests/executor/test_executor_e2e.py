@@ -201,7 +201,9 @@ async def test_depends_on_starts_nodes_only_after_the_initializer_completes(plan
     assert by_job["node"]["metadata"]["creationTimestamp"] >= init_end
 
 
-async def test_a_pod_deleted_through_the_api_is_killed_counted_as_failed_and_replaced(plane: Plane) -> None:
+async def test_a_pod_deleted_through_the_api_is_killed_counted_as_failed_and_replaced(
+    plane: Plane,
+) -> None:
     tag = marker()
     await plane.api.create(
         JOBSETS,

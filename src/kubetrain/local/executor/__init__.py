@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from .jobset_logic import Decision, Settings, reconcile
 from .kubeapi import KubeApi, KubeApiError
-from .loop import Executor, ExecutorSettings, TokenProvider
+from .loop import Executor
 from .podrunner import RunnerSettings
+from .settings import ExecutorSettings, TokenProvider
 
 __all__ = [
     "Decision",

@@ -1,0 +1,123 @@
+"""What the executor knows of the cluster: the watched JobSets and Pods, plus the pods that
+exist only here (still stopping after their API object went, or lost to an outside delete).
+
+A pod deleted through the API disappears at once from the embedded API server while its
+processes may still be stopping: such pods are shown to the JobSet logic as terminating, so a
+restarted Job never runs beside the remains of its predecessor (a cluster keeps the terminating
+Pod object for the same reason).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from .jobset_logic import format_time
+from .labels import JOBSET_NAME, RESTART_ATTEMPT
+
+__all__ = ["Cluster", "Key", "jobset_key_of", "key_of", "now", "rv_of"]
+
+Key = tuple[str, str]  # (namespace, name)
+Obj = dict[str, Any]
+
+
+def key_of(obj: Mapping[str, Any]) -> Key:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or "default"), str(meta.get("name", ""))
+
+
+def jobset_key_of(pod: Mapping[str, Any]) -> Key | None:
+    meta = pod.get("metadata") or {}
+    name = (meta.get("labels") or {}).get(JOBSET_NAME)
+    return (str(meta.get("namespace") or "default"), str(name)) if name else None
+
+
+def rv_of(obj: Mapping[str, Any]) -> int:
+    try:
+        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Cluster:
+    jobsets: dict[Key, Obj] = field(default_factory=dict)
+    pods: dict[Key, Obj] = field(default_factory=dict)
+    # Pods deleted from the API whose processes are still stopping: uid → last object.
+    terminating: dict[str, Obj] = field(default_factory=dict)
+    # Pods this executor deleted itself (restart, suspend, finish): their end is no failure.
+    own_deletions: set[str] = field(default_factory=set)
+    # Pods deleted by someone else before they ended. The Job controller counts such a pod as
+    # failed (job tracking finalizers); with no Job objects the count lives here, per JobSet
+    # uid, as a Failed stand-in for the vanished pod. Kept in memory only.
+    lost: dict[str, list[Obj]] = field(default_factory=dict)
+
+    def jobset_of(self, pod: Mapping[str, Any]) -> Obj | None:
+        key = jobset_key_of(pod)
+        return self.jobsets.get(key) if key else None
+
+    def pods_of(self, jobset: Obj) -> list[Obj]:
+        """Every pod the JobSet logic must see: live ones, stopping ones, lost ones."""
+        key = key_of(jobset)
+        uid = str(jobset["metadata"].get("uid", ""))
+        out = []
+        seen = set()
+        for pod in self.pods.values():
+            if jobset_key_of(pod) != key:
+                continue
+            owners = [r.get("uid") for r in pod["metadata"].get("ownerReferences") or []]
+            if uid and owners and uid not in owners:
+                continue  # a pod of an earlier JobSet of the same name
+            seen.add(pod["metadata"].get("uid"))
+            out.append(pod)
+        attempt = str(int((jobset.get("status") or {}).get("restarts") or 0))
+        # Only the current restart attempt's Jobs count lost pods; older Jobs are gone.
+        out += [
+            g
+            for g in self.lost.get(uid, [])
+            if g["metadata"]["labels"].get(RESTART_ATTEMPT) == attempt
+        ]
+        for pod_uid, pod in self.terminating.items():
+            if pod_uid not in seen and jobset_key_of(pod) == key:
+                ghost = copy.deepcopy(pod)
+                ghost["metadata"].setdefault("deletionTimestamp", format_time(now()))
+                out.append(ghost)
+        return out
+
+    def record_loss(self, pod: Obj) -> None:
+        """A pod deleted from outside before it ended counts as a failed pod of its Job."""
+        meta = pod["metadata"]
+        uid = str(meta.get("uid", ""))
+        if uid in self.own_deletions or (pod.get("status") or {}).get("phase") in (
+            "Succeeded",
+            "Failed",
+        ):
+            self.own_deletions.discard(uid)
+            return
+        jobset = self.jobset_of(pod)
+        if jobset is None or jobset["metadata"].get("deletionTimestamp"):
+            return  # deleted with its JobSet: nothing left to count against
+        stamp = format_time(now())
+        ghost = copy.deepcopy(pod)
+        ghost["metadata"]["deletionTimestamp"] = stamp
+        ghost["status"] = {
+            "phase": "Failed",
+            "reason": "Deleted",
+            "containerStatuses": [
+                {
+                    "name": str(c.get("name")),
+                    "state": {
+                        "terminated": {"exitCode": 137, "reason": "Error", "finishedAt": stamp}
+                    },
+                }
+                for c in (pod.get("spec") or {}).get("containers") or []
+            ],
+        }
+        self.lost.setdefault(str(jobset["metadata"].get("uid")), []).append(ghost)

@@ -1,0 +1,286 @@
+"""The kubelet half of the executor: one `PodRunner` per pod of this node.
+
+It starts a runner for every pod that has none, adopts the containers a previous daemon left
+behind (their state files say which), records as failed a pod that was running under a previous
+daemon and left no trace (never re-running it), stops the processes of deleted pods with a
+capped grace period, and removes their files. Status goes to ``pods/status``; Events through the
+executor's sender.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import copy
+import logging
+import shutil
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from kubetrain.local.sandbox import ContainerProcess, SandboxContext
+from kubetrain.local.sandbox.state import read_states
+
+from .addresses import AddressBook
+from .cache import Cluster, Key, jobset_key_of, key_of, now
+from .jobset_logic import format_time
+from .kubeapi import PODS, KubeApi, KubeApiError
+from .objects import pod_references
+from .podrunner import PodRunner
+from .podstatus import UNKNOWN_MESSAGE, UNKNOWN_REASON
+from .settings import UNSIGNED_TOKEN, ExecutorSettings
+from .spec import read_spec
+
+__all__ = ["EventSink", "Kubelet"]
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+# (involved object, type, reason, message, component)
+EventSink = Callable[[Obj, str, str, str, str], Awaitable[None]]
+
+
+class Kubelet:
+    def __init__(
+        self,
+        api: KubeApi,
+        settings: ExecutorSettings,
+        cluster: Cluster,
+        *,
+        enqueue: Callable[[Key], None],
+        event: EventSink,
+    ) -> None:
+        self.api = api
+        self.settings = settings
+        self.home = settings.home
+        self.cluster = cluster
+        self.enqueue = enqueue
+        self.event = event
+        self.addresses = AddressBook(self.home / "executor" / "addresses.json")
+        self.runners: dict[str, PodRunner] = {}  # pod uid → runner
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+        self._background: set[asyncio.Task[None]] = set()
+
+    def _pod_dir(self, uid: str) -> Path:
+        return self.home / "pods" / uid
+
+    def _requeue_jobset(self, pod: Obj) -> None:
+        key = jobset_key_of(pod)
+        if key is not None:
+            self.enqueue(key)
+
+    # --- pods appear -------------------------------------------------------------------------
+    def sync_pod(self, pod: Obj) -> None:
+        """Start (or adopt) the pod's containers unless something already looks after it."""
+        meta = pod["metadata"]
+        uid = str(meta.get("uid", ""))
+        if not uid or uid in self.tasks or uid in self.cluster.terminating:
+            return
+        if meta.get("deletionTimestamp"):
+            self.pod_gone(pod)
+            return
+        phase = (pod.get("status") or {}).get("phase")
+        if phase in ("Succeeded", "Failed"):
+            return
+        has_state = bool(read_states(self._pod_dir(uid)))
+        if not has_state and phase == "Running":
+            # It ran under a previous daemon and left no trace: record the loss, never re-run.
+            self._spawn(uid, self._record_unknown_end(pod))
+            return
+        jobset = self.cluster.jobset_of(pod)
+        if jobset is None:
+            return  # its JobSet is gone; garbage collection removes the pod
+        dns, by_host = self.addresses.hosts(read_spec(jobset))
+        hostname = str((pod.get("spec") or {}).get("hostname") or meta.get("name"))
+        pod_ip = by_host.get(hostname) or next(iter(by_host.values()), "127.0.0.2")
+        runner = PodRunner(
+            pod,
+            lambda: self._context(pod, pod_ip, dns),
+            publish=lambda status: self.publish(pod, status),
+            emit=lambda t, r, m: self.event(pod, t, r, m, "kubelet"),
+            clock=lambda: format_time(now()),
+            settings=self.settings.runner,
+            pod_ip=pod_ip,
+        )
+        self.runners[uid] = runner
+        self._spawn(uid, self._run(runner, uid, adopt=has_state))
+
+    def _spawn(self, uid: str, coro: Awaitable[None]) -> None:
+        async def wrapped() -> None:
+            try:
+                await coro
+            finally:
+                self.runners.pop(uid, None)
+                self.tasks.pop(uid, None)
+
+        self.tasks[uid] = asyncio.create_task(wrapped(), name=f"pod-{uid}")
+
+    async def _run(self, runner: PodRunner, uid: str, *, adopt: bool) -> None:
+        try:
+            await runner.run(adopt=adopt)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:
+            log.exception("pod %s: runner failed", runner.name)
+            runner.model.fail("ExecutorError", str(err))
+            with contextlib.suppress(Exception):
+                await runner.publish()
+
+    async def _record_unknown_end(self, pod: Obj) -> None:
+        status = copy.deepcopy(pod.get("status") or {})
+        stamp = format_time(now())
+        for cs in status.get("containerStatuses") or []:
+            if "terminated" not in (cs.get("state") or {}):
+                cs["state"] = {
+                    "terminated": {
+                        "exitCode": 137,
+                        "reason": UNKNOWN_REASON,
+                        "message": UNKNOWN_MESSAGE,
+                        "finishedAt": stamp,
+                    }
+                }
+                cs["ready"] = cs["started"] = False
+        status.update(phase="Failed", reason=UNKNOWN_REASON, message=UNKNOWN_MESSAGE)
+        await self.publish(pod, status)
+
+    async def publish(self, pod: Obj, status: Obj) -> None:
+        key = key_of(pod)
+        uid = pod["metadata"].get("uid")
+        current = self.cluster.pods.get(key)
+        if current is None or current["metadata"].get("uid") != uid:
+            return  # deleted meanwhile: a cluster's kubelet has nothing to report either
+        try:
+            updated = await self.api.patch(
+                PODS, key[0], key[1], {"status": status}, subresource="status"
+            )
+        except KubeApiError as err:
+            if err.code != 404:
+                log.warning("pod %s/%s: status update failed: %s", *key, err)
+            return
+        if (self.cluster.pods.get(key) or {}).get("metadata", {}).get("uid") == uid:
+            self.cluster.pods[key] = updated
+        self._requeue_jobset(pod)
+
+    # --- pods go -------------------------------------------------------------------------------
+    def pod_gone(self, pod: Obj) -> None:
+        """The Pod object is gone (or going): stop its processes, then remove its files."""
+        uid = str(pod["metadata"].get("uid", ""))
+        if uid in self.cluster.terminating:
+            return
+        self.cluster.terminating[uid] = pod
+        task = asyncio.get_running_loop().create_task(self._finish_pod(pod, uid))
+        # The loop keeps only weak references to tasks.
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _finish_pod(self, pod: Obj, uid: str) -> None:
+        try:
+            runner = self.runners.get(uid)
+            if runner is not None:
+                await runner.stop(self.settings.max_grace_s)
+                task = self.tasks.get(uid)
+                if task is not None:
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        await asyncio.wait_for(task, timeout=5)
+            else:
+                await self._kill_leftovers(self._pod_dir(uid))
+            if pod["metadata"].get("deletionTimestamp"):
+                # Graceful deletion (a finalizer held it): the kubelet's final delete.
+                ns, name = key_of(pod)
+                with contextlib.suppress(KubeApiError):
+                    await self.api.delete(PODS, ns, name, grace_seconds=0, uid=uid)
+            ns, name = key_of(pod)
+            await asyncio.to_thread(self._remove_files, uid, ns, name)
+        finally:
+            self.cluster.terminating.pop(uid, None)
+            self._requeue_jobset(pod)
+
+    def _remove_files(self, uid: str, namespace: str, name: str) -> None:
+        shutil.rmtree(self._pod_dir(uid), ignore_errors=True)
+        shutil.rmtree(self.home / "logs" / namespace / name, ignore_errors=True)
+
+    async def _kill_leftovers(self, pod_dir: Path) -> None:
+        procs = [ContainerProcess.adopt(s) for s in read_states(pod_dir)]
+        await asyncio.gather(
+            *(p.terminate(self.settings.max_grace_s) for p in procs if p.is_alive())
+        )
+
+    async def reap_orphans(self) -> None:
+        """Processes of pods that no longer exist in the API: stop them, drop their files."""
+        known = {str(p["metadata"].get("uid")) for p in self.cluster.pods.values()}
+        root = self.home / "pods"
+        if not root.is_dir():
+            return
+        for pod_dir in root.iterdir():
+            if pod_dir.name in known or not pod_dir.is_dir():
+                continue
+            await self._kill_leftovers(pod_dir)
+            shutil.rmtree(pod_dir, ignore_errors=True)
+
+    def jobset_gone(self, jobset: Obj) -> None:
+        spec = read_spec(jobset)
+        self.addresses.release(spec.uid)
+        # PVCs of volumeClaimPolicies with whenDeleted: Delete (the default) go with the JobSet.
+        for policy in (jobset.get("spec") or {}).get("volumeClaimPolicies") or []:
+            if ((policy.get("retentionPolicy") or {}).get("whenDeleted") or "Delete") != "Delete":
+                continue
+            for template in policy.get("templates") or []:
+                claim = f"{(template.get('metadata') or {}).get('name', '')}-{spec.name}"
+                shutil.rmtree(self.home / "volumes" / spec.namespace / claim, ignore_errors=True)
+
+    async def stop(self, *, kill_pods: bool) -> None:
+        """Stop looking after pods; their processes live on unless ``kill_pods``."""
+        if kill_pods:
+            await asyncio.gather(
+                *(r.stop(0) for r in self.runners.values()), return_exceptions=True
+            )
+        if self._background:
+            await asyncio.wait(set(self._background), timeout=10)
+        tasks = list(self.tasks.values())
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    # --- what a pod's sandbox needs ---------------------------------------------------------
+    async def _context(self, pod: Obj, pod_ip: str, hosts: dict[str, str]) -> SandboxContext:
+        ns = str(pod["metadata"].get("namespace") or "default")
+        cm_names, secret_names, audiences = pod_references(pod)
+        config_maps: dict[str, dict[str, str]] = {}
+        secrets: dict[str, dict[str, bytes]] = {}
+        # Missing ones are left out: the sandbox then fails the way a kubelet does (or skips
+        # them when the reference is optional).
+        for name in cm_names:
+            with contextlib.suppress(KubeApiError):
+                cm = await self.api.get(("v1", "configmaps"), ns, name)
+                data = dict(cm.get("data") or {})
+                for k, v in (cm.get("binaryData") or {}).items():
+                    data[k] = base64.b64decode(v).decode(errors="replace")
+                config_maps[name] = data
+        for name in secret_names:
+            with contextlib.suppress(KubeApiError):
+                sec = await self.api.get(("v1", "secrets"), ns, name)
+                decoded = {k: base64.b64decode(v) for k, v in (sec.get("data") or {}).items()}
+                decoded.update(
+                    {k: str(v).encode() for k, v in (sec.get("stringData") or {}).items()}
+                )
+                secrets[name] = decoded
+        tokens: dict[str, str] = {}
+        provider = self.settings.token_provider
+        for audience in audiences:
+            tokens[audience] = await provider(pod, audience) if provider else UNSIGNED_TOKEN
+        return SandboxContext(
+            pod_dir=self._pod_dir(str(pod["metadata"]["uid"])),
+            log_dir=self.home / "logs",
+            pod_ip=pod_ip,
+            hosts=hosts,
+            claims_dir=self.home / "volumes",
+            config_maps=config_maps,
+            secrets=secrets,
+            tokens=tokens,
+            images=self.settings.images,
+            node_name=self.settings.node_name,
+            mode=self.settings.sandbox_mode,
+        )
