@@ -46,11 +46,9 @@ SUPPORTED_RUNTIME_KEYS = (
 )
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
-try:  # libyaml when present: the snapshot is dumped on every first reconcile
-    _Dumper: Any = yaml.CSafeDumper
+try:  # libyaml when present: snapshots are parsed on every reconcile after the first
     _Loader: Any = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover
-    _Dumper = yaml.SafeDumper
     _Loader = yaml.SafeLoader
 
 
@@ -103,11 +101,29 @@ def _runtime_yaml(runtime: Obj) -> str:
 _YAML_CACHE: dict[str, str] = {}
 
 
+class _GoYAMLDumper(yaml.SafeDumper):
+    """Scalar styles as sigs.k8s.io/yaml (go-yaml v2) writes them: plain when possible, literal
+    blocks for multi-line text, otherwise double quotes (PyYAML would pick single quotes)."""
+
+    def choose_scalar_style(self) -> str:
+        style: str = super().choose_scalar_style()
+        return '"' if style == "'" else style
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if "\n" in value:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_GoYAMLDumper.add_representer(str, _represent_str)
+
+
 def _dump_runtime(runtime: Obj) -> str:
     # sigs.k8s.io/yaml.Marshal of the typed object: JSON field names, keys sorted. (With
     # apimachinery v0.36 a zero creationTimestamp is omitzero, so nothing is added for it.)
     text: str = yaml.dump(
-        runtime, Dumper=_Dumper, sort_keys=True, default_flow_style=False, allow_unicode=True
+        runtime, Dumper=_GoYAMLDumper, sort_keys=True, default_flow_style=False, allow_unicode=True
     )
     return text
 
