@@ -33,6 +33,7 @@ from kubetrain.local.apiserver.meta import (
     generate_name,
     manager_paths,
     now_iso,
+    owned_fields,
     record_manager,
     spec_part,
     validate_metadata,
@@ -256,17 +257,16 @@ class Engine:
         meta["creationTimestamp"] = now
         if res.has_generation:
             meta["generation"] = 1
-        manager = opts.field_manager or "unknown"
-        record_manager(
-            meta,
-            manager,
-            operation,
-            res.api_version,
-            content_paths(obj),
-            now,
-            None,
-            operation == "Apply",
-        )
+        meta["managedFields"] = [
+            {
+                "manager": opts.field_manager or "unknown",
+                "operation": operation,
+                "apiVersion": res.api_version,
+                "time": now,
+                "fieldsType": "FieldsV1",
+                "fieldsV1": owned_fields(obj),
+            }
+        ]
         if opts.dry_run:
             meta["resourceVersion"] = str(self.store.rv)
             return Result(obj, 201, warnings)
@@ -400,7 +400,9 @@ class Engine:
     ) -> Result:
         op = _Op()
         # The patch type is checked before the object is looked up, as kube-apiserver does.
-        if content_type not in (MERGE, JSON_PATCH, STRATEGIC, APPLY, APPLY_JSON) or (content_type == STRATEGIC and res.custom):
+        if content_type not in (MERGE, JSON_PATCH, STRATEGIC, APPLY, APPLY_JSON) or (
+            content_type == STRATEGIC and res.custom
+        ):
             raise E.unsupported_media_type(content_type)
         if content_type in (APPLY, APPLY_JSON):
             result = self._apply(op, res, namespace, name, subresource, patch, opts)

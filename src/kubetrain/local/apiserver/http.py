@@ -8,7 +8,6 @@ type exactly ``application/json`` (lightkube maps errors only then).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 from collections.abc import Callable
@@ -19,6 +18,7 @@ import yaml
 from aiohttp import web
 from multidict import CIMultiDict
 
+from kubetrain.local.apiserver import codec
 from kubetrain.local.apiserver import errors as E
 from kubetrain.local.apiserver.discovery import (
     api_group,
@@ -45,7 +45,7 @@ _TRUE = ("true", "1")
 
 
 def _dumps(body: Any) -> bytes:
-    return json.dumps(body, separators=(",", ":")).encode()
+    return codec.dumps(body)
 
 
 def _respond(body: Any, code: int = 200, warnings: list[str] | None = None) -> web.Response:
@@ -431,8 +431,8 @@ async def _body(request: web.Request, optional: bool = False) -> Any:
             return None
         raise E.bad_request("the request has no body")
     try:
-        return json.loads(raw)
-    except ValueError:
+        return codec.loads(raw)
+    except codec.DecodeError:
         pass
     try:
         return yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))

@@ -17,6 +17,7 @@ __all__ = [
     "generate_name",
     "manager_paths",
     "now_iso",
+    "owned_fields",
     "record_manager",
     "spec_part",
     "validate_metadata",
@@ -148,6 +149,27 @@ def content_paths(obj: Mapping[str, Any]) -> set[tuple[str, ...]]:
         if path[0] == "metadata" and (len(path) < 2 or path[1] in _UNOWNED_META):
             continue
         out.add(path)
+    return out
+
+
+def _fields(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict) and value:
+        return {f"f:{k}": _fields(v) for k, v in value.items()}
+    return {}
+
+
+def owned_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """``fieldsV1`` for every field of ``obj`` a manager can own, in one pass (used on create)."""
+    out: dict[str, Any] = {}
+    for key, value in obj.items():
+        if key in ("apiVersion", "kind"):
+            continue
+        if key == "metadata" and isinstance(value, Mapping):
+            owned = {f"f:{k}": _fields(v) for k, v in value.items() if k not in _UNOWNED_META}
+            if owned:
+                out["f:metadata"] = owned
+            continue
+        out[f"f:{key}"] = _fields(value)
     return out
 
 

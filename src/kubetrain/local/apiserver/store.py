@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import queue
 import sqlite3
 import threading
@@ -22,6 +21,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from kubetrain.local.apiserver import codec
 
 __all__ = ["Change", "Store"]
 
@@ -72,13 +73,16 @@ class Store:
         self.history_start = 0
         self._listeners: list[Callable[[Change], None]] = []
         self._writer: _Writer | None = None
+        # Changes of this loop iteration, handed to the writer in one go: waking the writer
+        # thread once per change costs more (GIL hand-offs) than the change itself.
+        self._outbox: list[_Pending] = []
 
     # -- life cycle ------------------------------------------------------------------------
     async def open(self) -> None:
         loop = asyncio.get_running_loop()
         rows, rv = await loop.run_in_executor(None, _load, self._path)
         for resource, namespace, name, data in rows:
-            obj = json.loads(data)
+            obj = codec.loads(data)
             self._index(resource, namespace, name, obj)
         self.rv = rv
         self.history_start = rv
@@ -86,6 +90,7 @@ class Store:
         self._writer.start()
 
     async def close(self) -> None:
+        self._flush()
         if self._writer is not None:
             writer, self._writer = self._writer, None
             await asyncio.get_running_loop().run_in_executor(None, writer.stop)
@@ -127,11 +132,19 @@ class Store:
             self._unindex(change.resource, change.namespace, change.name)
         else:
             self._index(change.resource, change.namespace, change.name, change.obj)
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
         if self._writer is None:
             raise RuntimeError("store is closed")
-        self._writer.submit(_Pending(change, future))
+        if not self._outbox:
+            loop.call_soon(self._flush)
+        self._outbox.append(_Pending(change, future))
         return future
+
+    def _flush(self) -> None:
+        batch, self._outbox = self._outbox, []
+        if batch and self._writer is not None:
+            self._writer.submit(batch)
 
     def subscribe(self, listener: Callable[[Change], None]) -> Callable[[], None]:
         """Call ``listener`` with every committed change, in resourceVersion order."""
@@ -224,10 +237,10 @@ class _Writer(threading.Thread):
         self._path = path
         self._loop = loop
         self._done = done
-        self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[list[_Pending] | None] = queue.SimpleQueue()
 
-    def submit(self, pending: _Pending) -> None:
-        self._queue.put(pending)
+    def submit(self, batch: list[_Pending]) -> None:
+        self._queue.put(batch)
 
     def stop(self) -> None:
         self._queue.put(None)
@@ -241,7 +254,7 @@ class _Writer(threading.Thread):
                 first = self._queue.get()
                 if first is None:
                     break
-                batch = [first]
+                batch = list(first)
                 while len(batch) < 1000:
                     try:
                         nxt = self._queue.get_nowait()
@@ -250,7 +263,7 @@ class _Writer(threading.Thread):
                     if nxt is None:
                         stopping = True
                         break
-                    batch.append(nxt)
+                    batch += nxt
                 error = self._commit(conn, batch)
                 if not self._loop.is_closed():
                     self._loop.call_soon_threadsafe(self._done, batch, error)
@@ -272,7 +285,7 @@ class _Writer(threading.Thread):
                         c.namespace,
                         c.name,
                         c.rv,
-                        json.dumps(c.obj, separators=(",", ":")),
+                        codec.dumps(c.obj).decode(),
                     )
                 )
         try:
@@ -294,7 +307,7 @@ class _Writer(threading.Thread):
                                 c.namespace,
                                 c.name,
                                 c.rv,
-                                json.dumps(c.obj, separators=(",", ":")),
+                                codec.dumps(c.obj).decode(),
                             ),
                         )
             else:

@@ -1,0 +1,26 @@
+"""JSON in and out through msgspec: several times faster than ``json`` for large lists and for
+the writer thread's encoding (which holds the GIL). msgspec comes with lightkube."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+
+__all__ = ["DecodeError", "dumps", "loads"]
+
+DecodeError = (msgspec.DecodeError, ValueError)
+
+
+def dumps(obj: Any) -> bytes:
+    """Compact JSON bytes."""
+    try:
+        return msgspec.json.encode(obj)
+    except TypeError:  # e.g. non-string keys from a YAML body: let json decide
+        return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def loads(data: bytes | str) -> Any:
+    """Parse JSON; raises one of ``DecodeError``."""
+    return msgspec.json.decode(data)
