@@ -514,3 +514,19 @@ def test_volume_claim_policies_become_pod_volumes() -> None:
     assert sim.select()[0]["spec"]["volumes"] == [
         {"name": "ckpt", "persistentVolumeClaim": {"claimName": "ckpt-tj"}}
     ]
+
+
+def test_a_coordinator_is_named_on_every_pod() -> None:
+    sim = Sim(
+        make_jobset(
+            "tj",
+            rjob("driver"),
+            rjob("worker", replicas=2),
+            coordinator={"replicatedJob": "driver", "jobIndex": 0, "podIndex": 0},
+            network={"subdomain": "svc"},
+        )
+    )
+    sim.step()
+    values = {p["metadata"]["labels"][LBL + "coordinator"] for p in sim.select()}
+    assert values == {"tj-driver-0-0.svc"}
+    assert {p["metadata"]["annotations"][LBL + "coordinator"] for p in sim.select()} == values

@@ -20,6 +20,7 @@ __all__ = [
     "COND_SUSPENDED",
     "CONTROLLER_UID",
     "CONTROLLER_UID_LEGACY",
+    "COORDINATOR",
     "FAILED_JOBS_MESSAGE",
     "FAILED_JOBS_REASON",
     "FAIL_JOBSET_ACTION_MESSAGE",
@@ -83,6 +84,8 @@ GROUP_NAME = "jobset.sigs.k8s.io/group-name"
 GROUP_REPLICAS = "jobset.sigs.k8s.io/group-replicas"
 JOB_GROUP_INDEX = "jobset.sigs.k8s.io/job-group-index"
 RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
+# The stable endpoint of spec.coordinator's pod, on every pod when set.
+COORDINATOR = "jobset.sigs.k8s.io/coordinator"
 
 # --- written by the Job controller on pods -------------------------------------------------
 CONTROLLER_UID = "batch.kubernetes.io/controller-uid"

@@ -41,7 +41,7 @@ def jobset_labels(
 ) -> dict[str, str]:
     """What JobSet writes, as both labels and annotations, on a child Job's pod template."""
     name = job_name(spec.name, rjob.name, index)
-    return {
+    out = {
         L.JOBSET_NAME: spec.name,
         L.JOBSET_UID: spec.uid,
         L.REPLICATED_JOB_NAME: rjob.name,
@@ -57,6 +57,9 @@ def jobset_labels(
         ),
         L.JOB_GROUP_INDEX: _global_index(spec, rjob.name, index, rjob.group),
     }
+    if spec.coordinator:
+        out[L.COORDINATOR] = spec.coordinator
+    return out
 
 
 def _has_mount(pod_spec: dict[str, Any], volume: str) -> bool:

@@ -69,6 +69,8 @@ class JobSetSpec:
     # (template name, claim name) for every volumeClaimPolicies template.
     claim_templates: tuple[tuple[str, str], ...]
     ttl_seconds_after_finished: int | None
+    # spec.coordinator as the pod endpoint it names, or None.
+    coordinator: str | None = None
 
     def rjob(self, name: str) -> ReplicatedJob | None:
         return next((r for r in self.replicated_jobs if r.name == name), None)
@@ -143,6 +145,14 @@ def read_spec(jobset: dict[str, Any]) -> JobSetSpec:
             tname = str((template.get("metadata") or {}).get("name", ""))
             claims.append((tname, f"{tname}-{name}"))
     ttl = spec.get("ttlSecondsAfterFinished")
+    coord = spec.get("coordinator")
+    subdomain = str(network.get("subdomain") or name)
+    coordinator = (
+        f"{name}-{coord.get('replicatedJob', '')}-{int(coord.get('jobIndex') or 0)}"
+        f"-{int(coord.get('podIndex') or 0)}.{subdomain}"
+        if isinstance(coord, dict)
+        else None
+    )
     return JobSetSpec(
         name=name,
         namespace=str(meta.get("namespace") or "default"),
@@ -150,7 +160,7 @@ def read_spec(jobset: dict[str, Any]) -> JobSetSpec:
         replicated_jobs=tuple(_rjob(r) for r in spec.get("replicatedJobs") or []),
         suspend=bool(spec.get("suspend", False)),
         dns_hostnames=network.get("enableDNSHostnames") is not False,
-        subdomain=str(network.get("subdomain") or name),
+        subdomain=subdomain,
         success_operator=str(success.get("operator") or "All"),
         success_targets=tuple(success.get("targetReplicatedJobs") or ()),
         failure_policy=_failure_policy(spec.get("failurePolicy")),
@@ -158,4 +168,5 @@ def read_spec(jobset: dict[str, Any]) -> JobSetSpec:
         managed_elsewhere=bool(manager) and manager != JOBSET_CONTROLLER_NAME,
         claim_templates=tuple(claims),
         ttl_seconds_after_finished=_int(ttl, 0) if ttl is not None else None,
+        coordinator=coordinator,
     )
