@@ -21,11 +21,11 @@ def run(args: argparse.Namespace) -> int:
 def _report() -> dict[str, Any]:
     import dataclasses
 
-    from kubetrain.client.daemon import daemon_status
+    from kubetrain.client.daemon import daemon_report
     from kubetrain.local.sandbox.doctor import doctor_report
 
     sandbox = dataclasses.asdict(doctor_report())
-    return {"sandbox": sandbox, "daemon": daemon_status()}
+    return {"sandbox": sandbox, "daemon": daemon_report()}
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -58,5 +58,6 @@ def _text(report: dict[str, Any]) -> str:
         lines.append("Limitations:")
         lines += [f"  - {text}" for text in sb["limitations"]]
     daemon = report["daemon"]
-    lines.append(f"Daemon:            {daemon.get('summary', daemon.get('state', 'unknown'))}")
+    lines.append(f"Daemon:            {daemon['summary']}")
+    lines.append(f"  home:            {daemon['home']}")
     return "\n".join(lines)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kubetrain.client.jobs import JobClient
+    from kubetrain.client.steps import Step
     from kubetrain.client.view import JobView
 
 __all__ = ["add_arguments", "run"]
@@ -99,12 +100,22 @@ def _run(args: argparse.Namespace) -> int:
             return _foreground(jc, name, quiet=args.quiet)
         except KeyboardInterrupt:
             jc.set_suspend(name, True)
+            _wait_pods_gone(jc, name)
             _note(
                 f"\ninterrupted: trainjob {name} is suspended (its pods are stopped, nothing deleted).\n"
                 f"  resume it:  kubetrain resume {name}\n"
                 f"  delete it:  kubetrain delete {name}"
             )
             return 130
+
+
+def _wait_pods_gone(jc: JobClient, name: str, timeout: float = 10.0) -> None:
+    """Give the engine a moment to stop the pods, so "stopped" below is true when printed."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while jc.pods(name) and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def _note(text: str) -> None:
@@ -141,9 +152,12 @@ def _foreground(jc: JobClient, name: str, *, quiet: bool) -> int:
     start = time.monotonic()
     live = _status_display(sys.stderr, redirect_stdout=sys.stdout.isatty())
     last_state = ""
+    # A failed JobSet may delete its pods before the last poll: remember every failed exit seen.
+    failures: dict[str, Step] = {}
     try:
         while True:
             view = jc.job(name)
+            failures.update({s.name: s for s in view.steps if s.exit_code not in (None, 0)})
             text = _status_text(view, time.monotonic() - start)
             if live is not None:
                 live.update(_styled(text, view.state))
@@ -159,20 +173,22 @@ def _foreground(jc: JobClient, name: str, *, quiet: bool) -> int:
         stop.set()
         if live is not None:
             live.stop()
-    return _outcome(view, time.monotonic() - start)
+    return _outcome(view, time.monotonic() - start, failures)
 
 
-def _outcome(view: JobView, elapsed: float) -> int:
+def _outcome(view: JobView, elapsed: float, failures: dict[str, Step]) -> int:
     if view.state == "Complete":
         _note(f"trainjob {view.name} Complete in {elapsed:.1f}s")
         return 0
     _note(f"trainjob {view.name} {view.state}: {view.message or 'no reason given'}")
-    failed = [s for s in view.steps if s.exit_code not in (None, 0)]
+    failed = list(
+        ({**failures, **{s.name: s for s in view.steps if s.exit_code not in (None, 0)}}).values()
+    )
     for s in failed:
         _note(
             f"  {s.name} (pod {s.pod}) exited {s.exit_code}{f' ({s.reason})' if s.reason else ''}"
         )
-    if failed:
+    if failed and any(s.pod == failed[0].pod for s in view.steps):  # only while the pod exists
         _note(f"  logs: kubetrain logs {view.name} --step {failed[0].name}")
     return 1
 

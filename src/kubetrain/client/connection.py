@@ -71,19 +71,17 @@ def connect_from_args(args: argparse.Namespace) -> Connection:
     )
 
 
-def _local_kubeconfig(home: str | os.PathLike[str] | None) -> Path:
+def _local_kubeconfig(home: str | Path | None) -> Path:
     """Start (or find) the daemon of ``home`` and return the kubeconfig it wrote."""
-    from kubetrain.local import daemon
+    from kubetrain.local.daemon import DaemonError, ensure_daemon
 
     try:
-        info: Any = daemon.ensure_daemon(home)
-    except Exception as exc:  # the daemon reports its own causes; keep them to one line
-        raise ClientError(f"cannot start the local kubetrain daemon: {exc}") from None
-    # ensure_daemon answers a record with a kubeconfig path; accept a bare path as well.
-    path = getattr(info, "kubeconfig", info)
-    if isinstance(info, dict):
-        path = info["kubeconfig"]
-    return Path(path)
+        info = ensure_daemon(home)
+    except DaemonError as exc:
+        # The first line says what failed; the log tail after it is for `kubetrain daemon status`.
+        first = str(exc).split("\n", 1)[0]
+        raise ClientError(f"cannot start the local kubetrain daemon: {first}") from None
+    return Path(info.kubeconfig)
 
 
 def connect(
@@ -91,7 +89,7 @@ def connect(
     kubeconfig: str | os.PathLike[str] | None = None,
     context: str | None = None,
     namespace: str | None = None,
-    home: str | os.PathLike[str] | None = None,
+    home: str | Path | None = None,
     timeout: float = 10.0,
 ) -> Connection:
     """A client for the cluster named by ``kubeconfig``/``context``, else for the local daemon."""

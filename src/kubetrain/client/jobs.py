@@ -7,6 +7,8 @@ patch type: server-side apply for ``apply``, JSON merge patch for suspend/resume
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -22,7 +24,8 @@ from kubetrain.client.view import JobView, parse_time
 
 __all__ = ["ALL_NAMESPACES", "ApplyResult", "JobClient", "plain"]
 
-ALL_NAMESPACES = "*"  # lightkube's marker for cluster-wide list/watch
+ALL_NAMESPACES = "*"
+_DECODE_LOCK = threading.Lock()  # lightkube's marker for cluster-wide list/watch
 
 Action = Literal["created", "configured", "unchanged"]
 
@@ -76,12 +79,22 @@ class JobClient:
     def _errors(self, what: str = "") -> Any:
         return translate_errors(what, self.conn.server)
 
+    @contextlib.contextmanager
+    def _serial(self, what: str = "") -> Iterator[None]:
+        """One request-and-decode at a time per process (streams excepted).
+
+        msgspec, under lightkube's model decoding, can crash (SIGSEGV) when two threads decode a
+        type for the first time at once; ``run`` and ``logs --all-ranks`` use threads.
+        """
+        with _DECODE_LOCK, translate_errors(what, self.conn.server):
+            yield
+
     # --- generic reads -----------------------------------------------------------------------
 
     def get(self, info: R.KindInfo, name: str, namespace: str | None = None) -> dict[str, Any]:
         """One object; :class:`NotFoundError` names it when it does not exist."""
         res = R.resource_for(info)
-        with self._errors(_what(info, name)):
+        with self._serial(_what(info, name)):
             if info.namespaced:
                 return plain(self.client.get(res, name, namespace=namespace or self.namespace))
             return plain(self.client.get(res, name))
@@ -103,7 +116,7 @@ class JobClient:
     ) -> list[dict[str, Any]]:
         """Objects of one kind, sorted by namespace then name (kubectl's order)."""
         res = R.resource_for(info)
-        with self._errors(info.plural):
+        with self._serial(info.plural):
             if info.namespaced:
                 items = self.client.list(res, namespace=namespace or self.namespace, labels=labels)
             else:
@@ -156,11 +169,11 @@ class JobClient:
         name = meta.get("name")
         if not name:
             # Server-side apply needs a name; a generateName object can only be created.
-            with self._errors(info.plural):
+            with self._serial(info.plural):
                 created = plain(self.client.create(res.from_dict(body), namespace=ns))
             return ApplyResult(info, created["metadata"]["name"], ns, "created", created)
         before = self.find(info, name, ns)
-        with self._errors(_what(info, name)):
+        with self._serial(_what(info, name)):
             after = plain(
                 self.client.patch(
                     res,
@@ -191,7 +204,7 @@ class JobClient:
             self.delete_job(name, namespace=meta.get("namespace"), wait=False)
             return info
         res = R.resource_for_object(obj)
-        with self._errors(_what(info, name)):
+        with self._serial(_what(info, name)):
             if info.namespaced:
                 self.client.delete(res, name, namespace=meta.get("namespace") or self.namespace)
             else:
@@ -204,7 +217,7 @@ class JobClient:
         """Delete a TrainJob; with ``wait``, return only once it and every pod of it are gone."""
         ns = namespace or self.namespace
         res = R.resource_for(R.TRAINJOB)
-        with self._errors(_what(R.TRAINJOB, name)):
+        with self._serial(_what(R.TRAINJOB, name)):
             self.client.delete(res, name, namespace=ns)
         if wait:
             self.wait_deleted(name, namespace=ns, timeout=timeout)
@@ -237,7 +250,7 @@ class JobClient:
         current = self.get(R.TRAINJOB, name, ns)
         if bool((current.get("spec") or {}).get("suspend")) == suspend:
             return False
-        with self._errors(_what(R.TRAINJOB, name)):
+        with self._serial(_what(R.TRAINJOB, name)):
             self.client.patch(
                 R.resource_for(R.TRAINJOB),
                 name,
@@ -366,7 +379,7 @@ class JobClient:
         ns = namespace or self.namespace
         pod_names = {p["metadata"]["name"] for p in self.pods(job, ns)}
         res = R.resource_for(R.EVENT)
-        with self._errors("events"):
+        with self._serial("events"):
             events = [plain(e) for e in self.client.list(res, namespace=ns)]
 
         def ours(ev: dict[str, Any]) -> bool:

@@ -1,0 +1,120 @@
+"""``kubetrain run`` end to end on the local daemon: real pods, real processes, real exit codes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "torch-ddp" / "trainjob.yaml"
+
+pytestmark = pytest.mark.timeout(120)
+
+# Runs the CLI as users do, in its own process; registers the commands this suite covers in case
+# the entry point does not list them yet.
+_SHIM = """
+import sys
+from kubetrain.cli import main as m
+for name in ("run", "get", "delete", "resume", "logs"):
+    m.COMMANDS.setdefault(name, ("cmd_" + name, name))
+sys.exit(m.main(sys.argv[1:]))
+"""
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    from kubetrain.local.daemon import start_daemon, stop_daemon
+
+    home = tmp_path_factory.mktemp("kthome")
+    start_daemon(home)
+    try:
+        yield home
+    finally:
+        stop_daemon(home, kill_pods=True)
+
+
+def kubetrain(home: Path, *argv: str, **popen: object) -> subprocess.Popen[str]:
+    env = {**os.environ, "KUBETRAIN_HOME": str(home)}
+    return subprocess.Popen(
+        [sys.executable, "-c", _SHIM, *argv],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,  # type: ignore[call-overload]
+    )
+
+
+def done(home: Path, *argv: str, timeout: float = 90) -> tuple[int, str, str]:
+    proc = kubetrain(home, *argv)
+    out, err = proc.communicate(timeout=timeout)
+    return proc.returncode, out, err
+
+
+def job_file(tmp_path: Path, name: str, script: str) -> Path:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(
+        "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
+        f"metadata: {{name: {name}}}\n"
+        "spec:\n  runtimeRef: {name: torch-distributed}\n"
+        f"  trainer:\n    numNodes: 2\n    command: [bash, -c, {script!r}]\n"
+    )
+    return path
+
+
+def test_a_job_that_completes_streams_rank_zero_and_exits_0(home: Path, tmp_path: Path) -> None:
+    path = job_file(tmp_path, "hello", 'echo "hello from rank $PET_NODE_RANK"')
+    code, out, err = done(home, "run", "-f", str(path))
+    assert code == 0, err
+    assert out == "hello from rank 0\n"
+    assert "trainjob.trainer.kubeflow.org/hello created" in err
+    assert "trainjob hello Complete" in err
+    assert done(home, "delete", "hello")[0] == 0
+
+
+def test_a_job_that_fails_exits_1_with_the_reason(home: Path, tmp_path: Path) -> None:
+    path = job_file(tmp_path, "boom", "echo about to fail; exit 3")
+    code, out, err = done(home, "run", "-f", str(path))
+    assert code == 1
+    # The Job's retries run the pod again before the JobSet gives up: each run's output shows.
+    assert set(out.splitlines()) == {"about to fail"}
+    assert "trainjob boom Failed:" in err
+    assert "exited 3" in err
+    assert "Traceback" not in err
+    assert done(home, "delete", "boom")[0] == 0
+
+
+def test_ctrl_c_suspends_the_job_and_says_how_to_resume(home: Path, tmp_path: Path) -> None:
+    path = job_file(tmp_path, "sleeper", "echo started; sleep 300")
+    proc = kubetrain(home, "run", "-f", str(path))
+    assert proc.stdout is not None
+    assert proc.stdout.readline() == "started\n"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert "trainjob sleeper is suspended" in err
+    assert "kubetrain resume sleeper" in err
+    assert "kubetrain delete sleeper" in err
+    _, out, _ = done(home, "get", "trainjob", "sleeper")
+    assert out.splitlines()[1].split()[:2] == ["sleeper", "Suspended"]
+    assert "sleeper" not in done(home, "get", "pods", "-o", "name")[1]
+    assert done(home, "delete", "sleeper")[0] == 0
+
+
+@pytest.mark.slow
+def test_the_torch_ddp_example_trains_to_completion(home: Path) -> None:
+    start = time.monotonic()
+    code, out, err = done(home, "run", "-f", str(EXAMPLE), timeout=110)
+    assert code == 0, err
+    losses = [float(line.split()[-1]) for line in out.splitlines() if line.startswith("epoch")]
+    assert len(losses) == 10 and losses[-1] < losses[0] / 5
+    assert "training on 4 processes" in out
+    assert time.monotonic() - start < 110
+    assert done(home, "delete", "torch-ddp")[0] == 0
