@@ -118,26 +118,27 @@ def admit(inputs: Inputs, gates: Any) -> tuple[list[tuple[Obj, Obj | None]], lis
 
     errors: list[str] = []
     warnings: list[str] = []
-    # With one object the lines are exactly "<field path>: <reason>"; with several, each line
-    # names its object first so the reader can tell them apart.
-    many = len(inputs.runtimes) + len(inputs.trainjobs) > 1
+    # A TrainJob's errors are exactly "<field path>: <reason>" lines unless several TrainJobs
+    # were given; a runtime's errors name the runtime whenever anything else was given too.
+    prefix_jobs = len(inputs.trainjobs) > 1
+    prefix_runtimes = len(inputs.runtimes) > 1 or bool(inputs.trainjobs)
 
-    def lines(obj: Obj, found: list[Any]) -> list[str]:
+    def lines(obj: Obj, found: list[Any], prefixed: bool) -> list[str]:
         meta = obj.get("metadata")
         name = meta.get("name", "") if isinstance(meta, dict) else ""
-        who = f"{obj.get('kind')} {name}: " if many else ""
+        who = f"{obj.get('kind')} {name}: " if prefixed else ""
         return [f"{who}{e}" for e in found]
 
     for rt in inputs.runtimes:
         # A runtime labelled webhook-validation=disabled skips the webhook, not the CRD rules.
         verdict = validate_runtime(rt, operation="CREATE", webhook=runtime_webhook_enabled(rt))
-        errors.extend(lines(rt, verdict.errors))
+        errors.extend(lines(rt, verdict.errors, prefix_runtimes))
         warnings.extend(verdict.warnings)
     pairs: list[tuple[Obj, Obj | None]] = []
     for job in inputs.trainjobs:
         runtime = find_runtime(job, inputs.runtimes)
         verdict = validate_trainjob(job, runtime, gates=gates)
-        errors.extend(lines(job, verdict.errors))
+        errors.extend(lines(job, verdict.errors, prefix_jobs))
         warnings.extend(verdict.warnings)
         pairs.append((job, runtime))
     return pairs, errors, warnings
