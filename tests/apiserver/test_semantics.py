@@ -432,3 +432,28 @@ def test_discovery_lists_resources_subresources_short_names_and_verbs(
     assert "po" in core_by_name["pods"]["shortNames"] and "pods/log" in core_by_name
     _, groups = _raw(cluster, "/apis", token)
     assert {"trainer.kubeflow.org", "jobset.x-k8s.io"} <= {g["name"] for g in groups["groups"]}
+
+
+def test_an_object_whose_owners_are_all_gone_is_collected(core: Any, ns: str) -> None:
+    orphan = {
+        "metadata": {
+            "name": "late-child",
+            "ownerReferences": [
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "name": "gone",
+                    "uid": "0b5e7c1e-0000-4000-8000-000000000000",
+                }
+            ],
+        }
+    }
+    core.create_namespaced_config_map(ns, orphan)
+    assert core.list_namespaced_config_map(ns).items == []
+
+
+def test_a_warning_with_non_ascii_text_is_escaped(embedded: Any) -> None:
+    from kubetrain.local.apiserver.http import _respond
+
+    response = _respond({}, warnings=["naïve"])
+    assert response.headers["Warning"] == '299 - "na\\xefve"'

@@ -273,6 +273,13 @@ class Engine:
         rv = self.store.next_rv()
         meta["resourceVersion"] = str(rv)
         op.futures.append(self.store.put(Change(rv, "ADDED", res.key, ns, name, obj, None)))
+        refs = [
+            r for r in meta.get("ownerReferences") or () if isinstance(r, dict) and r.get("uid")
+        ]
+        if refs and all(self.store.locate_uid(r["uid"]) is None for r in refs):
+            # The garbage collector removes an object whose owners are all gone (e.g. a child
+            # created just after its owner was deleted); here that happens at once.
+            self._collect(op, (res.key, ns, name), "Background")
         return Result(obj, 201, warnings)
 
     def _check_body(self, res: ResourceDef, body: Any) -> dict[str, Any]:

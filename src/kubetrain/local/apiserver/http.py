@@ -52,7 +52,11 @@ def _respond(body: Any, code: int = 200, warnings: list[str] | None = None) -> w
     headers: CIMultiDict[str] = CIMultiDict({"Content-Type": JSON})
     for text in warnings or ():
         # RFC 7234 warning, code 299, agent "-", the text quoted with \ escapes, as the apiserver does.
-        headers.add("Warning", '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"')
+        quoted = text.replace("\\", "\\\\").replace('"', '\\"')
+        # Header values must be ASCII; escape the rest as the apiserver's sanitiser would.
+        headers.add(
+            "Warning", '299 - "' + quoted.encode("ascii", "backslashreplace").decode() + '"'
+        )
     return web.Response(body=_dumps(body), status=code, headers=headers)
 
 

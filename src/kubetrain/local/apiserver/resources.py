@@ -122,6 +122,7 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
             "status.phase", "status.podIP", "status.nominatedNodeName",
         ),
         initial_status={"phase": "Pending"},
+        has_generation=False,  # Kubernetes 1.32 pods carry no generation (added in 1.33)
     ),
     ResourceDef(
         "", "v1", "ConfigMap", "configmaps", True, "configmap", ("cm",),
