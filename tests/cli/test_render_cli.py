@@ -155,3 +155,16 @@ def test_import_kubetrain_and_runtime_stay_light() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_several_trainjobs_name_their_error_lines(tmp_path: Path) -> None:
+    bad = JOB.replace("tj1", "tj2").replace(
+        "trainer: {", "trainer: {env: [{name: PET_NNODES, value: '1'}], "
+    )
+    path = tmp_path / "two.yaml"
+    path.write_text(JOB + "---\n" + bad)
+    out = kubetrain("render", "-f", str(path))
+    assert (out.returncode, out.stdout) == (1, "")
+    assert out.stderr.splitlines() == [
+        "TrainJob tj2: spec.trainer.env: must not have reserved envs, invalid envs configured: [PET_NNODES]"
+    ]
