@@ -45,12 +45,12 @@ Helpers: ``kubetrain.runtime.podspec`` (``upsert_env``/``upsert_port``/``upsert_
 ``trainer_resources()``); ``kubetrain.runtime.resources`` (GPU/CPU counts);
 ``owner_reference(info)`` and ``object_meta(info, name)`` below.
 
-Modules the core calls (owned by the plugin authors named in the brief):
-``kubetrain.runtime.smp.apply_runtime_patches(spec, patches) -> spec`` (v2.3 strategic merge of
-every patch's ``trainingRuntimeSpec.template.spec``, replicatedJobs re-sorted to runtime order);
-``kubetrain.runtime.torchtune.validate(info, job) -> list[FieldError]`` and
-``kubetrain.runtime.torchtune.command(info, job, num_proc_per_node: int | str, gpus: int) ->
-list[str]`` (the full rewritten command, starting ``["tune", "run", ...]``).
+Shared leaf modules the core calls: ``kubetrain.runtime.smp`` (``apply_runtime_patches(template,
+patches)``: v2.3 strategic merge of every patch into the runtime's ``spec.template``, labels and
+annotations overlaid, replicatedJobs back in runtime order; ``merge_resources`` for
+``resourcesPerNode``), ``kubetrain.runtime.torchtune`` (``validate_torchtune``,
+``torchtune_command``), ``kubetrain.runtime.podgroup`` (pod requests, PodGroup totals),
+``kubetrain.runtime.sshkeys`` (key-pair factories for ``Environment.ssh_keypair``).
 
 Start-up: ``Framework(plugins)`` sorts plugins into phase lists once and rejects ambiguous
 set-ups (duplicate names, a plugin with no capability, two status providers or count syncers).
