@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -13,6 +14,12 @@ from kubetrain.local.apiserver import ApiServer
 
 PODS = "/api/v1/namespaces/default/pods"
 MERGE = {"Content-Type": "application/merge-patch+json"}
+
+
+# These tests describe the embedded server itself: log files are the embedded server's.
+pytestmark = pytest.mark.skipif(
+    bool(os.environ.get("KUBETRAIN_CONTRACT_KUBECONFIG")), reason="embedded server only"
+)
 
 
 @pytest.fixture

@@ -41,6 +41,12 @@ def _start(home: Path, kubeconfig: Path) -> subprocess.Popen[bytes]:
     return proc
 
 
+# These tests describe the embedded server itself: it kills and restarts kubetrain serve.
+pytestmark = pytest.mark.skipif(
+    bool(os.environ.get("KUBETRAIN_CONTRACT_KUBECONFIG")), reason="embedded server only"
+)
+
+
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     return tmp_path / "home"

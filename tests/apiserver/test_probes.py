@@ -1,5 +1,22 @@
 """The 33 semantic probes of the test-harness reference (§2.2), with the official ``kubernetes``
-client, as the Kubeflow SDK uses it. Each test is one probe (or a small table of them)."""
+client, as the Kubeflow SDK uses it. Probe → test:
+
+1 create returns the object (201) ............................ test_create_returns_the_created_object
+2-5 server sets uid / resourceVersion / creationTimestamp / generation  test_create_sets_server_fields
+6 duplicate create → 409 ....................................... test_duplicate_create_is_409_already_exists
+7-8 get existing / get missing → 404 ........................... test_get_existing_and_missing
+9-10 list returns items; all-namespaces list ................... test_list_in_namespace_and_across_namespaces
+11-12 list kind TrainJobList; list metadata.resourceVersion .... test_list_has_kind_and_resource_version
+13-14 labelSelector / fieldSelector honoured .................. test_label_and_field_selectors_are_honoured
+15-17 merge patch; JSON patch; generation bumped by spec change  test_merge_patch_json_patch_and_generation
+18-20 PATCH /status; status via main ignored; spec via /status ignored  test_status_subresource_is_separate_both_ways
+21-23 PUT; stale resourceVersion on PUT / merge patch → 409 ... test_put_replaces_and_stale_resource_version_conflicts
+24 server-side apply creating a missing object → 201 ......... test_server_side_apply_creates_a_missing_object
+25 generateName .................................................. test_generate_name
+26 cluster-scoped create/get ..................................... test_cluster_scoped_create_and_get
+27-30 finalizer → deletionTimestamp; removal completes; get/delete after → 404  test_finalizer_holds_deletion_until_removed
+31-33 watch delivers ADDED / MODIFIED / DELETED ............... test_watch_delivers_added_modified_deleted_with_resource_versions
+"""
 
 from __future__ import annotations
 

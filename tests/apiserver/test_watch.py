@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,6 +16,12 @@ import pytest
 from kubetrain.local.apiserver import ApiServer
 
 CM = "/api/v1/namespaces/default/configmaps"
+
+
+# These tests describe the embedded server itself: watch history size and bookmark timing are set on an in-process server.
+pytestmark = pytest.mark.skipif(
+    bool(os.environ.get("KUBETRAIN_CONTRACT_KUBECONFIG")), reason="embedded server only"
+)
 
 
 @pytest.fixture

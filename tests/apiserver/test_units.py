@@ -1,0 +1,173 @@
+"""The small pure pieces of the server, as tables: selectors, patches, JSONPath, ages, errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kubetrain.api.errors import FieldError
+from kubetrain.local.apiserver.errors import ApiError, aggregate_text, field_error_text
+from kubetrain.local.apiserver.patching import merge_patch, strategic_merge_patch
+from kubetrain.local.apiserver.selectors import parse_field_selector, parse_label_selector
+from kubetrain.local.apiserver.tables import human_duration, jsonpath
+
+LABELS = {"app": "web", "tier": "front", "v": ""}
+
+
+@pytest.mark.parametrize(
+    ("selector", "matches"),
+    [
+        ("", True),
+        ("app=web", True),
+        ("app = web", True),
+        ("app=db", False),
+        ("app in (db,web)", True),
+        ("app notin (web)", False),
+        ("missing notin (x)", True),
+        ("v=", True),
+        ("!missing,app", True),
+        ("app,tier=front,v", True),
+    ],
+    ids=[
+        "empty selects all",
+        "equality",
+        "spaces around the operator",
+        "a different value",
+        "in without spaces",
+        "notin of the value",
+        "notin of a missing label",
+        "the empty value",
+        "absence and existence",
+        "three requirements",
+    ],
+)
+def test_label_selector_matching(selector: str, matches: bool) -> None:
+    assert parse_label_selector(selector).matches({"metadata": {"labels": LABELS}}) is matches
+
+
+@pytest.mark.parametrize(
+    "selector",
+    ["app in web", "app in (a", "=x", "a b"],
+    ids=["in without parentheses", "unclosed set", "no key", "two bare words"],
+)
+def test_bad_label_selectors_are_400(selector: str) -> None:
+    with pytest.raises(ApiError) as err:
+        parse_label_selector(selector)
+    assert err.value.code == 400
+
+
+def test_field_selectors_know_only_declared_fields() -> None:
+    assert parse_field_selector("metadata.name==a", (), "X").matches({"metadata": {"name": "a"}})
+    with pytest.raises(ApiError):
+        parse_field_selector("spec.x=1", (), "X")
+
+
+@pytest.mark.parametrize(
+    ("target", "patch", "result"),
+    [
+        ({"a": "b"}, {"a": "c"}, {"a": "c"}),
+        ({"a": "b"}, {"b": "c"}, {"a": "b", "b": "c"}),
+        ({"a": "b"}, {"a": None}, {}),
+        ({"a": {"b": "c"}}, {"a": {"b": "d", "c": None}}, {"a": {"b": "d"}}),
+        ({"a": [1, 2]}, {"a": [3]}, {"a": [3]}),
+        ({"a": "b"}, {"a": {"c": None}}, {"a": {}}),
+    ],
+    ids=["replace", "add", "null deletes", "nested", "lists replace", "scalar becomes object"],
+)
+def test_merge_patch_follows_rfc_7386(
+    target: dict[str, Any], patch: dict[str, Any], result: dict[str, Any]
+) -> None:
+    assert merge_patch(target, patch) == result
+
+
+def test_strategic_merge_merges_named_lists_and_honours_delete() -> None:
+    pod = {"spec": {"containers": [{"name": "a", "image": "1"}, {"name": "b", "image": "2"}]}}
+    patch = {
+        "spec": {
+            "$setElementOrder/containers": [{"name": "a"}, {"name": "c"}],
+            "containers": [{"name": "b", "$patch": "delete"}, {"name": "c", "image": "3"}],
+        }
+    }
+    assert strategic_merge_patch(pod, patch) == {
+        "spec": {"containers": [{"name": "a", "image": "1"}, {"name": "c", "image": "3"}]}
+    }
+
+
+OBJ = {
+    "metadata": {"name": "x", "creationTimestamp": "2026-01-01T00:00:00Z"},
+    "status": {
+        "conditions": [
+            {"type": "Created", "status": "True"},
+            {"type": "Complete", "status": "True"},
+        ]
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("path", "found"),
+    [
+        (".metadata.name", ["x"]),
+        (".status.conditions[-1:].type", ["Complete"]),
+        (".status.conditions[0].type", ["Created"]),
+        (".status.conditions[*].type", ["Created", "Complete"]),
+        ('.status.conditions[?(@.type=="Complete")].status', ["True"]),
+        (".status.missing", []),
+    ],
+    ids=[
+        "a field",
+        "the last item (TrainJob's STATE)",
+        "an index",
+        "every item",
+        "a filter (JobSet's columns)",
+        "nothing",
+    ],
+)
+def test_jsonpath_subset(path: str, found: list[Any]) -> None:
+    assert jsonpath(OBJ, path) == found
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (5, "5s"),
+        (119, "119s"),
+        (200, "3m20s"),
+        (600, "10m"),
+        (3 * 3600 + 60, "3h1m"),
+        (30 * 3600, "30h"),
+        (3 * 86400, "3d"),
+        (400 * 86400, "400d"),
+        (3 * 365 * 86400, "3y"),
+    ],
+)
+def test_ages_print_like_kubectl(seconds: int, text: str) -> None:
+    assert human_duration(seconds) == text
+
+
+@pytest.mark.parametrize(
+    ("error", "text"),
+    [
+        (FieldError("spec.x", "must be >= 1"), "spec.x: Invalid value: must be >= 1"),
+        (FieldError("spec.x", "", "Required"), "spec.x: Required value"),
+        (
+            FieldError("spec.x", "Invalid value: 0: must be >= 1"),
+            "spec.x: Invalid value: 0: must be >= 1",
+        ),
+        (FieldError("", "unsupported runtime"), "unsupported runtime"),
+    ],
+    ids=[
+        "a bare reason gets its type words",
+        "a required field",
+        "a reason that already says its type",
+        "no path",
+    ],
+)
+def test_field_errors_print_like_kubernetes(error: FieldError, text: str) -> None:
+    assert field_error_text(error) == text
+
+
+def test_several_errors_aggregate_in_brackets() -> None:
+    errors = [FieldError("a", "x"), FieldError("b", "y")]
+    assert aggregate_text(errors) == "[a: Invalid value: x, b: Invalid value: y]"
