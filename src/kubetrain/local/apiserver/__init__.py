@@ -3,6 +3,30 @@
 Public surface: ``ApiServer`` (async start/close), ``ServerThread`` (run one in a background
 thread), the ``Admission`` protocol with ``PermissiveAdmission``, ``TrainJobDefaulter`` and
 ``ChainAdmission``, ``ObjectReader``, and ``ResourceDef`` for adding kinds as data.
+
+Where it knowingly differs from kube-apiserver (keep these out of contract assertions):
+
+- Server-side apply is a merge in which lists are atomic. Field ownership is tracked per
+  manager in ``managedFields`` (a field a manager applied before and now omits is removed unless
+  another manager owns it), but conflicts are detected only against other *apply* managers.
+- Strategic merge patch (core kinds only; custom kinds get 415) is a merge patch in which lists
+  of objects that all have ``name`` merge by name, with ``$patch: delete|replace``; other
+  directives are dropped.
+- Schemas (pruning, defaulting, validation) apply to the kinds ``kubetrain.api`` has schemas for
+  (the three Trainer kinds and JobSet); core kinds and PodGroups are stored as sent. CEL rules are
+  left to admission (the runtime layer's ``validate()``).
+- A list is served at the current resourceVersion (``resourceVersion``/``resourceVersionMatch``
+  on lists are ignored); ``continue`` tokens page by (namespace, name) over current data.
+- Watch history lives in memory (``history`` changes): after a restart, or past that window, a
+  watch from an older resourceVersion gets the 410 ERROR event and the client relists.
+- Deletion is immediate unless finalizers hold it (pods too: no grace period); the garbage
+  collector's work (propagation, ownerless objects) happens synchronously within the request.
+- core/v1 Events and events.k8s.io/v1 Events are stored separately (no conversion between them);
+  nothing expires Events.
+- ``pods/log?timestamps=true`` stamps lines with the time they are read; ``sinceSeconds`` and
+  ``sinceTime`` are ignored.
+- No RBAC: one bearer token (``<home>/apiserver.token``) grants everything; ``/version`` and the
+  health endpoints answer without it. ``/openapi/v2`` is not served (kubectl uses v3).
 """
 
 from __future__ import annotations
