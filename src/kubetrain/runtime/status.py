@@ -131,7 +131,7 @@ def is_finished(status: Obj) -> bool:
 
 
 def jobset_status_to_trainjob(
-    job: Obj, jobset: Obj | None, now: datetime | None = None
+    job: Obj, jobset: Obj | None, now: datetime
 ) -> Obj | None:
     """The JobSet plugin's status: Complete/Failed copied from the JobSet, and jobsStatus.
 
@@ -143,11 +143,10 @@ def jobset_status_to_trainjob(
     conditions = _l(status.get("conditions"))
     js_status = _d(jobset.get("status"))
     js_conds = _l(js_status.get("conditions"))
-    stamp = now or datetime.now(UTC)
     for js_type, tj_type in (("Completed", "Complete"), ("Failed", "Failed")):
         c = _find(js_conds, js_type)
         if c is not None and c.get("status") == "True":
-            set_condition(conditions, {**c, "type": tj_type}, stamp)
+            set_condition(conditions, {**c, "type": tj_type}, now)
     if conditions:
         status["conditions"] = conditions
     jobs = [
