@@ -130,9 +130,7 @@ def is_finished(status: Obj) -> bool:
     return _true(conds, "Complete") or _true(conds, "Failed")
 
 
-def jobset_status_to_trainjob(
-    job: Obj, jobset: Obj | None, now: datetime
-) -> Obj | None:
+def jobset_status_to_trainjob(job: Obj, jobset: Obj | None, now: datetime) -> Obj | None:
     """The JobSet plugin's status: Complete/Failed copied from the JobSet, and jobsStatus.
 
     ``None`` means "keep the status as it is" (no JobSet; upstream errors unless finished).
