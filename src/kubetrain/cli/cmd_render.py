@@ -174,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
     from kubetrain.runtime.framework import RenderError
     from kubetrain.runtime.render import render
     from kubetrain.runtime.sshkeys import generate_ssh_keypair
+    from kubetrain.runtime.validate import default_trainjob
 
     gates = parse_gates(args.feature_gates)
     if gates is None:
@@ -208,7 +209,8 @@ def run(args: argparse.Namespace) -> int:
             print_errors([str(e) for e in exc.errors])
             return 1
         out.extend(plan.objects)
-        shown = dict(job)
+        # As the API server stores it: the mutating webhook stamps runtimePatches[].time.
+        shown = default_trainjob(job, now=now)
         if plan.trainjob_status:
             shown["status"] = plan.trainjob_status
         else:
