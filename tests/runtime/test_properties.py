@@ -362,3 +362,51 @@ def test_admitted_well_typed_jobs_render_valid_jobsets(job: dict[str, Any]) -> N
     (js,) = [o for o in plan.objects if o["kind"] == "JobSet"]
     assert not list(_jobset_validator().iter_errors(js))
     assert js["spec"]["suspend"] is job["spec"]["suspend"]
+
+
+condition = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(["Suspended", "Complete", "Failed", "Completed", "Other"]),
+        "status": st.sampled_from(["True", "False", "Unknown"]),
+    },
+    optional={
+        "reason": st.sampled_from(["DeadlineExceeded", "FailedJobs", "Resumed", "Suspended"]),
+        "lastTransitionTime": st.sampled_from(["2026-01-01T00:00:00Z", "garbage", ""]),
+    },
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    conditions=st.lists(condition, max_size=4, unique_by=lambda c: c["type"]),
+    js_conditions=st.lists(condition, max_size=3, unique_by=lambda c: c["type"]),
+    suspend=st.booleans(),
+    deadline=st.one_of(st.none(), st.integers(1, 10**6)),
+    created=st.sampled_from(["2025-12-31T23:00:00Z", None, "nonsense"]),
+    jobset_present=st.booleans(),
+)
+def test_derive_never_raises_and_keeps_condition_types_upstreams(
+    conditions: list[dict[str, Any]],
+    js_conditions: list[dict[str, Any]],
+    suspend: bool,
+    deadline: int | None,
+    created: str | None,
+    jobset_present: bool,
+) -> None:
+    from datetime import UTC, datetime
+
+    from kubetrain.runtime import derive
+
+    spec: dict[str, Any] = {"runtimeRef": {"name": "x"}, "suspend": suspend}
+    if deadline is not None:
+        spec["activeDeadlineSeconds"] = deadline
+    meta: dict[str, Any] = {"name": "j"}
+    if created is not None:
+        meta["creationTimestamp"] = created
+    job = {"metadata": meta, "spec": spec, "status": {"conditions": conditions}}
+    jobset = {"status": {"conditions": js_conditions}} if jobset_present else None
+    update = derive(job, jobset, now=datetime(2026, 1, 1, 12, tzinfo=UTC))
+    new_types = {c["type"] for c in update.status.get("conditions", [])} - {
+        c["type"] for c in conditions
+    }
+    assert new_types <= {"Suspended", "Complete", "Failed"}
