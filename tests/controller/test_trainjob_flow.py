@@ -386,3 +386,21 @@ async def test_run_controller_takes_a_kubeconfig_document(
     finally:
         stop.set()
         await asyncio.wait_for(task, 10)
+
+
+async def test_a_status_that_empties_is_removed_not_rejected(plane: Plane) -> None:
+    # The CRD wants at least one property in status; jobsStatus vanishing must not wedge the job.
+    controller = await plane.start_controller()
+    await plane.create_trainjob("tj")
+    await eventually(lambda: plane.get(JOBSETS, "tj"), what="the JobSet")
+    await plane.set_jobset_status("tj", {"replicatedJobsStatus": [replicated("node", active=1)]})
+    await eventually(lambda: _jobs_status(plane, "tj"), what="jobsStatus")
+    await plane.set_jobset_status("tj", {"replicatedJobsStatus": None})
+
+    async def emptied() -> bool:
+        job = await plane.get(TRAINJOBS, "tj")
+        return job is not None and not job.get("status")
+
+    await eventually(emptied, what="the status removed")
+    await asyncio.sleep(0.2)
+    assert controller.metrics.total("TrainJob", "error") == 0

@@ -402,9 +402,13 @@ class TrainJobReconciler:
     # --- status ---------------------------------------------------------------------------
 
     async def _write_status(self, trainjob: Obj, old: Obj, new: Obj) -> None:
-        patch = _status_patch(old, new)
+        patch: Obj | None = _status_patch(old, new)
         if not patch:
             return
+        if not new:
+            # The CRD requires a status to have at least one property: an emptied status is
+            # removed as a whole instead (e.g. jobsStatus gone with a replaced JobSet).
+            patch = None
         meta = trainjob.get("metadata") or {}
         try:
             written = await self._client.patch(
