@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 import uuid
 from typing import Any
@@ -18,20 +19,24 @@ pytestmark = pytest.mark.filterwarnings("ignore:shutdown_timeout should be set:D
 
 
 async def test_a_two_pod_jobset_completes_and_looks_as_on_a_cluster(plane: Plane) -> None:
-    # Pod 1 reaches pod 0 by its DNS name, over pod 0's own loopback address.
+    # Pod 1 reaches pod 0 by its DNS name, over pod 0's own loopback address. Pods share the
+    # host's port space (no network namespace), so the test takes a port nobody listens on.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     script = (
         "import os, socket, time\n"
         "idx = os.environ['JOB_COMPLETION_INDEX']\n"
         "if idx == '0':\n"
-        "    s = socket.socket(); s.bind((socket.gethostbyname(socket.gethostname()), 29500)); s.listen()\n"
+        "    s = socket.socket(); s.bind((socket.gethostbyname(socket.gethostname()), PORT)); s.listen()\n"
         "    c, addr = s.accept(); print('got', c.recv(100).decode(), 'from', addr[0])\n"
         "else:\n"
-        "    for _ in range(100):\n"
+        "    for _ in range(400):\n"
         "        try:\n"
-        "            c = socket.create_connection(('js-node-0-0.js', 29500)); break\n"
+        "            c = socket.create_connection(('js-node-0-0.js', PORT)); break\n"
         "        except OSError: time.sleep(0.05)\n"
         "    c.sendall(socket.gethostname().encode()); print('sent')\n"
-    )
+    ).replace("PORT", str(port))
     js = make_jobset("js", [PY, "-c", script])
     container = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
         "containers"
@@ -49,7 +54,8 @@ async def test_a_two_pod_jobset_completes_and_looks_as_on_a_cluster(plane: Plane
     await plane.api.create(JOBSETS, js)
     done = await plane.terminal("js")
     status = done["status"]
-    assert status["terminalState"] == "Completed"
+    logs = {p.parent.name: p.read_text() for p in (plane.home / "logs").rglob("*.log")}
+    assert status["terminalState"] == "Completed", logs
     assert status["replicatedJobsStatus"] == [
         {"name": "node", "ready": 0, "succeeded": 1, "failed": 0, "active": 0, "suspended": 0}
     ]
