@@ -457,3 +457,41 @@ def test_a_warning_with_non_ascii_text_is_escaped(embedded: Any) -> None:
 
     response = _respond({}, warnings=["naïve"])
     assert response.headers["Warning"] == '299 - "na\\xefve"'
+
+
+def test_events_are_one_store_served_in_both_shapes(api_client: Any, core: Any, ns: str) -> None:
+    ev = "/apis/events.k8s.io/v1/namespaces/" + ns + "/events"
+    core.create_namespaced_event(
+        ns,
+        {
+            "metadata": {"name": "core-made"},
+            "involvedObject": {"kind": "TrainJob", "name": "job-a", "namespace": ns},
+            "reason": "Created",
+            "message": "from core",
+            "firstTimestamp": "2026-11-29T10:00:00Z",
+        },
+    )
+    body = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "new-made"},
+        "regarding": {"kind": "TrainJob", "name": "job-b", "namespace": ns},
+        "reason": "Created",
+        "note": "from events.k8s.io",
+        "type": "Normal",
+        "action": "Create",
+        "reportingController": "trainer-trainjob-controller",
+        "reportingInstance": "trainer-1",
+        "eventTime": "2026-11-29T10:00:00.000000Z",
+    }
+    code, created, _ = kube_request(api_client, "POST", ev, body)
+    assert code == 201 and created["note"] == "from events.k8s.io"
+    as_core = {e.metadata.name: e for e in core.list_namespaced_event(ns).items}
+    assert as_core["new-made"].message == "from events.k8s.io"
+    assert as_core["new-made"].involved_object.name == "job-b"
+    _, listed, _ = kube_request(
+        api_client, "GET", ev, query=[("fieldSelector", "regarding.name=job-a")]
+    )
+    assert [(e["metadata"]["name"], e["note"]) for e in listed["items"]] == [
+        ("core-made", "from core")
+    ]

@@ -177,3 +177,13 @@ async def test_close_ends_open_watches_at_once(tmp_path: Path) -> None:
         await srv.close()
         assert await r.content.read() == b""
     assert time.monotonic() - started < 2, "close() must not wait for watch clients"
+
+
+async def test_a_view_watch_sends_the_served_shape(http: aiohttp.ClientSession) -> None:
+    core_event = {"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod", "name": "p"}, "message": "hello"}
+    async with http.post("/api/v1/namespaces/default/events", json=core_event) as r:
+        assert r.status == 201
+    async with http.get("/apis/events.k8s.io/v1/namespaces/default/events?watch=1") as r:
+        event = json.loads(await asyncio.wait_for(r.content.readline(), 5))
+    assert event["object"]["apiVersion"] == "events.k8s.io/v1"
+    assert (event["object"]["note"], event["object"]["regarding"]["name"]) == ("hello", "p")

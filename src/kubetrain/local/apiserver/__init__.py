@@ -21,12 +21,13 @@ Where it knowingly differs from kube-apiserver (keep these out of contract asser
   watch from an older resourceVersion gets the 410 ERROR event and the client relists.
 - Deletion is immediate unless finalizers hold it (pods too: no grace period); the garbage
   collector's work (propagation, ownerless objects) happens synchronously within the request.
-- core/v1 Events and events.k8s.io/v1 Events are stored separately (no conversion between them);
-  nothing expires Events.
+- events.k8s.io/v1 Events are a converted view of the stored core/v1 Events (as in Kubernetes);
+  strategic merge is not offered on that view, and nothing expires Events.
 - ``pods/log?timestamps=true`` stamps lines with the time they are read; ``sinceSeconds`` and
   ``sinceTime`` are ignored.
 - No RBAC: one bearer token (``<home>/apiserver.token``) grants everything; ``/version`` and the
-  health endpoints answer without it. ``/openapi/v2`` is not served (kubectl uses v3).
+  health endpoints answer without it. ``/openapi/v2`` is not served (kubectl uses v3). No
+  exec/attach/port-forward, no TokenReview/SubjectAccessReview.
 """
 
 from __future__ import annotations

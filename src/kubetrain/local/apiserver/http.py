@@ -20,6 +20,7 @@ from multidict import CIMultiDict
 
 from kubetrain.local.apiserver import codec
 from kubetrain.local.apiserver import errors as E
+from kubetrain.local.apiserver.conversions import VIEWS
 from kubetrain.local.apiserver.discovery import (
     api_group,
     api_group_list,
@@ -30,8 +31,13 @@ from kubetrain.local.apiserver.discovery import (
 from kubetrain.local.apiserver.engine import Engine, Result, WriteOptions
 from kubetrain.local.apiserver.logs import LogRequest, log_file, pick_container, stream_log
 from kubetrain.local.apiserver.openapi import OpenAPI
+from kubetrain.local.apiserver.patching import apply_json_patch, merge_patch
 from kubetrain.local.apiserver.resources import ResourceDef
-from kubetrain.local.apiserver.selectors import parse_field_selector, parse_label_selector
+from kubetrain.local.apiserver.selectors import (
+    FieldSelector,
+    parse_field_selector,
+    parse_label_selector,
+)
 from kubetrain.local.apiserver.tables import table, wants_table
 from kubetrain.local.apiserver.watch import CLOSED, Watch
 
@@ -200,6 +206,8 @@ class HttpApi:
         sub: str | None,
         watch_path: bool,
     ) -> web.StreamResponse:
+        if res.view:
+            return await self._view_resource(request, res, namespace, name, watch_path)
         q = request.query
         method = request.method
         if method == "GET":
@@ -285,6 +293,119 @@ class HttpApi:
             )
         raise E.method_not_allowed()
 
+    async def _view_resource(
+        self,
+        request: web.Request,
+        res: ResourceDef,
+        namespace: str | None,
+        name: str | None,
+        watch_path: bool,
+    ) -> web.StreamResponse:
+        """A resource served as a view of another's objects: convert in, run, convert out."""
+        view = VIEWS[res.view]
+        stored = self.registry.get(*view.storage)
+        assert stored is not None, f"{res.view} has no storage resource"
+        q = request.query
+        method = request.method
+        table_wanted = wants_table(request.headers.get("Accept", ""))
+        if method == "GET" and name is None:
+            labels = parse_label_selector(q.get("labelSelector"))
+            fields = parse_field_selector(q.get("fieldSelector"), res.field_labels, res.kind)
+            if watch_path or q.get("watch", "").lower() in _TRUE:
+                return await self._watch(
+                    request,
+                    res,
+                    namespace,
+                    labels,
+                    fields,
+                    stored=stored,
+                    convert=view.from_storage,
+                )
+            listed = self.engine.list_objects(stored, namespace, labels, FieldSelector())
+            items = [o for o in map(view.from_storage, listed["items"]) if fields.matches(o)]
+            body = {
+                "kind": res.list_kind,
+                "apiVersion": res.api_version,
+                "metadata": listed["metadata"],
+                "items": items,
+            }
+            if table_wanted:
+                return _respond(
+                    table(res, items, listed["metadata"], q.get("includeObject", "Metadata"))
+                )
+            return _respond(body)
+        if method == "GET":
+            assert name is not None
+            obj = view.from_storage(self.engine.get(stored, namespace, name))
+            if table_wanted:
+                return _respond(
+                    table(
+                        res, [obj], {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+                    )
+                )
+            return _respond(obj)
+        opts = WriteOptions(
+            field_manager=q.get("fieldManager") or _default_manager(request),
+            dry_run=q.get("dryRun") == "All",
+            field_validation=_field_validation(q.get("fieldValidation")),
+            force=q.get("force", "").lower() in _TRUE,
+        )
+
+        def inbound(body: Any) -> Any:
+            if not isinstance(body, dict):
+                raise E.bad_request("the request body must be a JSON object")
+            if (
+                body.get("apiVersion", res.api_version) != res.api_version
+                or body.get("kind", res.kind) != res.kind
+            ):
+                raise E.bad_request(f"the body must be a {res.kind} of {res.api_version}")
+            return view.to_storage(body)
+
+        if method == "POST" and name is None:
+            result = await self.engine.create(
+                stored, namespace, inbound(await _body(request)), opts
+            )
+        elif method == "PUT" and name is not None:
+            result = await self.engine.replace(
+                stored, namespace, name, inbound(await _body(request)), None, opts
+            )
+        elif method == "PATCH" and name is not None:
+            content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
+            patch = await _body(request)
+            if content_type in ("application/apply-patch+yaml", "application/apply-patch+json"):
+                if not q.get("fieldManager"):
+                    opts.field_manager = ""
+                result = await self.engine.patch(
+                    stored, namespace, name, None, content_type, inbound(patch), opts
+                )
+            else:
+                # Patch the served shape, then store the whole result (a PUT at the same version).
+                current = view.from_storage(self.engine.get(stored, namespace, name))
+                if content_type == "application/merge-patch+json" and isinstance(patch, dict):
+                    candidate = merge_patch(current, patch)
+                elif content_type == "application/json-patch+json":
+                    candidate = apply_json_patch(current, patch)
+                else:
+                    raise E.unsupported_media_type(content_type)
+                candidate.setdefault("metadata", {}).setdefault(
+                    "resourceVersion", current["metadata"]["resourceVersion"]
+                )
+                result = await self.engine.replace(
+                    stored, namespace, name, inbound(candidate), None, opts
+                )
+        elif method == "DELETE" and name is not None:
+            options = await _body(request, optional=True) or {}
+            if q.get("propagationPolicy"):
+                options["propagationPolicy"] = q["propagationPolicy"]
+            result = await self.engine.delete(
+                stored, namespace, name, options, dry_run=opts.dry_run
+            )
+        else:
+            raise E.method_not_allowed()
+        if result.body.get("kind") == stored.kind:
+            result.body = view.from_storage(result.body)
+        return self._answer(result)
+
     @staticmethod
     def _answer(result: Result) -> web.Response:
         return _respond(result.body, result.code, result.warnings)
@@ -297,11 +418,16 @@ class HttpApi:
         namespace: str | None,
         labels: Any,
         fields: Any,
+        *,
+        stored: ResourceDef | None = None,
+        convert: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> web.StreamResponse:
         q = request.query
         as_table = wants_table(request.headers.get("Accept", ""))
         include = q.get("includeObject", "Metadata")
-        w = Watch(self.engine.store, res, namespace, labels, fields)
+        w = Watch(
+            self.engine.store, stored or res, namespace, labels, fields, convert=convert, served=res
+        )
         w.start(q.get("resourceVersion"), q.get("sendInitialEvents", "").lower() in _TRUE)
         self.watches.add(w)
         if self.closing:

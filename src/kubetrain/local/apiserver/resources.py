@@ -54,6 +54,8 @@ class ResourceDef:
     field_labels: tuple[str, ...] = ()
     # A status stamped on create when the body's status is reset (pods start Pending).
     initial_status: Mapping[str, Any] | None = None
+    # Served as a view of another resource's objects (a key of ``conversions.VIEWS``).
+    view: str = ""
 
     @property
     def api_version(self) -> str:
@@ -159,6 +161,7 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
         ),
         has_generation=False,
         field_labels=("regarding.kind", "regarding.namespace", "regarding.name", "regarding.uid", "reason", "type", "reportingController"),
+        view="events.k8s.io/v1/events",
     ),
     ResourceDef(
         "coordination.k8s.io", "v1", "Lease", "leases", True, "lease",

@@ -33,9 +33,15 @@ class Watch:
         namespace: str | None,
         labels: LabelSelector,
         fields: FieldSelector,
+        *,
+        convert: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        served: ResourceDef | None = None,
     ) -> None:
         self.store = store
         self.res = res
+        # A view (events.k8s.io Events): objects are converted before matching and sending.
+        self.convert = convert or (lambda obj: obj)
+        self.served = served or res
         self.namespace = namespace if res.namespaced else None
         self.labels = labels
         self.fields = fields
@@ -50,7 +56,8 @@ class Watch:
         """Queue the replay and subscribe, in one step so that nothing falls between them."""
         store = self.store
         if resource_version in (None, "", "0") or send_initial:
-            for obj in store.items(self.res.key, self.namespace):
+            for stored in store.items(self.res.key, self.namespace):
+                obj = self.convert(stored)
                 if self._matches(obj):
                     self.queue.put_nowait({"type": "ADDED", "object": obj})
             self.last_rv = store.rv
@@ -84,7 +91,9 @@ class Watch:
             return
         if self.namespace is not None and change.namespace != self.namespace:
             return
-        now, before = self._matches(change.obj), self._matches(change.old)
+        obj = self.convert(change.obj)
+        old = self.convert(change.old) if change.old is not None else None
+        now, before = self._matches(obj), self._matches(old)
         kind = change.type
         if kind == "MODIFIED" and now and not before:
             kind = "ADDED"
@@ -93,7 +102,7 @@ class Watch:
         elif not now and not (kind == "DELETED" and before):
             return
         self.last_rv = change.rv
-        self.queue.put_nowait({"type": kind, "object": change.obj})
+        self.queue.put_nowait({"type": kind, "object": obj})
 
     def bookmark(self, initial_end: bool = False) -> dict[str, Any]:
         meta: dict[str, Any] = {"resourceVersion": str(max(self.last_rv, 0))}
@@ -101,7 +110,11 @@ class Watch:
             meta["annotations"] = {"k8s.io/initial-events-end": "true"}
         return {
             "type": "BOOKMARK",
-            "object": {"kind": self.res.kind, "apiVersion": self.res.api_version, "metadata": meta},
+            "object": {
+                "kind": self.served.kind,
+                "apiVersion": self.served.api_version,
+                "metadata": meta,
+            },
         }
 
     def close(self) -> None:
