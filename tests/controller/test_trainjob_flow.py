@@ -404,3 +404,38 @@ async def test_a_status_that_empties_is_removed_not_rejected(plane: Plane) -> No
     await eventually(emptied, what="the status removed")
     await asyncio.sleep(0.2)
     assert controller.metrics.total("TrainJob", "error") == 0
+
+
+async def test_a_recreated_trainjob_waits_for_the_old_jobset_instead_of_adopting_it(
+    plane: Plane,
+) -> None:
+    await plane.start_controller()
+    await plane.create_trainjob("tj")
+    old = await eventually(lambda: plane.get(JOBSETS, "tj"), what="the first JobSet")
+    await plane.set_jobset_status(
+        "tj", {"conditions": [jobset_condition("Completed", "AllJobsCompleted", "done")]}
+    )
+    # A finalizer keeps the old JobSet around after its TrainJob is gone, as a slow garbage
+    # collector or another controller's finalizer would.
+    await plane.kube.patch(
+        *JOBSETS,
+        "tj",
+        {"metadata": {"finalizers": ["example.com/hold"]}},
+        namespace=plane.namespace,
+    )
+    await plane.kube.delete(*TRAINJOBS, "tj", namespace=plane.namespace)
+    new = await plane.create_trainjob("tj")
+    await asyncio.sleep(0.5)
+    assert not (await plane.trainjob_status("tj")).get("conditions"), (
+        "the old JobSet's Completed must not leak into the new TrainJob"
+    )
+    await plane.kube.patch(
+        *JOBSETS, "tj", {"metadata": {"finalizers": None}}, namespace=plane.namespace
+    )
+
+    async def fresh() -> Obj | None:
+        js = await plane.get(JOBSETS, "tj")
+        return js if js and js["metadata"]["uid"] != old["metadata"]["uid"] else None
+
+    jobset = await eventually(fresh, what="a JobSet of the new TrainJob")
+    assert jobset["metadata"]["ownerReferences"][0]["uid"] == new["metadata"]["uid"]

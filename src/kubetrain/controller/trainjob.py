@@ -189,6 +189,7 @@ class TrainJobReconciler:
         """Render; on failure the status-only outcome, with Failed for permanent failures."""
         try:
             try:
+                self._check_leftovers(trainjob, step)
                 resolved = await self._resolve_runtime(trainjob, step, now)
                 if resolved is None:
                     return self._renderer.derive(trainjob, step.jobset, now)
@@ -204,6 +205,26 @@ class TrainJobReconciler:
             step.error = err
             self._events.record(trainjob, "Warning", CREATION_FAILED, _note(err))
             return self._renderer.derive(trainjob, step.jobset, now)
+
+    def _check_leftovers(self, trainjob: Obj, step: _Pass) -> None:
+        """A JobSet or snapshot of an earlier TrainJob with the same name (deleted and created
+        again before garbage collection caught up) is neither adopted nor read: wait for it
+        to go. Its status must not leak into the new job either."""
+        meta = trainjob.get("metadata") or {}
+        uid = meta.get("uid")
+        snapshot = self._caches.configmaps.get(
+            f"{meta.get('name')}{_SNAPSHOT_SUFFIX}", str(meta.get("namespace") or "")
+        )
+        for obj in (step.jobset, snapshot):
+            owner = _controller_owner(obj)
+            if owner is not None and owner.get("kind") == TRAINJOB.kind and owner.get("uid") != uid:
+                if obj is step.jobset:
+                    step.jobset = None
+                name = (obj or {}).get("metadata", {}).get("name")
+                raise ReconcileError(
+                    f"{(obj or {}).get('kind')} {name} still belongs to an earlier TrainJob "
+                    f"{meta.get('name')} (uid {owner.get('uid')}); waiting for its deletion"
+                )
 
     def _failed(self, trainjob: Obj, step: _Pass, failure: _Permanent, now: datetime) -> Outcome:
         outcome = self._renderer.derive(trainjob, step.jobset, now)
@@ -456,6 +477,13 @@ def _status_patch(old: Obj, new: Obj) -> Obj:
         if key != "trainerStatus" and key not in new:
             patch[key] = None
     return patch
+
+
+def _controller_owner(obj: Obj | None) -> Obj | None:
+    for ref in (obj or {}).get("metadata", {}).get("ownerReferences") or []:
+        if ref.get("controller"):
+            return dict(ref)
+    return None
 
 
 def _contains(live: object, desired: object) -> bool:
