@@ -3,13 +3,14 @@
 One reconcile, for the TrainJob as the cache holds it:
 
 1. gone, being deleted, or ``spec.managedBy`` another controller → nothing (no status writes);
-2. not finished → if the active deadline has passed: ``Failed/DeadlineExceeded`` and delete the
-   JobSet; else resolve the runtime (snapshot first), render the Plan and server-side apply it
-   with field manager ``trainer`` (force), ConfigMaps and Secrets before PodGroups before the
-   JobSet, so pods never start before what they mount;
-3. the ``Suspended`` condition (upstream's rule);
-4. status derived from the JobSet by the pure ``derive_status``; a terminal state already
-   reached is kept exactly (``conditions.keep_terminal``);
+2. finished (``Complete`` or ``Failed`` True) → status only, from the JobSet while it exists;
+3. otherwise: resolve the runtime (the snapshot ConfigMap first, else the live runtime) and
+   render (``kubetrain.runtime.render``: the objects, and the status upstream's steps 3 and 5-7
+   give: Suspended/Resumed, JobSet's Complete/Failed and jobsStatus, the active deadline);
+   if the deadline has passed, delete the JobSet instead of applying; else server-side apply
+   the Plan with field manager ``trainer`` (force), ConfigMaps and Secrets before PodGroups
+   before the JobSet, so pods never start before what they mount;
+4. a terminal state already reached is kept exactly (``conditions.keep_terminal``);
 5. status written through the ``status`` subresource as a JSON merge patch of what changed,
    never touching ``trainerStatus`` (owned by the status server's manager ``trainer-status``);
 6. Events for each transition; requeue after the deadline's remaining time.
@@ -34,6 +35,11 @@ Divergences from upstream (reference/upstream-trainer.md §2.2), each on purpose
   upstream's latent nil-runtime panic.
 - An expired deadline is checked before applying, so a job whose deadline passed while the
   controller was down never gets a JobSet (upstream creates it, then deletes it).
+- A JobSet or snapshot still controlled by an earlier TrainJob of the same name (deleted and
+  re-created before garbage collection finished) is neither adopted nor read: the new job
+  waits for it to go, instead of inheriting the old job's Complete/Failed.
+- ConfigMaps the cache already shows with the Plan's exact content are not re-applied
+  (upstream sends the same apply on every reconcile).
 """
 
 from __future__ import annotations
