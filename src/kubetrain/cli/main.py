@@ -19,6 +19,20 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "render": ("cmd_render", "print every object a TrainJob would create (dry run)"),
     "validate": ("cmd_validate", "check TrainJobs and runtimes; silent when valid"),
     "runtimes": ("cmd_runtimes", "list the default training runtimes, or print one"),
+    "run": ("cmd_run", "apply a TrainJob and follow it to the end (logs, progress, exit code)"),
+    "apply": ("cmd_apply", "create or update TrainJobs, runtimes and other objects from files"),
+    "get": ("cmd_get", "list TrainJobs, runtimes or pods (-w to watch)"),
+    "describe": ("cmd_describe", "show one TrainJob: runtime, steps, conditions, events"),
+    "logs": ("cmd_logs", "print or follow a TrainJob step's output"),
+    "events": ("cmd_events", "list the Events of a TrainJob and its JobSet and pods"),
+    "suspend": ("cmd_suspend", "suspend TrainJobs (their pods stop)"),
+    "resume": ("cmd_resume", "resume suspended TrainJobs"),
+    "delete": ("cmd_delete", "delete TrainJobs and wait until every process is gone"),
+    "serve": ("cmd_serve", "run the local control plane in the foreground (Kubernetes API + kubeconfig)"),
+    "daemon": ("cmd_daemon", "start, stop or inspect the local control plane daemon"),
+    "doctor": ("cmd_doctor", "check how pods run on this machine and what is missing"),
+    "install": ("cmd_install", "print the Kubernetes install manifest"),
+    "controller": ("cmd_controller", "run the TrainJob controller (in a cluster)"),
 }
 
 
