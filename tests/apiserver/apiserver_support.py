@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kubetrain.local.apiserver import ApiServer, ServerThread
 
 TRAINER = ("trainer.kubeflow.org", "v1alpha1")
 
@@ -63,3 +69,29 @@ def kube_request(
     )[0]
     data = response.data
     return response.status, json.loads(data) if data else None, response.headers
+
+
+@dataclass
+class Cluster:
+    kubeconfig: Path
+    cache_dir: Path
+    server: ApiServer | None  # None when the suite runs against a real cluster
+    thread: ServerThread | None
+
+    def kubectl(
+        self, *args: str, check: bool = True, timeout: float = 30, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        cmd = [
+            "kubectl",
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--cache-dir",
+            str(self.cache_dir),
+            *args,
+        ]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=input)
+        if check and done.returncode != 0:
+            raise AssertionError(
+                f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
+            )
+        return done

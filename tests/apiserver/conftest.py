@@ -9,45 +9,17 @@ the Trainer and JobSet CRDs installed); tests that need the embedded server's in
 from __future__ import annotations
 
 import os
-import subprocess
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from apiserver_support import TRAINER
+from apiserver_support import TRAINER, Cluster
 
 from kubetrain.local.apiserver import ApiServer, ServerThread
 
 EXTERNAL = os.environ.get("KUBETRAIN_CONTRACT_KUBECONFIG")
-
-
-@dataclass
-class Cluster:
-    kubeconfig: Path
-    cache_dir: Path
-    server: ApiServer | None  # None when the suite runs against a real cluster
-    thread: ServerThread | None
-
-    def kubectl(
-        self, *args: str, check: bool = True, timeout: float = 30, input: str | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        cmd = [
-            "kubectl",
-            "--kubeconfig",
-            str(self.kubeconfig),
-            "--cache-dir",
-            str(self.cache_dir),
-            *args,
-        ]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, input=input)
-        if check and done.returncode != 0:
-            raise AssertionError(
-                f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
-            )
-        return done
 
 
 @pytest.fixture(scope="session")

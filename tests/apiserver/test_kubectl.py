@@ -8,9 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from apiserver_support import condition, trainjob
-
-from conftest import Cluster
+from apiserver_support import Cluster, condition, trainjob
 
 TRAINJOB_YAML = """\
 apiVersion: trainer.kubeflow.org/v1alpha1

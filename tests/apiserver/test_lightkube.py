@@ -7,12 +7,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from apiserver_support import condition, trainjob
+from apiserver_support import Cluster, condition, trainjob
 from lightkube import ApiError, AsyncClient, Client, KubeConfig
 from lightkube.generic_resource import create_namespaced_resource
 from lightkube.types import PatchType
-
-from conftest import Cluster
 
 TrainJob = create_namespaced_resource("trainer.kubeflow.org", "v1alpha1", "TrainJob", "trainjobs")
 JobSet = create_namespaced_resource("jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets")

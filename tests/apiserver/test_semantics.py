@@ -10,10 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
-from apiserver_support import TRAINER, kube_request, trainjob
+from apiserver_support import TRAINER, Cluster, kube_request, trainjob
 from kubernetes.client import ApiException
-
-from conftest import Cluster
 
 T = "/apis/trainer.kubeflow.org/v1alpha1"
 

@@ -180,7 +180,11 @@ async def test_close_ends_open_watches_at_once(tmp_path: Path) -> None:
 
 
 async def test_a_view_watch_sends_the_served_shape(http: aiohttp.ClientSession) -> None:
-    core_event = {"metadata": {"name": "e"}, "involvedObject": {"kind": "Pod", "name": "p"}, "message": "hello"}
+    core_event = {
+        "metadata": {"name": "e"},
+        "involvedObject": {"kind": "Pod", "name": "p"},
+        "message": "hello",
+    }
     async with http.post("/api/v1/namespaces/default/events", json=core_event) as r:
         assert r.status == 201
     async with http.get("/apis/events.k8s.io/v1/namespaces/default/events?watch=1") as r:
