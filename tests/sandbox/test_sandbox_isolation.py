@@ -9,6 +9,7 @@ import sys
 import tempfile
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sandbox_support import make_ctx, make_pod, needs_bwrap, run, sh
@@ -28,7 +29,7 @@ def peers() -> dict[str, str]:
     return hosts
 
 
-def node_pod(script: str, **kw: object) -> dict[str, object]:
+def node_pod(script: str, **kw: Any) -> dict[str, Any]:
     return make_pod(
         "tj-node-0-1-x7k2p", hostname=f"{TJ}-node-0-1", subdomain=TJ, containers=[sh(script)], **kw
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import socket
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,25 @@ ALLREDUCE = textwrap.dedent("""
 """)
 
 
+def _master_port() -> int:
+    """29500 as the torch runtime sets it, unless something on this machine holds it.
+
+    Pods share the host's network namespace, and torch's rendezvous store listens on all
+    addresses: another job's store on 29500 would swallow our ranks' connections (seen while
+    other sessions ran torch jobs here), so then a free port stands in.
+    """
+    with socket.socket() as s:
+        try:
+            s.bind(("0.0.0.0", 29500))
+            return 29500
+        except OSError:
+            s.bind(("0.0.0.0", 0))
+            return int(s.getsockname()[1])
+
+
+MASTER_PORT = _master_port()
+
+
 def torch_pod(index: int, command: list[str], volumes: list[dict[str, Any]], mounts: list[dict[str, Any]],
               env: list[dict[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
     """A pod as JobSet + the torch plugin make it for TrainJob ``tj`` with numNodes 2."""
@@ -38,7 +58,7 @@ def torch_pod(index: int, command: list[str], volumes: list[dict[str, Any]], mou
         {"name": "PET_NPROC_PER_NODE", "value": "2"},
         {"name": "PET_NODE_RANK", "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{INDEX}']"}}},
         {"name": "PET_MASTER_ADDR", "value": f"{TJ}-node-0-0.{TJ}"},
-        {"name": "PET_MASTER_PORT", "value": "29500"},
+        {"name": "PET_MASTER_PORT", "value": str(MASTER_PORT)},
     ]  # fmt: skip
     return make_pod(
         f"{TJ}-node-0-{index}-abc{index}", hostname=f"{TJ}-node-0-{index}", subdomain=TJ,
@@ -74,7 +94,11 @@ async def _run_two(
         PodSandbox(pod, make_ctx(tmp_path, pod=f"n{i}", pod_ip=loopback_address(i), hosts=torch_hosts(), **ctx))
         for i, pod in enumerate(pods)
     ]  # fmt: skip
-    results = await asyncio.wait_for(asyncio.gather(*(s.run() for s in sandboxes)), timeout=120)
+    try:
+        results = await asyncio.wait_for(asyncio.gather(*(s.run() for s in sandboxes)), 90)
+    except TimeoutError:
+        await asyncio.gather(*(s.terminate(grace=1) for s in sandboxes))
+        raise
     logs = [s.processes["node"].log_path.read_text() for s in sandboxes]
     return list(results), logs
 

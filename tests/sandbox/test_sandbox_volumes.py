@@ -12,7 +12,7 @@ from sandbox_support import MODES, make_ctx, make_pod, run, sh
 from kubetrain.local.sandbox import SandboxError
 from kubetrain.local.sandbox.volumes import prepare_volumes
 
-DATA = {"config_maps": {"hostfile": {"hostfile": "a slots=2\n", "other": "x"}, "tls": {"ca.crt": "CA"}},
+DATA: dict[str, Any] = {"config_maps": {"hostfile": {"hostfile": "a slots=2\n", "other": "x"}, "tls": {"ca.crt": "CA"}},
         "secrets": {"ssh": {"ssh-privatekey": b"PRIV", "ssh-publickey": b"PUB"}},
         "tokens": {"trainer.kubeflow.org/v1alpha1/namespaces/default/trainjobs/tj/status": "TOKEN"}}  # fmt: skip
 

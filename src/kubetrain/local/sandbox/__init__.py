@@ -2,15 +2,33 @@
 
 Usage (inside an asyncio task)::
 
+    hosts = jobset_hosts([("tj-node-0-0", "tj", "default", "127.0.0.2"),
+                          ("tj-node-0-1", "tj", "default", "127.0.0.3")])
     ctx = SandboxContext(pod_dir=home / "pods" / uid, log_dir=home / "logs",
-                         pod_ip="127.0.0.2", hosts={"tj-node-0-0.tj": "127.0.0.2", ...},
-                         config_maps={...}, secrets={...})
-    sandbox = PodSandbox(pod, ctx)
-    result = await sandbox.run(on_event=print)     # or: await sandbox.terminate(grace=5)
-    result.containers  # {"node": 0}
+                         pod_ip="127.0.0.2", hosts=hosts, claims_dir=home / "claims",
+                         config_maps={...}, secrets={...}, tokens={audience: token})
+    sandbox = PodSandbox(pod, ctx)                 # pod: a Pod dict, Kubernetes JSON shape
+    result = await sandbox.run(on_event=hook)      # PodResult: per-container exit codes
+    await sandbox.terminate(grace=5)               # from another task: SIGTERM, then SIGKILL
 
-The rest of the package is internal; `sandbox_mode` and `doctor_report` feed
-``kubetrain doctor``.
+Design choices worth knowing:
+
+- One bwrap per container, each the leader of its own session, never started with
+  ``--die-with-parent`` by default: a pod must survive its daemon so a restarted daemon can
+  `PodSandbox.adopt` it from the JSON state in ``<pod_dir>/state`` (pid, pgid, start time).
+  bwrap writes the exit code to a status file itself (``--json-status-fd``), so even a pod
+  that ended while no daemon ran reports its real code. ``SandboxContext(die_with_parent=True)``
+  trades that away for pods that must die with their parent (a one-shot foreground run).
+- Termination signals the workload, not the wrappers (bwrap would die at once and lose the
+  exit code), then SIGKILLs the whole tree and group; in bwrap the PID namespace guarantees
+  that nothing survives, in plain mode the /proc tree and group walk does its best.
+- Where bwrap cannot run, pods run as plain processes (`sandbox_mode` says which and why;
+  ``KUBETRAIN_SANDBOX=plain|bwrap`` forces a mode). Plain mode keeps the env, logs, exit codes
+  and termination, but has no own hostname, /etc/hosts or mount points: env values naming a
+  peer pod are rewritten to its address, and mount paths in command/args/env to the volume's
+  host directory; names and paths built inside programs are not.
+- All pods share the host network namespace: each binds its own 127.x address, but a server
+  listening on all interfaces (torch's TCPStore on 29500) collides with another job's.
 """
 
 from __future__ import annotations

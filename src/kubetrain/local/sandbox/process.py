@@ -59,6 +59,10 @@ def _check_executable(launch: Launch) -> None:
             return
         if os.access(path, os.X_OK):
             return
+        raise SandboxError(
+            f'exec: "{prog}": stat {prog}: no such file or not executable',
+            reason="RunContainerError",
+        )
     else:
         search = launch.env.get("PATH", "")
         if any(
