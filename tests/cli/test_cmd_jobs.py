@@ -517,3 +517,43 @@ def test_delete_from_a_file(cli: Any, tmp_path: Path) -> None:
     cli("apply", "-f", str(path))
     assert cli("delete", "-f", str(path)).out == 'trainjob.trainer.kubeflow.org "demo" deleted\n'
     assert cli("get", "trainjob", "demo").code == 1
+
+
+# --- connection ----------------------------------------------------------------------------------
+
+
+def test_an_unknown_context_is_a_clear_error(api: Api, capsys: pytest.CaptureFixture[str]) -> None:
+    from kubetrain.cli import cmd_get
+
+    parser = argparse.ArgumentParser()
+    cmd_get.add_arguments(parser)
+    code = cmd_get.run(
+        parser.parse_args(["trainjobs", "--kubeconfig", api.kubeconfig, "--context", "nope"])
+    )
+    assert (code, capsys.readouterr().err) == (1, "error: kubeconfig: Context 'nope' not found\n")
+
+
+def test_an_unreachable_server_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kubetrain.cli import cmd_get
+
+    config = tmp_path / "kubeconfig"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": "http://127.0.0.1:9"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    parser = argparse.ArgumentParser()
+    cmd_get.add_arguments(parser)
+    code = cmd_get.run(parser.parse_args(["trainjobs", "--kubeconfig", str(config)]))
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.startswith("error: cannot reach the Kubernetes API at http://127.0.0.1:9: ")
+    assert err.count("\n") == 1

@@ -110,6 +110,12 @@ def connect(
         raise ClientError(f"kubeconfig: context {context!r} refers to missing {exc}") from None
     if config is None:
         raise ClientError("kubeconfig: no current context; pass --context")
+    if config.user is None:
+        # A context without a user is valid (kubectl proxy, insecure dev clusters); lightkube
+        # asserts on it, so give it an empty one.
+        from lightkube.config.models import User
+
+        config = config._replace(user=User())
     ns = namespace or config.namespace or "default"
     client = Client(
         config, namespace=ns, timeout=httpx2.Timeout(timeout), field_manager=FIELD_MANAGER
