@@ -76,6 +76,10 @@ def test_a_job_that_completes_streams_rank_zero_and_exits_0(home: Path, tmp_path
     assert out == "hello from rank 0\n"
     assert "trainjob.trainer.kubeflow.org/hello created" in err
     assert "trainjob hello Complete" in err
+    # Running a finished job again shows that run and says how to start a new one.
+    code, out, err = done(home, "run", "-f", str(path))
+    assert (code, out) == (0, "hello from rank 0\n")
+    assert "had already finished (Complete)" in err
     assert done(home, "delete", "hello")[0] == 0
 
 

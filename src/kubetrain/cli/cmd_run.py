@@ -72,6 +72,7 @@ def _run(args: argparse.Namespace) -> int:
     from kubetrain.client.errors import ClientError
     from kubetrain.client.files import read_objects
     from kubetrain.client.jobs import JobClient
+    from kubetrain.client.state import is_terminal, job_state
 
     objs = read_objects(args.filename)
     jobs = [
@@ -92,7 +93,14 @@ def _run(args: argparse.Namespace) -> int:
                 name = result.name
         wants_suspend = bool((jobs[0].get("spec") or {}).get("suspend"))
         live = jc.get(R.TRAINJOB, name)
-        if (live.get("spec") or {}).get("suspend") and not wants_suspend:
+        state = job_state(live)
+        if is_terminal(state):
+            # Finished jobs never run again (terminal states are sticky): say so up front.
+            _note(
+                f"trainjob {name} had already finished ({state}); showing that run. "
+                f"To run it again: kubetrain delete {name}, then kubetrain run again."
+            )
+        elif (live.get("spec") or {}).get("suspend") and not wants_suspend:
             # Left suspended by an earlier Ctrl-C: running it again means resuming it.
             jc.set_suspend(name, False)
             _note(f"{R.TRAINJOB.qualified}/{name} resumed")
