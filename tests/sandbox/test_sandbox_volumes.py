@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import stat
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 from sandbox_support import MODES, make_ctx, make_pod, run, sh
 
-from kubetrain.local.sandbox import SandboxError
+from kubetrain.local.sandbox import PodSandbox, SandboxError
 from kubetrain.local.sandbox.volumes import prepare_volumes
 
 DATA: dict[str, Any] = {"config_maps": {"hostfile": {"hostfile": "a slots=2\n", "other": "x"}, "tls": {"ca.crt": "CA"}},
@@ -126,3 +127,40 @@ async def test_an_empty_dir_is_shared_by_init_and_main_containers(
     result, logs = await run(pod, make_ctx(tmp_path, mode))
     assert result.succeeded, logs
     assert logs["main"].splitlines()[-1] == "from-init"
+
+
+def test_a_key_can_turn_into_a_directory_and_back(tmp_path: Path) -> None:
+    def volume(path: str) -> dict[str, Any]:
+        items = [{"key": "a", "path": path}]
+        return {"name": "v", "configMap": {"name": "c", "items": items}}
+
+    ctx = make_ctx(tmp_path, config_maps={"c": {"a": "1"}})
+    paths = prepare_volumes(make_pod(containers=[sh("true")], volumes=[volume("x")]), ctx)
+    paths = prepare_volumes(make_pod(containers=[sh("true")], volumes=[volume("x/y")]), ctx)
+    assert (paths["v"] / "x" / "y").read_text() == "1"
+    paths = prepare_volumes(make_pod(containers=[sh("true")], volumes=[volume("x")]), ctx)
+    assert (paths["v"] / "x").read_text() == "1"
+    assert sorted(p.name for p in paths["v"].rglob("*")) == ["x"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_running_container_sees_its_config_updated_in_place(
+    tmp_path: Path, mode: str
+) -> None:
+    # What happens when a restarted daemon adopts a pod and prepares it again: the
+    # container's view of the volume must follow, never go empty.
+    script = (
+        'for i in $(seq 200); do v=$(cat /cfg/value); echo "$v"; '
+        '[ "$v" = new ] && exit 0; [ -n "$v" ] || exit 9; sleep 0.02; done; exit 1'
+    )
+    pod = make_pod(
+        containers=[sh(script, volumeMounts=[{"name": "cfg", "mountPath": "/cfg"}])],
+        volumes=[{"name": "cfg", "configMap": {"name": "c", "defaultMode": 0o400}}],
+    )
+    first = PodSandbox(pod, make_ctx(tmp_path, mode, config_maps={"c": {"value": "old"}}))
+    proc = await first.start_container("main")
+    await asyncio.sleep(0.3)
+    later = PodSandbox.adopt(pod, make_ctx(tmp_path, mode, config_maps={"c": {"value": "new"}}))
+    later.prepare()
+    assert await proc.wait() == 0, proc.log_path.read_text()
+    assert proc.log_path.read_text().split()[-1] == "new"

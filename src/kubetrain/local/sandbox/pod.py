@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,7 @@ class ContainerEvent:
     restart_count: int
     init: bool = False
     exit_code: int | None = None
+    at: float = field(default_factory=time.time)  # wall clock, for startedAt / finishedAt
 
 
 EventHook = Callable[[ContainerEvent], None]

@@ -84,6 +84,7 @@ class ContainerProcess:
         self._proc = proc
         self._exit_code: int | None = None
         self.exit_known = True
+        self.finished_at: float | None = None  # wall clock, once `wait` has seen the end
 
     @property
     def name(self) -> str:
@@ -140,6 +141,7 @@ class ContainerProcess:
             else:
                 argv = ["/bin/sh", "-c", _PLAIN_WRAPPER, str(status), *launch.command]
                 cwd, fds = launch.workdir, []
+            started_at = time.time()
             try:
                 proc = await asyncio.create_subprocess_exec(
                     *argv, stdin=asyncio.subprocess.DEVNULL, stdout=log_fd,
@@ -157,7 +159,7 @@ class ContainerProcess:
         state = ContainerState(
             container=launch.name, restart_count=restart_count, init=init, pid=proc.pid,
             pgid=proc.pid, start_time=info.start_time if info else 0, mode=launch.mode,
-            log=str(log), status_file=str(status),
+            log=str(log), status_file=str(status), started_at=started_at,
         )  # fmt: skip
         write_state(state_dir / f"{launch.name}.json", state)
         return cls(state, proc)
@@ -218,6 +220,7 @@ class ContainerProcess:
         # The container is over when its main process is; anything it left behind (plain
         # mode has no PID namespace to take it down) goes now, as on a node.
         await asyncio.to_thread(self.kill)
+        self.finished_at = time.time()
         self._exit_code = code
         return code
 

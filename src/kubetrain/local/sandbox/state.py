@@ -26,6 +26,7 @@ class ContainerState:
     mode: str
     log: str
     status_file: str
+    started_at: float = 0.0  # wall clock (epoch seconds), for the Pod's containerStatuses
 
 
 def write_state(path: Path, state: ContainerState) -> None:

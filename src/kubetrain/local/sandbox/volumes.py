@@ -40,14 +40,12 @@ def _safe_rel(path: str) -> PurePosixPath:
     return rel
 
 
-def _write(root: Path, rel: str, data: bytes, mode: int) -> None:
-    target = root / _safe_rel(rel)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # Write before chmod: a mode like 0400 would otherwise lock out the next rewrite.
-    if target.exists():
-        target.unlink()
-    target.write_bytes(data)
-    os.chmod(target, mode)
+# Relative path in a data volume → (content, mode).
+Files = dict[PurePosixPath, tuple[bytes, int]]
+
+
+def _write(files: Files, rel: str, data: bytes, mode: int) -> None:
+    files[_safe_rel(rel)] = (data, mode)
 
 
 def _as_bytes(value: bytes | str) -> bytes:
@@ -55,7 +53,7 @@ def _as_bytes(value: bytes | str) -> bytes:
 
 
 def _project_data(
-    root: Path,
+    files: Files,
     kind: str,
     source: Mapping[str, Any],
     store: Mapping[str, Mapping[str, bytes | str]],
@@ -70,7 +68,7 @@ def _project_data(
     items = source.get("items")
     if items is None:
         for key, value in data.items():
-            _write(root, key, _as_bytes(value), default_mode)
+            _write(files, key, _as_bytes(value), default_mode)
         return
     for item in items:
         key = str(item["key"])
@@ -78,18 +76,18 @@ def _project_data(
             if source.get("optional"):
                 continue
             raise SandboxError(f"key {key!r} in {kind} {name!r} not found")
-        _write(root, str(item["path"]), _as_bytes(data[key]), int(item.get("mode", default_mode)))
+        _write(files, str(item["path"]), _as_bytes(data[key]), int(item.get("mode", default_mode)))
 
 
 def _project_downward(
-    root: Path, pod: Mapping[str, Any], items: Iterable[Mapping[str, Any]],
+    files: Files, pod: Mapping[str, Any], items: Iterable[Mapping[str, Any]],
     ctx: SandboxContext, default_mode: int,
 ) -> None:  # fmt: skip
     for item in items:
         if "fieldRef" not in item:
             raise SandboxError("downwardAPI items support fieldRef only")
         value = field_ref(pod, str(item["fieldRef"]["fieldPath"]), ctx)
-        _write(root, str(item["path"]), value.encode(), int(item.get("mode", default_mode)))
+        _write(files, str(item["path"]), value.encode(), int(item.get("mode", default_mode)))
 
 
 def _token(source: Mapping[str, Any], ctx: SandboxContext) -> bytes:
@@ -100,16 +98,38 @@ def _token(source: Mapping[str, Any], ctx: SandboxContext) -> bytes:
     return token.encode()
 
 
-def _fresh(path: Path) -> Path:
-    # Data volumes are rewritten whole each time the pod is prepared, like the kubelet's
-    # atomic writer: keys removed from a ConfigMap must not linger.
-    if path.exists():
-        for p in [path, *path.rglob("*")]:
-            if p.is_dir():
-                os.chmod(p, 0o755)
-        shutil.rmtree(path)
-    path.mkdir(parents=True)
-    return path
+def _sync(root: Path, files: Files) -> Path:
+    """Make ``root`` hold exactly ``files``, changing it in place.
+
+    Running containers bind this very directory, including ones a restarted daemon adopted,
+    so it is never replaced: each file is swapped in by rename (readers see old or new,
+    never half), and keys that are gone are removed, as the kubelet's atomic writer does.
+    """
+    root.mkdir(parents=True, exist_ok=True)
+    wanted_dirs = {root}
+    for rel, (data, mode) in files.items():
+        target = root / rel
+        for parent in reversed(target.parents):
+            if parent.is_relative_to(root) and parent != root:
+                if parent.exists() and not parent.is_dir():
+                    parent.unlink()
+                wanted_dirs.add(parent)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        tmp = target.parent / f".{target.name}.kubetrain-new"
+        tmp.unlink(missing_ok=True)  # a leftover with mode 0400 could not be opened again
+        tmp.write_bytes(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    wanted = {root / rel for rel in files}
+    for path in sorted(root.rglob("*"), key=lambda p: -len(p.parts)):
+        if path.is_dir() and not path.is_symlink():
+            if path not in wanted_dirs and not any(path.iterdir()):
+                path.rmdir()
+        elif path not in wanted:
+            path.unlink()
+    return root
 
 
 def _prepare_one(
@@ -141,39 +161,39 @@ def _prepare_one(
         path = ctx.claim_path(namespace, claim)
         path.mkdir(parents=True, exist_ok=True)
         return path
+    files: Files = {}
     if "configMap" in volume:
         src = volume["configMap"]
         mode = int(src.get("defaultMode", DEFAULT_MODE))
-        _project_data(_fresh(here), "configmap", src, ctx.config_maps, mode)
-        return here
+        _project_data(files, "configmap", src, ctx.config_maps, mode)
+        return _sync(here, files)
     if "secret" in volume:
         src = dict(volume["secret"])
         src["name"] = src.get("secretName", "")
         mode = int(src.get("defaultMode", DEFAULT_MODE))
-        _project_data(_fresh(here), "secret", src, ctx.secrets, mode)
-        return here
+        _project_data(files, "secret", src, ctx.secrets, mode)
+        return _sync(here, files)
     if "downwardAPI" in volume:
         src = volume["downwardAPI"]
         mode = int(src.get("defaultMode", DEFAULT_MODE))
-        _project_downward(_fresh(here), pod, src.get("items") or [], ctx, mode)
-        return here
+        _project_downward(files, pod, src.get("items") or [], ctx, mode)
+        return _sync(here, files)
     if "projected" in volume:
         spec = volume["projected"]
         mode = int(spec.get("defaultMode", DEFAULT_MODE))
-        root = _fresh(here)
         for source in spec.get("sources") or []:
             if "configMap" in source:
-                _project_data(root, "configmap", source["configMap"], ctx.config_maps, mode)
+                _project_data(files, "configmap", source["configMap"], ctx.config_maps, mode)
             elif "secret" in source:
-                _project_data(root, "secret", source["secret"], ctx.secrets, mode)
+                _project_data(files, "secret", source["secret"], ctx.secrets, mode)
             elif "downwardAPI" in source:
-                _project_downward(root, pod, source["downwardAPI"].get("items") or [], ctx, mode)
+                _project_downward(files, pod, source["downwardAPI"].get("items") or [], ctx, mode)
             elif "serviceAccountToken" in source:
                 sat = source["serviceAccountToken"]
-                _write(root, str(sat.get("path", "token")), _token(sat, ctx), mode)
+                _write(files, str(sat.get("path", "token")), _token(sat, ctx), mode)
             else:
                 raise SandboxError(f"volume {name}: unsupported projected source {sorted(source)}")
-        return here
+        return _sync(here, files)
     kinds = sorted(k for k in volume if k != "name")
     raise SandboxError(f"volume {name}: unsupported volume type {kinds}")
 
