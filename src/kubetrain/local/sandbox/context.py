@@ -90,7 +90,8 @@ class SandboxContext:
     - ``hosts``: every pod DNS name of the JobSet → its address (see `hosts.pod_dns_names`).
     - ``claims_dir``: PVC ``c`` in namespace ``ns`` lives at ``<claims_dir>/<ns>/<c>``; it
       outlives the pod. Defaults to ``<pod_dir>/../claims``.
-    - ``config_maps`` / ``secrets``: name → data (secrets already base64-decoded).
+    - ``config_maps`` / ``secrets``: name → data; bytes for binaryData and decoded Secret
+      data, str for plain ConfigMap data.
     - ``tokens``: audience → service-account token text for projected token sources; the key
       ``""`` serves sources without an audience.
     - ``mode``: force ``"bwrap"`` or ``"plain"``; ``None`` picks what `sandbox_mode` reports.
@@ -103,7 +104,7 @@ class SandboxContext:
     pod_ip: str
     hosts: Mapping[str, str] = field(default_factory=dict)
     claims_dir: Path | None = None
-    config_maps: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    config_maps: Mapping[str, Mapping[str, bytes | str]] = field(default_factory=dict)
     secrets: Mapping[str, Mapping[str, bytes | str]] = field(default_factory=dict)
     tokens: Mapping[str, str] = field(default_factory=dict)
     images: ImageMap = field(default_factory=ImageMap)
