@@ -159,6 +159,13 @@ def make_pod(
     return name
 
 
+def _now(offset: int = 0) -> str:
+    """An Event time ``offset`` seconds from now (Events older than their job are not its own)."""
+    from datetime import UTC, datetime, timedelta
+
+    return (datetime.now(UTC) + timedelta(seconds=offset)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def write_log(api: Api, ns: str, pod: str, lines: list[str], container: str = "node") -> None:
     """Where the executor writes a container's output and the API server's pods/log reads it."""
     path = api.home / "logs" / ns / pod / f"{container}.log"
@@ -414,8 +421,8 @@ def test_describe_shows_runtime_steps_and_events(
                 "reason": "Created",
                 "message": "created JobSet demo",
                 "type": "Normal",
-                "firstTimestamp": "2026-01-01T00:00:00Z",
-                "lastTimestamp": "2026-01-01T00:00:00Z",
+                "firstTimestamp": _now(),
+                "lastTimestamp": _now(),
             }
         )
     )
@@ -466,8 +473,14 @@ def test_events_lists_the_jobs_and_its_pods_events_only(
 
     cli("apply", "-f", str(write_job(tmp_path)))
     pod = make_pod(api, ns, "demo", 0)
-    for i, (kind, name, reason) in enumerate(
-        [("TrainJob", "demo", "Created"), ("Pod", pod, "Started"), ("TrainJob", "other", "Created")]
+    for i, (kind, name, reason, when) in enumerate(
+        [
+            ("TrainJob", "demo", "Created", _now(1)),
+            ("Pod", pod, "Started", _now(2)),
+            ("TrainJob", "other", "Created", _now(3)),
+            # An earlier job of the same name: older than this one, so not shown.
+            ("TrainJob", "demo", "Deleted", "2020-01-01T00:00:00Z"),
+        ]
     ):
         api.client.create(
             Event.from_dict(
@@ -477,7 +490,7 @@ def test_events_lists_the_jobs_and_its_pods_events_only(
                     "reason": reason,
                     "message": f"{reason} {name}",
                     "type": "Normal",
-                    "lastTimestamp": f"2026-01-01T00:00:0{i}Z",
+                    "lastTimestamp": when,
                 }
             )
         )

@@ -375,8 +375,15 @@ class JobClient:
             yield from stream
 
     def events(self, job: str, namespace: str | None = None) -> list[dict[str, Any]]:
-        """core/v1 Events of the TrainJob, its JobSet, its Jobs and its pods, oldest first."""
+        """core/v1 Events of the TrainJob, its JobSet, its Jobs and its pods, oldest first.
+
+        Only this incarnation's: a job deleted and created again under the same name keeps its
+        old Events around for a while, told apart by uid, or else by being older than the job.
+        """
         ns = namespace or self.namespace
+        current = self.find(R.TRAINJOB, job, ns)
+        uid = ((current or {}).get("metadata") or {}).get("uid")
+        born = parse_time(((current or {}).get("metadata") or {}).get("creationTimestamp"))
         pod_names = {p["metadata"]["name"] for p in self.pods(job, ns)}
         res = R.resource_for(R.EVENT)
         with self._serial("events"):
@@ -385,6 +392,12 @@ class JobClient:
         def ours(ev: dict[str, Any]) -> bool:
             inv = ev.get("involvedObject") or {}
             kind, name = inv.get("kind"), str(inv.get("name") or "")
+            if kind == R.TRAINJOB.kind and name == job and uid and inv.get("uid"):
+                return bool(inv.get("uid") == uid)
+            if kind in (R.TRAINJOB.kind, R.JOBSET.kind, "Job") and born is not None:
+                when = parse_time(event_time_key(ev))
+                if when is not None and when < born:
+                    return False
             if kind in (R.TRAINJOB.kind, R.JOBSET.kind):
                 return name == job
             if kind == "Job":
