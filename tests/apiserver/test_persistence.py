@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from kubernetes import client, config
 
 SERVE = (
@@ -58,6 +59,7 @@ def test_kill_9_loses_nothing_and_resource_versions_keep_increasing(
     kubeconfig = tmp_path / "kubeconfig"
     proc = _start(home, kubeconfig)
     try:
+        assert yaml.safe_load(kubeconfig.read_text())["current-context"] == "kubetrain-local"
         api = config.new_client_from_config(str(kubeconfig))
         core = client.CoreV1Api(api)
         written = [

@@ -777,10 +777,7 @@ class Engine:
         self._delete(op, res, obj, policy)
 
     def _resource_of(self, key: str) -> ResourceDef | None:
-        for res in self.registry:
-            if res.key == key:
-                return res
-        return None
+        return self.registry.by_key(key)
 
     def _maybe_finish_foreground(self, op: _Op, owner_uid: str) -> None:
         where = self.store.locate_uid(owner_uid)
@@ -825,7 +822,7 @@ class Engine:
             op.futures.append(
                 self.store.put(Change(rv, "MODIFIED", res.key, "", name, marked, ns_obj))
             )
-            for other in list(self.registry):
+            for other in self.registry.stored():
                 if not other.namespaced:
                     continue
                 for obj in list(self.store.items(other.key, name)):
@@ -838,7 +835,7 @@ class Engine:
         ns_obj = self.store.get("/namespaces", "", namespace)
         if ns_obj is None or not ns_obj["metadata"].get("deletionTimestamp"):
             return
-        for other in self.registry:
+        for other in self.registry.stored():
             if other.namespaced and self.store.count(other.key, namespace):
                 return
         res = self._resource_of("/namespaces")

@@ -235,6 +235,7 @@ class Registry:
     """Resources by group/version/plural; also finds the resource of an object's apiVersion/kind."""
 
     _by_path: dict[tuple[str, str, str], ResourceDef] = field(default_factory=dict)
+    _stored: list[ResourceDef] | None = None
 
     @classmethod
     def build(
@@ -252,6 +253,7 @@ class Registry:
     def add(self, res: ResourceDef) -> None:
         """Add or replace; a CRD for a built-in stand-in keeps nothing of the stand-in."""
         self._by_path[(res.group, res.version, res.plural)] = res
+        self._stored = None
 
     def get(self, group: str, version: str, plural: str) -> ResourceDef | None:
         return self._by_path.get((group, version, plural))
@@ -262,6 +264,19 @@ class Registry:
             if res.group == group and res.version == version and res.kind == kind:
                 return res
         return None
+
+    def by_key(self, key: str) -> ResourceDef | None:
+        """The resource whose objects are stored under ``key`` (views excluded)."""
+        for res in self.stored():
+            if res.key == key:
+                return res
+        return None
+
+    def stored(self) -> list[ResourceDef]:
+        """Resources that store objects (not views), in a fixed order."""
+        if self._stored is None:
+            self._stored = [r for r in self if not r.view]
+        return self._stored
 
     def __iter__(self) -> Iterator[ResourceDef]:
         return iter(sorted(self._by_path.values(), key=lambda r: (r.group, r.version, r.plural)))
