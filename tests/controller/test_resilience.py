@@ -220,3 +220,12 @@ async def test_trainjobs_in_other_namespaces_are_not_touched(plane: Plane) -> No
     await eventually(lambda: plane.get(JOBSETS, "here"), what="our JobSet")
     items, _ = await plane.kube.list(*JOBSETS, namespace=other)
     assert items == []
+
+
+async def test_watches_that_the_server_ends_are_resumed(plane: Plane) -> None:
+    controller = await plane.start_controller(watch_timeout=1)
+    await asyncio.sleep(2.5)  # every watch has been ended by the server at least twice
+    await plane.create_trainjob("tj")
+    await eventually(lambda: plane.get(JOBSETS, "tj"), what="the JobSet")
+    assert controller.caches.trainjobs.watches >= 3
+    assert controller.caches.trainjobs.lists == 1, "an ended watch resumes; it does not relist"

@@ -149,7 +149,7 @@ class KubeClient:
     def __init__(self, http: httpx2.AsyncClient, *, default_namespace: str = "default") -> None:
         self._http = http
         self.default_namespace = default_namespace
-        self._watch_timeout = httpx2.Timeout(http.timeout.connect, read=None)
+        self._connect_timeout = http.timeout.connect
 
     async def close(self) -> None:
         await self._http.aclose()
@@ -230,9 +230,10 @@ class KubeClient:
         if label_selector:
             params["labelSelector"] = label_selector
         path = _Path(api_version, plural, namespace)
-        request = self._http.build_request(
-            "GET", path.url(), params=params, timeout=self._watch_timeout
-        )
+        # The server ends the watch after timeoutSeconds; silence well past that means a dead
+        # connection (no FIN ever came), so reading gives up and the informer watches again.
+        timeout = httpx2.Timeout(self._connect_timeout, read=timeout_seconds + 30.0)
+        request = self._http.build_request("GET", path.url(), params=params, timeout=timeout)
         resp = await self._http.send(request, stream=True)
         try:
             if resp.status_code >= 400:
