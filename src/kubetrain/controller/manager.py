@@ -50,7 +50,18 @@ class LeadershipLost(Exception):
 
 
 class Controller:
-    """The TrainJob controller and the runtime finalizer reconcilers over one client."""
+    """The TrainJob controller and the runtime finalizer reconcilers over one client.
+
+    ``namespace``: watch and reconcile TrainJobs of one namespace (None: all; cluster runtimes
+    are always watched). ``gates``/``environment``: what render uses (kubetrain's defaults).
+    ``concurrency``: workers, i.e. TrainJobs reconciled at once (upstream: 5).
+    ``rate_limit``: per-key backoff and overall rate of retries. ``runtime_grace``: seconds a
+    TrainJob may wait for a runtime that does not exist yet before it fails.
+    ``watch_timeout``: seconds after which the server ends each watch (it is resumed).
+    ``leader``: reconcile only while holding this Lease (caches stay warm meanwhile); losing
+    it makes ``run`` raise ``LeadershipLost``. ``drain_timeout``: on stop, how long reconciles
+    in flight may take to finish. ``clock``: the time conditions and events carry (tests).
+    """
 
     def __init__(
         self,
