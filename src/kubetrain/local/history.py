@@ -1,0 +1,202 @@
+"""The metrics history of the local engine: every accepted progress report, kept in SQLite.
+
+A TrainJob's status holds only the latest report; the history keeps the series so that
+``kubetrain metrics`` can print and plot it. The status server calls `MetricsHistory.record`
+for every report it accepted (its ``on_accepted`` hook); the CLI opens the same file read-only.
+
+Size stays bounded without losing the shape of a curve: when a TrainJob passes
+``max_points``, every second point of its older half is dropped (the first point always stays),
+so early training is kept at a coarser grain rather than cut off. Past ``max_jobs`` TrainJobs the
+one reported least recently is forgotten. Series are keyed by the TrainJob's uid, so a job
+recreated under the same name starts a new series.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["HISTORY_FILE", "MetricsHistory", "Point", "as_number"]
+
+HISTORY_FILE = "metrics.db"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS reports (
+    id INTEGER PRIMARY KEY,
+    namespace TEXT NOT NULL,
+    name TEXT NOT NULL,
+    uid TEXT NOT NULL,
+    received REAL NOT NULL,
+    updated TEXT NOT NULL,
+    progress INTEGER,
+    eta INTEGER,
+    metrics TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS reports_job ON reports (namespace, name, uid, id);
+CREATE INDEX IF NOT EXISTS reports_uid ON reports (uid, id);
+"""
+
+
+def as_number(text: str) -> float | None:
+    """A metric value as a number when it reads as one (values travel as strings)."""
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Point:
+    """One accepted report."""
+
+    received: float
+    """Unix time the status server accepted it."""
+    updated: str
+    """``lastUpdatedTime`` as the training code sent it."""
+    progress: int | None = None
+    eta: int | None = None
+    metrics: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "received": self.received,
+            "lastUpdatedTime": self.updated,
+            "progressPercentage": self.progress,
+            "estimatedRemainingSeconds": self.eta,
+            "metrics": dict(self.metrics),
+        }
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class MetricsHistory:
+    """The series of progress reports per TrainJob, in one SQLite file (thread-safe)."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        max_points: int = 5000,
+        max_jobs: int = 500,
+        read_only: bool = False,
+    ) -> None:
+        self.path = path
+        self.max_points = max(4, max_points)
+        self.max_jobs = max(1, max_jobs)
+        self._lock = threading.Lock()
+        self._counts: dict[str, int] = {}
+        if read_only:
+            # A reader must not create the file nor take write locks from the daemon.
+            self._db = sqlite3.connect(
+                f"file:{path}?mode=ro", uri=True, check_same_thread=False, timeout=5
+            )
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, check_same_thread=False, timeout=5)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            # Losing the last few points on a power cut is acceptable; an fsync per report is not.
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+
+    @classmethod
+    def open_for_reading(cls, home: Path) -> MetricsHistory | None:
+        """The history of ``home`` for reading, or None when nothing was ever recorded there."""
+        path = home / HISTORY_FILE
+        if not path.exists():
+            return None
+        return cls(path, read_only=True)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def record(
+        self,
+        namespace: str,
+        name: str,
+        uid: str,
+        trainer_status: Mapping[str, Any],
+        *,
+        received: float | None = None,
+    ) -> None:
+        """Append one accepted ``trainerStatus``."""
+        metrics = {
+            str(m.get("name")): str(m.get("value"))
+            for m in trainer_status.get("metrics") or []
+            if isinstance(m, dict)
+        }
+        row = (
+            namespace,
+            name,
+            uid,
+            time.time() if received is None else received,
+            str(trainer_status.get("lastUpdatedTime") or ""),
+            _int_or_none(trainer_status.get("progressPercentage")),
+            _int_or_none(trainer_status.get("estimatedRemainingSeconds")),
+            json.dumps(metrics, separators=(",", ":")),
+        )
+        with self._lock, self._db:
+            if uid not in self._counts:
+                self._counts[uid] = self._count(uid)
+                if self._counts[uid] == 0:
+                    self._forget_oldest_jobs()
+            self._db.execute(
+                "INSERT INTO reports (namespace, name, uid, received, updated, progress, eta, metrics)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                row,
+            )
+            self._counts[uid] += 1
+            if self._counts[uid] > self.max_points:
+                self._thin(uid)
+
+    def _count(self, uid: str) -> int:
+        (n,) = self._db.execute("SELECT COUNT(*) FROM reports WHERE uid = ?", (uid,)).fetchone()
+        return int(n)
+
+    def _thin(self, uid: str) -> None:
+        # Every second row of the older half, the very first row excepted.
+        self._db.execute(
+            "DELETE FROM reports WHERE id IN ("
+            " SELECT id FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY id) AS rn"
+            "  FROM reports WHERE uid = ? ORDER BY id LIMIT ?) WHERE rn % 2 = 0)",
+            (uid, self.max_points // 2),
+        )
+        self._counts[uid] = self._count(uid)
+
+    def _forget_oldest_jobs(self) -> None:
+        jobs = self._db.execute(
+            "SELECT uid FROM reports GROUP BY uid ORDER BY MAX(id) DESC"
+        ).fetchall()
+        for (uid,) in jobs[self.max_jobs - 1 :]:
+            self._db.execute("DELETE FROM reports WHERE uid = ?", (uid,))
+            self._counts.pop(uid, None)
+
+    def series(self, namespace: str, name: str, uid: str | None = None) -> list[Point]:
+        """The reports of one TrainJob, oldest first.
+
+        Without ``uid``: the TrainJob of that name that reported last (a deleted job's series
+        stays readable until it is forgotten).
+        """
+        with self._lock:
+            if uid is None:
+                found = self._db.execute(
+                    "SELECT uid FROM reports WHERE namespace = ? AND name = ? ORDER BY id DESC LIMIT 1",
+                    (namespace, name),
+                ).fetchone()
+                if found is None:
+                    return []
+                uid = str(found[0])
+            rows = self._db.execute(
+                "SELECT received, updated, progress, eta, metrics FROM reports"
+                " WHERE namespace = ? AND name = ? AND uid = ? ORDER BY id",
+                (namespace, name, uid),
+            ).fetchall()
+        return [Point(float(r[0]), str(r[1]), r[2], r[3], dict(json.loads(r[4]))) for r in rows]
