@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import os
+import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,11 +33,23 @@ class ServingCert:
     key_file: Path
     ca_pem: str
 
+    def server_context(self) -> ssl.SSLContext:
+        """A TLS server context for this certificate (TLS 1.2+, ALPN ``http/1.1`` as upstream)."""
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.load_cert_chain(self.cert_file, self.key_file)
+        context.set_alpn_protocols(["http/1.1"])
+        return context
+
 
 def service_dns_names(service: str, namespace: str) -> list[str]:
     """The names a Service answers to inside a cluster, shortest first."""
-    return [service, f"{service}.{namespace}", f"{service}.{namespace}.svc",
-            f"{service}.{namespace}.svc.cluster.local"]
+    return [
+        service,
+        f"{service}.{namespace}",
+        f"{service}.{namespace}.svc",
+        f"{service}.{namespace}.svc.cluster.local",
+    ]
 
 
 def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
@@ -44,11 +58,23 @@ def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     )
 
 
+def _write_private(path: Path, data: bytes) -> None:
+    # Created 0600 from the start (never readable by others, not even for a moment), and
+    # renamed into place so a reader never sees half a key.
+    scratch = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.replace(scratch, path)
+
+
 def _name(common_name: str) -> x509.Name:
     return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
 
 
-def ensure_serving_cert(directory: Path, dns_names: list[str], ip_addresses: list[str]) -> ServingCert:
+def ensure_serving_cert(
+    directory: Path, dns_names: list[str], ip_addresses: list[str]
+) -> ServingCert:
     """Create (once) a CA and a serving certificate for ``dns_names``/``ip_addresses`` in ``directory``.
 
     Existing files are reused when they cover the same names, so pods keep trusting the CA
@@ -76,16 +102,21 @@ def ensure_serving_cert(directory: Path, dns_names: list[str], ip_addresses: lis
             .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
             .add_extension(
                 x509.KeyUsage(
-                    digital_signature=True, key_cert_sign=True, crl_sign=True,
-                    content_commitment=False, key_encipherment=False, data_encipherment=False,
-                    key_agreement=False, encipher_only=False, decipher_only=False,
+                    digital_signature=True,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    encipher_only=False,
+                    decipher_only=False,
                 ),
                 critical=True,
             )
             .sign(ca_key, hashes.SHA256())
         )
-        ca_key_file.write_bytes(_key_pem(ca_key))
-        ca_key_file.chmod(0o600)
+        _write_private(ca_key_file, _key_pem(ca_key))
         ca_cert_file.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
 
     wanted = set(dns_names) | set(ip_addresses)
@@ -113,10 +144,11 @@ def ensure_serving_cert(directory: Path, dns_names: list[str], ip_addresses: lis
         .not_valid_before(now - dt.timedelta(minutes=5))
         .not_valid_after(now + VALIDITY)
         .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(
+            x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False
+        )
         .sign(ca_key, hashes.SHA256())
     )
-    key_file.write_bytes(_key_pem(key))
-    key_file.chmod(0o600)
+    _write_private(key_file, _key_pem(key))
     cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     return ServingCert(cert_file, key_file, ca_cert_file.read_text())
