@@ -1,8 +1,19 @@
-"""The in-pod progress reporter: percent, ETA, throttling, and a sender that never blocks training."""
+"""The in-pod progress reporter: percent, ETA, throttling, and a sender that never blocks training.
+
+How a call travels: ``report()`` stores the latest state in a one-slot mailbox (a lock and an
+assignment: microseconds) and returns. A daemon thread sends the newest state at most once per
+interval, so a loop that reports every step causes one request per interval, and the state sent
+last is always the newest one (a throttled call is delayed, never dropped). The final step and
+``force=True`` skip the wait. At interpreter exit the last state is flushed.
+
+Nothing here raises into the training loop: a missing server, a bad token or a refused value
+costs one line on stderr, once.
+"""
 
 from __future__ import annotations
 
 import atexit
+import collections
 import json
 import math
 import os
@@ -12,62 +23,154 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["MAX_METRICS", "Reporter", "report"]
+__all__ = [
+    "DEFAULT_INTERVAL_S",
+    "ENV_CA",
+    "ENV_INTERVAL",
+    "ENV_TOKEN",
+    "ENV_URL",
+    "MAX_METRICS",
+    "MAX_METRIC_TEXT",
+    "Reporter",
+    "default_reporter",
+    "flush",
+    "format_metrics",
+    "report",
+]
 
 ENV_URL = "KUBEFLOW_TRAINER_SERVER_URL"
 ENV_CA = "KUBEFLOW_TRAINER_SERVER_CA_CERT"
 ENV_TOKEN = "KUBEFLOW_TRAINER_SERVER_TOKEN"
+# kubetrain's own knob: seconds between updates (short jobs and tests want less than 5 s).
+ENV_INTERVAL = "KUBETRAIN_PROGRESS_INTERVAL"
 
 # Upstream's CRD limits: at most 256 metrics, names and values 1..64 characters.
 MAX_METRICS = 256
 MAX_METRIC_TEXT = 64
-DEFAULT_INTERVAL_S = 5.0  # the official SDK helper's throttle; the status server is rate limited too
+DEFAULT_INTERVAL_S = 5.0  # the official SDK helper's throttle
+MIN_INTERVAL_S = 0.25  # the status server refuses one TrainJob's updates closer than 0.2 s
 SEND_TIMEOUT_S = 5.0
+TOKEN_CACHE_S = 300.0  # projected tokens rotate; re-read like the official helper
+ETA_WINDOW = 12  # ETA from the rate over the last dozen sent updates (about a minute)
+# Ranks variables in the order launchers set them (torchrun, Open MPI, MPICH/Intel MPI).
+_RANK_VARIABLES = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
+
+Value = Any  # float | int | str | bool, or a 0-d tensor / numpy scalar (read with .item())
 
 
-def _format_value(value: float | int | str) -> str:
-    if isinstance(value, float):
+def _plain(value: Value) -> Value:
+    item = getattr(value, "item", None)
+    if callable(item):
+        try:
+            return item()
+        except Exception:  # a tensor of several elements: say what it is rather than fail
+            return type(value).__name__
+    return value
+
+
+def _format_value(value: Value) -> str:
+    value = _plain(value)
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, float):
         text = f"{value:.6g}" if math.isfinite(value) else str(value)
     else:
         text = str(value)
     return text[:MAX_METRIC_TEXT]
 
 
-def _is_reporting_rank() -> bool:
-    # Every rank runs the same loop; only global rank 0 speaks, so the status shows one series.
-    return os.environ.get("RANK", "0") == "0"
+def format_metrics(metrics: Mapping[str, Value]) -> list[dict[str, str]]:
+    """Metrics as the wire wants them: strings of 1..64 characters, at most 256, in given order.
+
+    Entries the API server would refuse (empty name or value) are left out rather than making
+    it refuse the whole update.
+    """
+    out: list[dict[str, str]] = []
+    for name, value in metrics.items():
+        text_name, text_value = str(name)[:MAX_METRIC_TEXT], _format_value(value)
+        if text_name and text_value:
+            out.append({"name": text_name, "value": text_value})
+            if len(out) == MAX_METRICS:
+                break
+    return out
+
+
+def _rank(environ: Mapping[str, str]) -> str:
+    for name in _RANK_VARIABLES:
+        if name in environ:
+            return environ[name].strip()
+    return "0"
+
+
+def _interval(environ: Mapping[str, str]) -> float:
+    try:
+        return max(MIN_INTERVAL_S, float(environ[ENV_INTERVAL]))
+    except (KeyError, ValueError):
+        return DEFAULT_INTERVAL_S
+
+
+@dataclass(frozen=True)
+class _State:
+    at: float  # monotonic time of the call
+    wall: float  # wall-clock time of the call (lastUpdatedTime)
+    step: int | None
+    total_steps: int | None
+    percent: float | None
+    eta_seconds: float | None
+    metrics: Mapping[str, Value] | None
 
 
 class Reporter:
-    """Turns ``report()`` calls into status updates.
+    """Turns ``report()`` calls into status updates for one TrainJob.
 
-    The latest update waits in a one-slot mailbox that a daemon thread sends from, so a slow or
-    unreachable server never stalls the training loop; the last update is flushed at exit.
+    Only global rank 0 speaks (every rank runs the same loop; the status shows one series).
+    ``sender`` replaces the HTTP POST (tests, benchmarks); it returns the HTTP status code.
     """
 
-    def __init__(self, *, interval_s: float = DEFAULT_INTERVAL_S, clock: Any = time.monotonic) -> None:
-        self._url = os.environ.get(ENV_URL, "")
-        self._interval_s = interval_s
+    def __init__(
+        self,
+        *,
+        interval_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        environ: Mapping[str, str] | None = None,
+        sender: Callable[[dict[str, Any]], int] | None = None,
+    ) -> None:
+        env = os.environ if environ is None else environ
+        self._url = env.get(ENV_URL, "")
+        self._ca = env.get(ENV_CA, "")
+        self._token_path = env.get(ENV_TOKEN, "")
+        self._rank = _rank(env)
+        self.interval_s = _interval(env) if interval_s is None else interval_s
         self._clock = clock
-        self._started = clock()
-        self._first_step: tuple[float, int] | None = None
-        self._last_sent_at = -math.inf
-        self._pending: dict[str, Any] | None = None
-        self._busy = False
-        self._cond = threading.Condition()
-        self._thread: threading.Thread | None = None
+        self._sender = sender
         self._token: tuple[float, str] | None = None
         self._ssl: ssl.SSLContext | None = None
+        self._first: tuple[float, int] | None = None
+        self._samples: collections.deque[tuple[float, int]] = collections.deque(maxlen=ETA_WINDOW)
         self.sent = 0
         self.failed = 0
+        self.last_body: dict[str, Any] | None = None
+        self._reset_thread_state()
+
+    def _reset_thread_state(self) -> None:
+        # Also after fork (DataLoader workers): the child has the lock's state but no thread.
+        self._pid = os.getpid()
+        self._cond = threading.Condition()
+        self._latest: _State | None = None
+        self._urgent = False
+        self._busy = False
+        self._next_due = -math.inf
+        self._thread: threading.Thread | None = None
 
     @property
     def enabled(self) -> bool:
-        return bool(self._url) and _is_reporting_rank()
+        """True inside a TrainJob (the server URL is set) on the rank that reports."""
+        return bool(self._url or self._sender) and self._rank == "0"
 
     def report(
         self,
@@ -76,10 +179,10 @@ class Reporter:
         total_steps: int | None = None,
         percent: float | None = None,
         eta_seconds: float | None = None,
-        metrics: Mapping[str, float | int | str] | None = None,
+        metrics: Mapping[str, Value] | None = None,
         force: bool = False,
     ) -> bool:
-        """Queue an update; True when one was queued. Never raises."""
+        """Record the newest state; True when it will be sent. Never raises."""
         try:
             return self._report(step, total_steps, percent, eta_seconds, metrics, force)
         except Exception:  # training must never die because progress could not be reported
@@ -91,97 +194,157 @@ class Reporter:
         total_steps: int | None,
         percent: float | None,
         eta_seconds: float | None,
-        metrics: Mapping[str, float | int | str] | None,
+        metrics: Mapping[str, Value] | None,
         force: bool,
     ) -> bool:
         if not self.enabled:
             return False
+        if os.getpid() != self._pid:
+            self._reset_thread_state()
         now = self._clock()
-        done = step is not None and total_steps is not None and step >= total_steps
-        if not (force or done) and now - self._last_sent_at < self._interval_s:
-            return False
-        if percent is None and step is not None and total_steps:
-            percent = 100.0 * step / total_steps
-        if eta_seconds is None and step is not None and total_steps:
-            eta_seconds = self._estimate_eta(now, step, total_steps)
-        status: dict[str, Any] = {"lastUpdatedTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
-        if percent is not None:
-            status["progressPercentage"] = max(0, min(100, int(percent)))
-        if eta_seconds is not None:
-            status["estimatedRemainingSeconds"] = max(0, round(eta_seconds))
+        if self._first is None and step is not None:
+            self._first = (now, step)
         if metrics:
-            status["metrics"] = [
-                {"name": str(name)[:MAX_METRIC_TEXT], "value": _format_value(value)}
-                for name, value in list(metrics.items())[:MAX_METRICS]
-            ]
-        self._last_sent_at = now
+            # A copy (the caller may reuse its dict); tensors lose their graph now and are read
+            # in the sender thread, so the loop never waits for a device sync here.
+            metrics = {k: _detached(v) for k, v in metrics.items()}
+        state = _State(now, time.time(), step, total_steps, percent, eta_seconds, metrics)
+        done = step is not None and total_steps is not None and step >= total_steps
         with self._cond:
-            self._pending = {"trainerStatus": status}
-            self._cond.notify()
-        self._ensure_thread()
+            self._latest = state
+            if force or done:
+                self._urgent = True
+            if self._urgent or now >= self._next_due:
+                self._cond.notify()
+        if self._thread is None:
+            self._start_thread()
         return True
 
-    def _estimate_eta(self, now: float, step: int, total_steps: int) -> float | None:
-        if self._first_step is None:
-            self._first_step = (now, step)
-            return None
-        t0, s0 = self._first_step
-        if step <= s0:
-            return None
-        return (now - t0) / (step - s0) * (total_steps - step)
-
-    def _ensure_thread(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="kubetrain-progress", daemon=True)
-            self._thread.start()
-            atexit.register(self.flush)
+    def _start_thread(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="kubetrain-progress", daemon=True)
+        self._thread.start()
+        atexit.register(self.flush)
 
     def _run(self) -> None:
         while True:
             with self._cond:
-                while self._pending is None:
-                    self._cond.wait()
-                body, self._pending = self._pending, None
+                while True:
+                    if self._latest is not None:
+                        wait = self._next_due - self._clock()
+                        if self._urgent or wait <= 0:
+                            break
+                        self._cond.wait(timeout=wait)
+                    else:
+                        self._cond.wait()
+                state, self._latest, self._urgent = self._latest, None, False
                 self._busy = True
-            self._send(body)
+            retry = False
+            try:
+                body = self._body(state)
+                code = self._post(body)
+                retry = code == 429 or code >= 500 or code == 0
+            except Exception:  # the thread must outlive any surprise
+                code = 0
             with self._cond:
                 self._busy = False
+                # Paced by the interval; a transient refusal is retried sooner, once newer
+                # state has not replaced it.
+                pause = min(self.interval_s, 1.0) if retry else self.interval_s
+                self._next_due = self._clock() + pause
+                if retry and self._latest is None:
+                    self._latest = state
                 self._cond.notify_all()
 
-    def flush(self, timeout_s: float = SEND_TIMEOUT_S) -> None:
-        """Wait until the queued update has been sent (called at interpreter exit)."""
+    def _body(self, state: _State) -> dict[str, Any]:
+        """The request body for ``state``: upstream's ``{"trainerStatus": {...}}``."""
+        status: dict[str, Any] = {
+            "lastUpdatedTime": datetime.fromtimestamp(state.wall, UTC).strftime(
+                "%Y-%m-%dT%H:%M:%SZ"
+            )
+        }
+        percent, eta = state.percent, state.eta_seconds
+        step, total = state.step, state.total_steps
+        if percent is None and step is not None and total:
+            percent = 100.0 * step / total
+        if eta is None and step is not None and total:
+            eta = self._estimate_eta(state.at, step, total)
+        if percent is not None and math.isfinite(percent):
+            status["progressPercentage"] = max(0, min(100, int(percent)))
+        if eta is not None and math.isfinite(eta):
+            status["estimatedRemainingSeconds"] = max(0, min(2**31 - 1, round(eta)))
+        if state.metrics:
+            formatted = format_metrics(state.metrics)
+            if formatted:
+                status["metrics"] = formatted
+        return {"trainerStatus": status}
+
+    def _estimate_eta(self, now: float, step: int, total_steps: int) -> float | None:
+        if step >= total_steps:
+            return 0.0
+        # The rate over recent updates follows a changing pace (warm-up, evaluation phases);
+        # the first observed step anchors it until there are samples.
+        self._samples.append((now, step))
+        t0, s0 = self._samples[0]
+        if step <= s0 and self._first is not None:
+            t0, s0 = self._first
+        if step <= s0 or now <= t0:
+            return None
+        return (now - t0) / (step - s0) * (total_steps - step)
+
+    def flush(self, timeout_s: float = SEND_TIMEOUT_S) -> bool:
+        """Send the newest state now and wait until it is sent; True when nothing is left."""
+        if os.getpid() != self._pid or self._thread is None:
+            return self._latest is None
         deadline = time.monotonic() + timeout_s
         with self._cond:
-            while (self._pending is not None or self._busy) and time.monotonic() < deadline:
+            if self._latest is not None:
+                self._urgent = True
+                self._cond.notify_all()
+            while (self._latest is not None or self._busy) and time.monotonic() < deadline:
                 self._cond.wait(timeout=0.05)
+            return self._latest is None and not self._busy
 
-    def _send(self, body: dict[str, Any]) -> None:
+    def _post(self, body: dict[str, Any]) -> int:
+        self.last_body = body
+        code = self._sender(body) if self._sender is not None else self._http_post(body)
+        if code == 200:
+            self.sent += 1
+        else:
+            self.failed += 1
+            if self.failed == 1:
+                print(
+                    f"kubetrain.progress: status update refused ({code or 'unreachable'});"
+                    " training continues",
+                    file=sys.stderr,
+                )
+        return code
+
+    def _http_post(self, body: dict[str, Any]) -> int:
         try:
             request = urllib.request.Request(
                 self._url,
                 data=json.dumps(body).encode(),
                 method="POST",
-                headers={"Content-Type": "application/json", "Authorization": f"Bearer {self._read_token()}"},
+                headers={
+                    "Content-Type": "application/json",
+                    "Authorization": f"Bearer {self._read_token()}",
+                },
             )
-            with urllib.request.urlopen(request, timeout=SEND_TIMEOUT_S, context=self._context()) as resp:
-                ok = resp.status == 200
-        except (OSError, urllib.error.URLError, ValueError):
-            ok = False
-        if ok:
-            self.sent += 1
-        else:
-            self.failed += 1
-            if self.failed == 1:
-                print("kubetrain.progress: status update failed; training continues", file=sys.stderr)
+            with urllib.request.urlopen(
+                request, timeout=SEND_TIMEOUT_S, context=self._context()
+            ) as resp:
+                return int(resp.status)
+        except urllib.error.HTTPError as err:
+            return int(err.code)
+        except Exception:  # unreachable, TLS failure, unreadable token: all "not sent"
+            return 0
 
     def _read_token(self) -> str:
-        # Projected tokens rotate; re-read at most every 5 minutes like the official helper.
         now = time.monotonic()
-        if self._token is None or now - self._token[0] > 300:
-            path = os.environ.get(ENV_TOKEN, "")
+        if self._token is None or now - self._token[0] > TOKEN_CACHE_S:
             token = ""
-            if path:
-                with open(path) as f:
+            if self._token_path:
+                with open(self._token_path) as f:
                     token = f.read().strip()
             self._token = (now, token)
         return self._token[1]
@@ -190,12 +353,28 @@ class Reporter:
         if not self._url.startswith("https:"):
             return None
         if self._ssl is None:
-            ca = os.environ.get(ENV_CA, "")
-            self._ssl = ssl.create_default_context(cafile=ca if ca and os.path.exists(ca) else None)
+            cafile = self._ca if self._ca and os.path.exists(self._ca) else None
+            self._ssl = ssl.create_default_context(cafile=cafile)
         return self._ssl
 
 
+def _detached(value: Value) -> Value:
+    detach = getattr(value, "detach", None)
+    return detach() if callable(detach) else value
+
+
 _default: Reporter | None = None
+_default_lock = threading.Lock()
+
+
+def default_reporter() -> Reporter:
+    """The process-wide reporter that `report` uses (created on first use)."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = Reporter()
+    return _default
 
 
 def report(
@@ -204,18 +383,33 @@ def report(
     total_steps: int | None = None,
     percent: float | None = None,
     eta_seconds: float | None = None,
-    metrics: Mapping[str, float | int | str] | None = None,
+    metrics: Mapping[str, Value] | None = None,
     force: bool = False,
 ) -> bool:
     """Report progress of the current TrainJob; a no-op (False) outside one. Never raises.
 
-    ``step``/``total_steps`` give the percentage and an ETA from the observed step rate.
-    Updates are throttled to one per 5 s, except the final step and ``force=True``.
+    ``step``/``total_steps`` give the percentage and an ETA from the recent step rate;
+    ``percent``/``eta_seconds`` set them directly. ``metrics`` values may be numbers, strings
+    or 0-d tensors. Updates go out at most once per 5 s (``KUBETRAIN_PROGRESS_INTERVAL``
+    changes that), always with the newest values; the final step and ``force=True`` go at once.
     """
-    global _default
-    if _default is None:
-        _default = Reporter()
-    return _default.report(
-        step=step, total_steps=total_steps, percent=percent, eta_seconds=eta_seconds,
-        metrics=metrics, force=force,
+    try:
+        reporter = default_reporter()
+    except Exception:
+        return False
+    return reporter.report(
+        step=step,
+        total_steps=total_steps,
+        percent=percent,
+        eta_seconds=eta_seconds,
+        metrics=metrics,
+        force=force,
     )
+
+
+def flush(timeout_s: float = SEND_TIMEOUT_S) -> bool:
+    """Send the newest reported state now and wait for it (also done at interpreter exit)."""
+    try:
+        return _default.flush(timeout_s) if _default is not None else True
+    except Exception:
+        return False
