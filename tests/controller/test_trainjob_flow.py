@@ -7,8 +7,11 @@ executor) would, and checks what the TrainJob controller makes of it.
 from __future__ import annotations
 
 import asyncio
+import base64
+from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import CONFIGMAPS, JOBSETS, TRAINJOBS, Plane, condition, eventually
 from kubetrain.api.types import Obj
@@ -439,3 +442,29 @@ async def test_a_recreated_trainjob_waits_for_the_old_jobset_instead_of_adopting
 
     jobset = await eventually(fresh, what="a JobSet of the new TrainJob")
     assert jobset["metadata"]["ownerReferences"][0]["uid"] == new["metadata"]["uid"]
+
+
+async def test_an_mpi_job_gets_its_ssh_secret_once_and_keeps_it(plane: Plane, shared: Path) -> None:
+    runtime = yaml.safe_load((shared / "upstream-runtimes/deepspeed_distributed.yaml").read_text())
+    runtime["kind"] = "TrainingRuntime"
+    runtime["metadata"] = {**runtime["metadata"], "namespace": plane.namespace}
+    await plane.kube.create("trainer.kubeflow.org/v1alpha1", "trainingruntimes", runtime)
+    controller = await plane.start_controller()
+    await plane.create_trainjob(
+        "mpi",
+        runtimeRef={"name": "deepspeed-distributed", "kind": "TrainingRuntime"},
+        trainer={"numNodes": 2},
+    )
+    await eventually(lambda: plane.get(JOBSETS, "mpi"), what="the JobSet")
+    secret = await eventually(
+        lambda: plane.get(("v1", "secrets"), "mpi-mpi-ssh-auth"), what="the Secret"
+    )
+    assert "BEGIN EC PRIVATE KEY" in base64.b64decode(secret["data"]["ssh-privatekey"]).decode()
+    assert await plane.get(CONFIGMAPS, "mpi-mpi-hostfile") is not None
+    # More reconciles (a label poke, JobSet status) must neither re-key nor fail.
+    await plane.patch_trainjob("mpi", {"metadata": {"labels": {"poke": "1"}}})
+    await plane.set_jobset_status("mpi", {"replicatedJobsStatus": [replicated("node", active=2)]})
+    await eventually(lambda: _jobs_status(plane, "mpi"), what="jobsStatus")
+    again = await plane.get(("v1", "secrets"), "mpi-mpi-ssh-auth")
+    assert again is not None and again["data"] == secret["data"]
+    assert controller.metrics.total("TrainJob", "error") == 0

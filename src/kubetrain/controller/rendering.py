@@ -7,8 +7,9 @@ results into one small value the reconciler consumes.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 
 from kubetrain.api.types import Obj
@@ -17,7 +18,9 @@ from kubetrain.runtime.framework import Existing, RenderError
 from kubetrain.runtime.render import render, runtime_not_found
 from kubetrain.runtime.status import derive
 
-__all__ = ["Outcome", "RenderFailed", "Renderer"]
+__all__ = ["Outcome", "RenderFailed", "Renderer", "with_ssh_keys"]
+
+log = logging.getLogger(__name__)
 
 
 class RenderFailed(Exception):
@@ -36,12 +39,27 @@ class Outcome:
     delete_jobset: bool = False
 
 
+def with_ssh_keys(environment: Environment) -> Environment:
+    """``environment`` able to make MPI SSH key pairs: render is pure and leaves the key source
+    to its caller, and a controller must always be able to create a job's key pair."""
+    default = next(f.default for f in fields(Environment) if f.name == "ssh_keypair")
+    if environment.ssh_keypair is not default:
+        return environment
+    from kubetrain.runtime.sshkeys import generate_ssh_keypair
+
+    return replace(environment, ssh_keypair=generate_ssh_keypair)
+
+
 @dataclass(frozen=True, slots=True)
 class Renderer:
-    """``kubetrain.runtime``'s render and status derivation under fixed gates and environment."""
+    """``kubetrain.runtime``'s render and status derivation under fixed gates and environment
+    (an environment without an SSH key source gets the real generator)."""
 
     gates: FeatureGates = field(default_factory=FeatureGates)
     environment: Environment = field(default_factory=Environment)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "environment", with_ssh_keys(self.environment))
 
     def render(
         self, trainjob: Obj, runtime: Obj | None, existing: Sequence[Obj], now: datetime
@@ -58,6 +76,13 @@ class Renderer:
             )
         except RenderError as err:
             raise RenderFailed(str(err)) from err
+        except Exception as err:
+            # Render is pure, so a crash in it repeats on every retry: report it like any other
+            # render failure (visible on the TrainJob) rather than retrying silently for ever.
+            log.exception("render crashed")
+            raise RenderFailed(
+                f"internal error while rendering: {type(err).__name__}: {err}"
+            ) from err
         return Outcome(
             objects=list(plan.objects),
             status=plan.trainjob_status,
