@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,10 @@ from kubetrain.local.apiserver.selectors import (
 from kubetrain.local.apiserver.tables import table, wants_table
 from kubetrain.local.apiserver.watch import CLOSED, Watch
 
-__all__ = ["HttpApi"]
+__all__ = ["HttpApi", "Route"]
+
+# (method, path, handler) of an extra endpoint, as ``app.router.add_route`` takes them.
+Route = tuple[str, str, Callable[[web.Request], Awaitable[web.StreamResponse]]]
 
 log = logging.getLogger(__name__)
 
@@ -83,11 +86,15 @@ class HttpApi:
         logs_dir: Path,
         tokens: frozenset[str] | None,
         bookmark_interval: float = 60.0,
+        routes: Sequence[Route] = (),
+        authenticator: Callable[[str], bool] | None = None,
     ) -> None:
         self.engine = engine
         self.registry = engine.registry
         self.logs_dir = logs_dir
         self.tokens = tokens
+        self.routes = list(routes)
+        self.authenticator = authenticator
         self.bookmark_interval = bookmark_interval
         self.openapi = OpenAPI(engine.registry)
         self.watches: set[Watch] = set()
@@ -96,6 +103,9 @@ class HttpApi:
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._middleware], client_max_size=64 * 1024 * 1024)
+        # Extra endpoints (TokenRequest, TokenReview) go before the catch-all, behind the same auth.
+        for method, path, handler in self.routes:
+            app.router.add_route(method, path, handler)
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         return app
 
@@ -113,7 +123,9 @@ class HttpApi:
             if self.tokens is not None and request.path.rstrip("/") not in _PUBLIC:
                 auth = request.headers.get("Authorization", "")
                 token = auth[7:].strip() if auth.startswith("Bearer ") else ""
-                if token not in self.tokens:
+                if token not in self.tokens and not (
+                    token and self.authenticator and self.authenticator(token)
+                ):
                     raise E.unauthorized()
             response: web.StreamResponse = await handler(request)
             return response

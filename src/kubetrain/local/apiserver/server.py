@@ -21,9 +21,9 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from kubetrain.local.apiserver.admission import Admission, TrainJobDefaulter
+from kubetrain.local.apiserver.admission import Admission, ObjectReader, TrainJobDefaulter
 from kubetrain.local.apiserver.engine import Engine
-from kubetrain.local.apiserver.http import HttpApi
+from kubetrain.local.apiserver.http import HttpApi, Route
 from kubetrain.local.apiserver.resources import Registry, ResourceDef
 from kubetrain.local.apiserver.schema import SchemaRules
 from kubetrain.local.apiserver.store import Store
@@ -98,6 +98,9 @@ class ApiServer:
     webhooks (default: Trainer's TrainJob defaulter, admitting everything). ``seed_objects``:
     created at start when absent (the default runtimes). ``token``: the bearer token clients
     must send (default: kept in ``<home>/apiserver.token``); ``auth=False`` turns checking off.
+    ``routes``: extra (method, path, handler) endpoints, e.g. TokenRequest/TokenReview, served
+    before the Kubernetes paths and behind the same auth. ``authenticator``: accepts further
+    bearer tokens (e.g. service-account tokens) besides ``token``.
     ``tls``: serve https with a CA and certificate kept in ``<home>/pki`` (kubectl sends tokens
     only over https); ``tls=False`` serves plain http.
     """
@@ -120,6 +123,8 @@ class ApiServer:
         logs_dir: Path | None = None,
         bookmark_interval: float = 60.0,
         history: int = 50_000,
+        routes: Iterable[Route] = (),
+        authenticator: Callable[[str], bool] | None = None,
     ) -> None:
         self.home = Path(home) if home is not None else default_home()
         self.host = host
@@ -139,6 +144,8 @@ class ApiServer:
             logs_dir or self.home / "logs",
             frozenset({self.token}) if auth and self.token else None,
             bookmark_interval,
+            routes=list(routes),
+            authenticator=authenticator,
         )
         self._runner: web.AppRunner | None = None
         self._cert = ensure_serving_cert(self.home / "pki") if tls else None
@@ -153,6 +160,11 @@ class ApiServer:
         with os.fdopen(fd, "w") as fh:
             fh.write(token + "\n")
         return token
+
+    @property
+    def reader(self) -> ObjectReader:
+        """Read-only lookups of stored objects (what admission gets), for in-process helpers."""
+        return self.engine.reader
 
     @property
     def url(self) -> str:
