@@ -51,11 +51,11 @@ MASTER_PORT = _master_port()
 
 
 def torch_pod(index: int, command: list[str], volumes: list[dict[str, Any]], mounts: list[dict[str, Any]],
-              env: list[dict[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
+              env: list[dict[str, Any]] | None = None, nproc: int = 2) -> dict[str, Any]:  # fmt: skip
     """A pod as JobSet + the torch plugin make it for TrainJob ``tj`` with numNodes 2."""
     pet = [
         {"name": "PET_NNODES", "value": "2"},
-        {"name": "PET_NPROC_PER_NODE", "value": "2"},
+        {"name": "PET_NPROC_PER_NODE", "value": str(nproc)},
         {"name": "PET_NODE_RANK", "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{INDEX}']"}}},
         {"name": "PET_MASTER_ADDR", "value": f"{TJ}-node-0-0.{TJ}"},
         {"name": "PET_MASTER_PORT", "value": str(MASTER_PORT)},
@@ -121,3 +121,20 @@ async def test_two_sandboxed_nodes_form_one_gloo_group_and_all_reduce(tmp_path: 
         ("0", "4", "tj-node-0-0", "10"), ("1", "4", "tj-node-0-0", "10"),
         ("2", "4", "tj-node-0-1", "10"), ("3", "4", "tj-node-0-1", "10"),
     ]  # fmt: skip
+
+
+@pytest.mark.slow
+async def test_without_bwrap_torchrun_still_finds_its_peers(tmp_path: Path) -> None:
+    # Plain mode: no /etc/hosts of its own, so PET_MASTER_ADDR is rewritten to the master's
+    # address and /workspace to the volume's host path. One process per node keeps it short.
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "allreduce.py").write_text(ALLREDUCE)
+    volumes = [{"name": "code", "hostPath": {"path": str(code), "type": "Directory"}}]
+    mounts = [{"name": "code", "mountPath": "/workspace", "readOnly": True}]
+    command = ["torchrun", "/workspace/allreduce.py"]
+    pods = [torch_pod(i, command, volumes, mounts, nproc=1) for i in range(2)]
+    results, logs = await run_two(tmp_path, pods, mode="plain")
+    assert [r.containers for r in results] == [{"node": 0}, {"node": 0}], "\n".join(logs)
+    sums = re.findall(r"rank=(\d) world=(\d) host=\S+ sum=(\d+)", "\n".join(logs))
+    assert sorted(sums) == [("0", "2", "3"), ("1", "2", "3")]
