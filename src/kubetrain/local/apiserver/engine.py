@@ -10,13 +10,11 @@ admission → schema and metadata validation (422) → validating admission (403
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import copy
 import json
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.api.errors import FieldError
@@ -27,6 +25,7 @@ from kubetrain.local.apiserver.admission import (
     PermissiveAdmission,
     webhook_name,
 )
+from kubetrain.local.apiserver.deletion import Deletion
 from kubetrain.local.apiserver.meta import (
     SERVER_FIELDS,
     content_paths,
@@ -38,6 +37,7 @@ from kubetrain.local.apiserver.meta import (
     spec_part,
     validate_metadata,
 )
+from kubetrain.local.apiserver.ops import Op, Result, WriteOptions, ns_key
 from kubetrain.local.apiserver.patching import (
     apply_json_patch,
     apply_merge,
@@ -52,7 +52,6 @@ from kubetrain.local.apiserver.store import Change, Store
 
 __all__ = ["Engine", "Result", "WriteOptions"]
 
-PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 _MODIFIED = (
     "the object has been modified; please apply your changes to the latest version and try again"
 )
@@ -62,25 +61,6 @@ JSON_PATCH = "application/json-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 APPLY = "application/apply-patch+yaml"
 APPLY_JSON = "application/apply-patch+json"
-
-
-@dataclass(slots=True)
-class WriteOptions:
-    """Query options every write takes."""
-
-    field_manager: str = ""
-    dry_run: bool = False
-    field_validation: str = "Warn"  # Strict | Warn | Ignore, as kube-apiserver's default
-    force: bool = False
-
-
-@dataclass(slots=True)
-class Result:
-    """An answer: the object (or list/Status), the HTTP code and the ``Warning`` texts."""
-
-    body: dict[str, Any]
-    code: int = 200
-    warnings: list[str] = field(default_factory=list)
 
 
 class _Reader:
@@ -108,22 +88,7 @@ class _Reader:
         return copy.deepcopy(self._store.items(res.key, namespace if res.namespaced else None))
 
 
-class _Op:
-    """One request's pending commits."""
-
-    def __init__(self) -> None:
-        self.futures: list[asyncio.Future[None]] = []
-
-    async def done(self) -> None:
-        if self.futures:
-            await asyncio.gather(*self.futures)
-
-
-def _ns_key(res: ResourceDef, namespace: str | None) -> str:
-    return (namespace or "") if res.namespaced else ""
-
-
-class Engine:
+class Engine(Deletion):
     """Create, read, update, patch, apply and delete with Kubernetes semantics."""
 
     def __init__(
@@ -144,7 +109,7 @@ class Engine:
 
     # ==== reads ==========================================================================
     def get(self, res: ResourceDef, namespace: str | None, name: str) -> dict[str, Any]:
-        obj = self.store.get(res.key, _ns_key(res, namespace), name)
+        obj = self.store.get(res.key, ns_key(res, namespace), name)
         if obj is None:
             raise E.not_found(res.group, res.plural, name)
         return obj
@@ -207,14 +172,14 @@ class Engine:
         *,
         operation: str = "Update",
     ) -> Result:
-        op = _Op()
+        op = Op()
         result = self._create(op, res, namespace, body, opts, operation)
         await op.done()
         return result
 
     def _create(
         self,
-        op: _Op,
+        op: Op,
         res: ResourceDef,
         namespace: str | None,
         body: Any,
@@ -377,7 +342,7 @@ class Engine:
         subresource: str | None,
         opts: WriteOptions,
     ) -> Result:
-        op = _Op()
+        op = Op()
         old = self.get(res, namespace, name)
         obj = self._check_body(res, body)
         if obj["metadata"].get("name", name) != name:
@@ -405,7 +370,7 @@ class Engine:
         patch: Any,
         opts: WriteOptions,
     ) -> Result:
-        op = _Op()
+        op = Op()
         # The patch type is checked before the object is looked up, as kube-apiserver does.
         if content_type not in (MERGE, JSON_PATCH, STRATEGIC, APPLY, APPLY_JSON) or (
             content_type == STRATEGIC and res.custom
@@ -437,7 +402,7 @@ class Engine:
 
     def _apply(
         self,
-        op: _Op,
+        op: Op,
         res: ResourceDef,
         namespace: str | None,
         name: str,
@@ -460,7 +425,7 @@ class Engine:
                 f"the name of the object ({applied['metadata'].get('name')}) does not match the name on the URL ({name})"
             )
         applied["metadata"]["name"] = name
-        old = self.store.get(res.key, _ns_key(res, namespace), name)
+        old = self.store.get(res.key, ns_key(res, namespace), name)
         if old is None:
             if subresource:
                 raise E.not_found(res.group, res.plural, name)
@@ -518,7 +483,7 @@ class Engine:
 
     def _update(
         self,
-        op: _Op,
+        op: Op,
         res: ResourceDef,
         old: dict[str, Any],
         new: dict[str, Any],
@@ -614,240 +579,6 @@ class Engine:
             op.futures.append(self.store.put(Change(rv, "MODIFIED", res.key, ns, name, new, old)))
         return Result(new, 200, warnings)
 
-    # ==== delete =========================================================================
-    async def delete(
-        self,
-        res: ResourceDef,
-        namespace: str | None,
-        name: str,
-        options: Mapping[str, Any],
-        dry_run: bool = False,
-    ) -> Result:
-        op = _Op()
-        obj = self.get(res, namespace, name)
-        pre = options.get("preconditions") or {}
-        meta = obj["metadata"]
-        if pre.get("uid") and pre["uid"] != meta.get("uid"):
-            raise E.conflict(
-                res.group,
-                res.plural,
-                name,
-                f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta.get('uid')}",
-            )
-        if pre.get("resourceVersion") and str(pre["resourceVersion"]) != meta.get(
-            "resourceVersion"
-        ):
-            raise E.conflict(
-                res.group,
-                res.plural,
-                name,
-                f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, ResourceVersion in object meta: {meta.get('resourceVersion')}",
-            )
-        policy = options.get("propagationPolicy")
-        if policy is None and options.get("orphanDependents") is not None:
-            policy = "Orphan" if options["orphanDependents"] else "Background"
-        policy = policy or "Background"
-        if policy not in ("Foreground", "Background", "Orphan"):
-            raise E.invalid(
-                "meta.k8s.io",
-                "DeleteOptions",
-                "",
-                [
-                    FieldError(
-                        "propagationPolicy",
-                        f'"{policy}": supported values: "Foreground", "Background", "Orphan"',
-                        "NotSupported",
-                    )
-                ],
-            )
-        if dry_run:
-            return Result(obj, 200)
-        if res.kind == "Namespace" and not res.group:
-            result = self._delete_namespace(op, res, obj)
-        else:
-            result = self._delete(op, res, obj, policy)
-        await op.done()
-        return result
-
-    async def delete_collection(
-        self,
-        res: ResourceDef,
-        namespace: str | None,
-        labels: LabelSelector,
-        fields: FieldSelector,
-        options: Mapping[str, Any],
-    ) -> Result:
-        listed = self.list_objects(res, namespace, labels, fields)
-        op = _Op()
-        deleted = []
-        policy = options.get("propagationPolicy") or "Background"
-        for obj in listed["items"]:
-            current = self.store.get(
-                res.key, obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
-            )
-            if current is not None:
-                deleted.append(self._delete(op, res, current, policy).body)
-        await op.done()
-        listed["items"] = deleted
-        return Result(listed, 200)
-
-    def _delete(self, op: _Op, res: ResourceDef, obj: dict[str, Any], policy: str) -> Result:
-        meta = obj["metadata"]
-        uid = meta.get("uid", "")
-        if policy == "Orphan":
-            self._orphan(op, uid)
-        if meta.get("deletionTimestamp"):
-            return Result(obj, 200)
-        finalizers = list(meta.get("finalizers") or ())
-        dependents = self.store.dependents(uid)
-        if policy == "Foreground" and dependents and "foregroundDeletion" not in finalizers:
-            finalizers.append("foregroundDeletion")
-        if not finalizers:
-            rv = self.store.next_rv()
-            gone = copy.deepcopy(obj)
-            gone["metadata"]["resourceVersion"] = str(rv)
-            self._remove(op, res, gone, rv)
-            return Result(gone, 200)
-        marked = copy.deepcopy(obj)
-        marked["metadata"]["deletionTimestamp"] = self.clock()
-        marked["metadata"]["deletionGracePeriodSeconds"] = 0
-        marked["metadata"]["finalizers"] = finalizers
-        rv = self.store.next_rv()
-        marked["metadata"]["resourceVersion"] = str(rv)
-        op.futures.append(
-            self.store.put(
-                Change(
-                    rv, "MODIFIED", res.key, meta.get("namespace", ""), meta["name"], marked, obj
-                )
-            )
-        )
-        if "foregroundDeletion" in finalizers:
-            for dep in dependents:
-                self._collect(op, dep, "Foreground")
-            self._maybe_finish_foreground(op, uid)
-        current = self.store.get(res.key, meta.get("namespace", ""), meta["name"])
-        return Result(current or marked, 200)
-
-    def _orphan(self, op: _Op, uid: str) -> None:
-        for resource, ns, name in self.store.dependents(uid):
-            dep = self.store.get(resource, ns, name)
-            if dep is None:
-                continue
-            new = copy.deepcopy(dep)
-            refs = [r for r in new["metadata"].get("ownerReferences") or () if r.get("uid") != uid]
-            if refs:
-                new["metadata"]["ownerReferences"] = refs
-            else:
-                new["metadata"].pop("ownerReferences", None)
-            rv = self.store.next_rv()
-            new["metadata"]["resourceVersion"] = str(rv)
-            op.futures.append(self.store.put(Change(rv, "MODIFIED", resource, ns, name, new, dep)))
-
-    def _remove(self, op: _Op, res: ResourceDef, obj: dict[str, Any], rv: int) -> None:
-        """Take ``obj`` out of the store, then do what the garbage and namespace controllers would."""
-        meta = obj["metadata"]
-        ns = meta.get("namespace", "")
-        old = self.store.get(res.key, ns, meta["name"])
-        op.futures.append(
-            self.store.put(Change(rv, "DELETED", res.key, ns, meta["name"], obj, old))
-        )
-        uid = meta.get("uid", "")
-        for dep in self.store.dependents(uid):
-            dep_obj = self.store.get(*dep)
-            if dep_obj is None:
-                continue
-            live_owner = any(
-                self.store.locate_uid(r.get("uid", "")) is not None
-                for r in dep_obj["metadata"].get("ownerReferences") or ()
-                if r.get("uid") != uid
-            )
-            if not live_owner:
-                self._collect(op, dep, "Background")
-        for ref in meta.get("ownerReferences") or ():
-            self._maybe_finish_foreground(op, ref.get("uid", ""))
-        if ns:
-            self._maybe_finish_namespace(op, ns)
-
-    def _collect(self, op: _Op, ident: tuple[str, str, str], policy: str) -> None:
-        resource, ns, name = ident
-        obj = self.store.get(resource, ns, name)
-        res = self._resource_of(resource)
-        if obj is None or res is None:
-            return
-        self._delete(op, res, obj, policy)
-
-    def _resource_of(self, key: str) -> ResourceDef | None:
-        return self.registry.by_key(key)
-
-    def _maybe_finish_foreground(self, op: _Op, owner_uid: str) -> None:
-        where = self.store.locate_uid(owner_uid)
-        if where is None:
-            return
-        owner = self.store.get(*where)
-        if owner is None:
-            return
-        meta = owner["metadata"]
-        finalizers = meta.get("finalizers") or []
-        if not meta.get("deletionTimestamp") or "foregroundDeletion" not in finalizers:
-            return
-        if self.store.dependents(owner_uid):
-            return
-        res = self._resource_of(where[0])
-        if res is None:
-            return
-        new = copy.deepcopy(owner)
-        new["metadata"]["finalizers"] = [f for f in finalizers if f != "foregroundDeletion"]
-        rv = self.store.next_rv()
-        new["metadata"]["resourceVersion"] = str(rv)
-        if new["metadata"]["finalizers"]:
-            op.futures.append(
-                self.store.put(Change(rv, "MODIFIED", where[0], where[1], where[2], new, owner))
-            )
-        else:
-            self._remove(op, res, new, rv)
-
-    def _delete_namespace(self, op: _Op, res: ResourceDef, ns_obj: dict[str, Any]) -> Result:
-        name = ns_obj["metadata"]["name"]
-        if name in PROTECTED_NAMESPACES:
-            raise E.forbidden(
-                f'namespaces "{name}" is forbidden: this namespace may not be deleted',
-                {"name": name, "kind": "namespaces"},
-            )
-        if not ns_obj["metadata"].get("deletionTimestamp"):
-            marked = copy.deepcopy(ns_obj)
-            marked["metadata"]["deletionTimestamp"] = self.clock()
-            marked.setdefault("status", {})["phase"] = "Terminating"
-            rv = self.store.next_rv()
-            marked["metadata"]["resourceVersion"] = str(rv)
-            op.futures.append(
-                self.store.put(Change(rv, "MODIFIED", res.key, "", name, marked, ns_obj))
-            )
-            for other in self.registry.stored():
-                if not other.namespaced:
-                    continue
-                for obj in list(self.store.items(other.key, name)):
-                    self._delete(op, other, obj, "Background")
-            self._maybe_finish_namespace(op, name)
-        current = self.store.get(res.key, "", name)
-        return Result(current or ns_obj, 200)
-
-    def _maybe_finish_namespace(self, op: _Op, namespace: str) -> None:
-        ns_obj = self.store.get("/namespaces", "", namespace)
-        if ns_obj is None or not ns_obj["metadata"].get("deletionTimestamp"):
-            return
-        for other in self.registry.stored():
-            if other.namespaced and self.store.count(other.key, namespace):
-                return
-        res = self._resource_of("/namespaces")
-        if res is None or ns_obj["metadata"].get("finalizers"):
-            return
-        rv = self.store.next_rv()
-        gone = copy.deepcopy(ns_obj)
-        gone["metadata"]["resourceVersion"] = str(rv)
-        op.futures.append(
-            self.store.put(Change(rv, "DELETED", res.key, "", namespace, gone, ns_obj))
-        )
-
     # ==== start-up =======================================================================
     async def ensure(
         self, objects: Iterable[Mapping[str, Any]], manager: str = "kubetrain"
@@ -859,7 +590,7 @@ class Engine:
             if res is None:
                 raise ValueError(f"no resource serves {obj.get('apiVersion')}/{obj.get('kind')}")
             meta = obj.get("metadata") or {}
-            ns = _ns_key(res, meta.get("namespace") or ("default" if res.namespaced else ""))
+            ns = ns_key(res, meta.get("namespace") or ("default" if res.namespaced else ""))
             if self.store.get(res.key, ns, meta.get("name", "")) is not None:
                 continue
             await self.create(

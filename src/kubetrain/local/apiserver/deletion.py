@@ -1,0 +1,280 @@
+"""Deletion: finalizers, propagation policies, and the garbage and namespace controllers' work.
+
+A mixin of ``Engine``: the same synchronous-then-commit discipline, in its own module. Everything
+kube-controller-manager would do later (collect dependents, finish foreground deletions, empty
+and remove a terminating namespace) happens here within the request, so that tests and the
+controller see a settled state as soon as the DELETE is answered.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kubetrain.api.errors import FieldError
+from kubetrain.local.apiserver import errors as E
+from kubetrain.local.apiserver.ops import Op, Result
+from kubetrain.local.apiserver.resources import Registry, ResourceDef
+from kubetrain.local.apiserver.selectors import FieldSelector, LabelSelector
+from kubetrain.local.apiserver.store import Change, Store
+
+__all__ = ["PROTECTED_NAMESPACES", "Deletion"]
+
+PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+
+
+class Deletion:
+    """Delete, delete-collection and what follows a removal."""
+
+    registry: Registry
+    store: Store
+    clock: Callable[[], str]
+
+    def get(self, res: ResourceDef, namespace: str | None, name: str) -> dict[str, Any]:
+        raise NotImplementedError  # provided by Engine
+
+    def list_objects(
+        self,
+        res: ResourceDef,
+        namespace: str | None,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        limit: int = 0,
+        continue_token: str = "",
+    ) -> dict[str, Any]:
+        raise NotImplementedError  # provided by Engine
+
+    # ==== delete =========================================================================
+    async def delete(
+        self,
+        res: ResourceDef,
+        namespace: str | None,
+        name: str,
+        options: Mapping[str, Any],
+        dry_run: bool = False,
+    ) -> Result:
+        op = Op()
+        obj = self.get(res, namespace, name)
+        pre = options.get("preconditions") or {}
+        meta = obj["metadata"]
+        if pre.get("uid") and pre["uid"] != meta.get("uid"):
+            raise E.conflict(
+                res.group,
+                res.plural,
+                name,
+                f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: {meta.get('uid')}",
+            )
+        if pre.get("resourceVersion") and str(pre["resourceVersion"]) != meta.get(
+            "resourceVersion"
+        ):
+            raise E.conflict(
+                res.group,
+                res.plural,
+                name,
+                f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, ResourceVersion in object meta: {meta.get('resourceVersion')}",
+            )
+        policy = options.get("propagationPolicy")
+        if policy is None and options.get("orphanDependents") is not None:
+            policy = "Orphan" if options["orphanDependents"] else "Background"
+        policy = policy or "Background"
+        if policy not in ("Foreground", "Background", "Orphan"):
+            raise E.invalid(
+                "meta.k8s.io",
+                "DeleteOptions",
+                "",
+                [
+                    FieldError(
+                        "propagationPolicy",
+                        f'"{policy}": supported values: "Foreground", "Background", "Orphan"',
+                        "NotSupported",
+                    )
+                ],
+            )
+        if dry_run:
+            return Result(obj, 200)
+        if res.kind == "Namespace" and not res.group:
+            result = self._delete_namespace(op, res, obj)
+        else:
+            result = self._delete(op, res, obj, policy)
+        await op.done()
+        return result
+
+    async def delete_collection(
+        self,
+        res: ResourceDef,
+        namespace: str | None,
+        labels: LabelSelector,
+        fields: FieldSelector,
+        options: Mapping[str, Any],
+    ) -> Result:
+        listed = self.list_objects(res, namespace, labels, fields)
+        op = Op()
+        deleted = []
+        policy = options.get("propagationPolicy") or "Background"
+        for obj in listed["items"]:
+            current = self.store.get(
+                res.key, obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
+            )
+            if current is not None:
+                deleted.append(self._delete(op, res, current, policy).body)
+        await op.done()
+        listed["items"] = deleted
+        return Result(listed, 200)
+
+    def _delete(self, op: Op, res: ResourceDef, obj: dict[str, Any], policy: str) -> Result:
+        meta = obj["metadata"]
+        uid = meta.get("uid", "")
+        if policy == "Orphan":
+            self._orphan(op, uid)
+        if meta.get("deletionTimestamp"):
+            return Result(obj, 200)
+        finalizers = list(meta.get("finalizers") or ())
+        dependents = self.store.dependents(uid)
+        if policy == "Foreground" and dependents and "foregroundDeletion" not in finalizers:
+            finalizers.append("foregroundDeletion")
+        if not finalizers:
+            rv = self.store.next_rv()
+            gone = copy.deepcopy(obj)
+            gone["metadata"]["resourceVersion"] = str(rv)
+            self._remove(op, res, gone, rv)
+            return Result(gone, 200)
+        marked = copy.deepcopy(obj)
+        marked["metadata"]["deletionTimestamp"] = self.clock()
+        marked["metadata"]["deletionGracePeriodSeconds"] = 0
+        marked["metadata"]["finalizers"] = finalizers
+        rv = self.store.next_rv()
+        marked["metadata"]["resourceVersion"] = str(rv)
+        op.futures.append(
+            self.store.put(
+                Change(
+                    rv, "MODIFIED", res.key, meta.get("namespace", ""), meta["name"], marked, obj
+                )
+            )
+        )
+        if "foregroundDeletion" in finalizers:
+            for dep in dependents:
+                self._collect(op, dep, "Foreground")
+            self._maybe_finish_foreground(op, uid)
+        current = self.store.get(res.key, meta.get("namespace", ""), meta["name"])
+        return Result(current or marked, 200)
+
+    def _orphan(self, op: Op, uid: str) -> None:
+        for resource, ns, name in self.store.dependents(uid):
+            dep = self.store.get(resource, ns, name)
+            if dep is None:
+                continue
+            new = copy.deepcopy(dep)
+            refs = [r for r in new["metadata"].get("ownerReferences") or () if r.get("uid") != uid]
+            if refs:
+                new["metadata"]["ownerReferences"] = refs
+            else:
+                new["metadata"].pop("ownerReferences", None)
+            rv = self.store.next_rv()
+            new["metadata"]["resourceVersion"] = str(rv)
+            op.futures.append(self.store.put(Change(rv, "MODIFIED", resource, ns, name, new, dep)))
+
+    def _remove(self, op: Op, res: ResourceDef, obj: dict[str, Any], rv: int) -> None:
+        """Take ``obj`` out of the store, then do what the garbage and namespace controllers would."""
+        meta = obj["metadata"]
+        ns = meta.get("namespace", "")
+        old = self.store.get(res.key, ns, meta["name"])
+        op.futures.append(
+            self.store.put(Change(rv, "DELETED", res.key, ns, meta["name"], obj, old))
+        )
+        uid = meta.get("uid", "")
+        for dep in self.store.dependents(uid):
+            dep_obj = self.store.get(*dep)
+            if dep_obj is None:
+                continue
+            live_owner = any(
+                self.store.locate_uid(r.get("uid", "")) is not None
+                for r in dep_obj["metadata"].get("ownerReferences") or ()
+                if r.get("uid") != uid
+            )
+            if not live_owner:
+                self._collect(op, dep, "Background")
+        for ref in meta.get("ownerReferences") or ():
+            self._maybe_finish_foreground(op, ref.get("uid", ""))
+        if ns:
+            self._maybe_finish_namespace(op, ns)
+
+    def _collect(self, op: Op, ident: tuple[str, str, str], policy: str) -> None:
+        resource, ns, name = ident
+        obj = self.store.get(resource, ns, name)
+        res = self._resource_of(resource)
+        if obj is None or res is None:
+            return
+        self._delete(op, res, obj, policy)
+
+    def _resource_of(self, key: str) -> ResourceDef | None:
+        return self.registry.by_key(key)
+
+    def _maybe_finish_foreground(self, op: Op, owner_uid: str) -> None:
+        where = self.store.locate_uid(owner_uid)
+        if where is None:
+            return
+        owner = self.store.get(*where)
+        if owner is None:
+            return
+        meta = owner["metadata"]
+        finalizers = meta.get("finalizers") or []
+        if not meta.get("deletionTimestamp") or "foregroundDeletion" not in finalizers:
+            return
+        if self.store.dependents(owner_uid):
+            return
+        res = self._resource_of(where[0])
+        if res is None:
+            return
+        new = copy.deepcopy(owner)
+        new["metadata"]["finalizers"] = [f for f in finalizers if f != "foregroundDeletion"]
+        rv = self.store.next_rv()
+        new["metadata"]["resourceVersion"] = str(rv)
+        if new["metadata"]["finalizers"]:
+            op.futures.append(
+                self.store.put(Change(rv, "MODIFIED", where[0], where[1], where[2], new, owner))
+            )
+        else:
+            self._remove(op, res, new, rv)
+
+    def _delete_namespace(self, op: Op, res: ResourceDef, ns_obj: dict[str, Any]) -> Result:
+        name = ns_obj["metadata"]["name"]
+        if name in PROTECTED_NAMESPACES:
+            raise E.forbidden(
+                f'namespaces "{name}" is forbidden: this namespace may not be deleted',
+                {"name": name, "kind": "namespaces"},
+            )
+        if not ns_obj["metadata"].get("deletionTimestamp"):
+            marked = copy.deepcopy(ns_obj)
+            marked["metadata"]["deletionTimestamp"] = self.clock()
+            marked.setdefault("status", {})["phase"] = "Terminating"
+            rv = self.store.next_rv()
+            marked["metadata"]["resourceVersion"] = str(rv)
+            op.futures.append(
+                self.store.put(Change(rv, "MODIFIED", res.key, "", name, marked, ns_obj))
+            )
+            for other in self.registry.stored():
+                if not other.namespaced:
+                    continue
+                for obj in list(self.store.items(other.key, name)):
+                    self._delete(op, other, obj, "Background")
+            self._maybe_finish_namespace(op, name)
+        current = self.store.get(res.key, "", name)
+        return Result(current or ns_obj, 200)
+
+    def _maybe_finish_namespace(self, op: Op, namespace: str) -> None:
+        ns_obj = self.store.get("/namespaces", "", namespace)
+        if ns_obj is None or not ns_obj["metadata"].get("deletionTimestamp"):
+            return
+        for other in self.registry.stored():
+            if other.namespaced and self.store.count(other.key, namespace):
+                return
+        res = self._resource_of("/namespaces")
+        if res is None or ns_obj["metadata"].get("finalizers"):
+            return
+        rv = self.store.next_rv()
+        gone = copy.deepcopy(ns_obj)
+        gone["metadata"]["resourceVersion"] = str(rv)
+        op.futures.append(
+            self.store.put(Change(rv, "DELETED", res.key, "", namespace, gone, ns_obj))
+        )
