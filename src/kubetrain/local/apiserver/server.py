@@ -101,6 +101,8 @@ class ApiServer:
     ``routes``: extra (method, path, handler) endpoints, e.g. TokenRequest/TokenReview, served
     before the Kubernetes paths and behind the same auth. ``authenticator``: accepts further
     bearer tokens (e.g. service-account tokens) besides ``token``.
+    ``history``: how many changes watches can resume from (older resourceVersions get 410 and
+    clients relist); it bounds the memory old object versions take.
     ``tls``: serve https with a CA and certificate kept in ``<home>/pki`` (kubectl sends tokens
     only over https); ``tls=False`` serves plain http.
     """
@@ -122,7 +124,7 @@ class ApiServer:
         in_memory: bool = False,
         logs_dir: Path | None = None,
         bookmark_interval: float = 60.0,
-        history: int = 50_000,
+        history: int = 10_000,
         routes: Iterable[Route] = (),
         authenticator: Callable[[str], bool] | None = None,
     ) -> None:

@@ -62,7 +62,7 @@ class _Pending:
 class Store:
     """Objects by resource key and (namespace, name). Stored dicts are never changed in place."""
 
-    def __init__(self, path: Path | None, history: int = 50_000) -> None:
+    def __init__(self, path: Path | None, history: int = 10_000) -> None:
         self._path = path
         self._objects: dict[str, dict[Key, dict[str, Any]]] = {}
         self._by_uid: dict[str, tuple[str, str, str]] = {}
