@@ -67,3 +67,18 @@ def test_a_server_thread_serves_synchronous_callers(tmp_path: Path) -> None:
         with urllib.request.urlopen(f"{server.url}/version", timeout=5) as response:
             assert response.status == 200
         assert server.url.startswith("http://127.0.0.1:")
+
+
+def test_a_thread_whose_server_cannot_listen_reports_why(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        thread = ServerThread(
+            lambda: ApiServer(tmp_path, in_memory=True, tls=False, auth=False, port=port)
+        )
+        with pytest.raises(RuntimeError, match="failed to start"):
+            thread.start()
+        thread.stop()

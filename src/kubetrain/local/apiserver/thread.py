@@ -41,6 +41,8 @@ class ServerThread:
             await self.server.start()
         except BaseException as exc:
             self._error = exc
+            if self.server is not None:
+                await self.server.close()  # the store may be open and its writer running
             self._ready.set()
             return
         self._ready.set()
