@@ -570,3 +570,74 @@ def test_an_unreachable_server_is_a_clear_error(
     assert code == 1
     assert err.startswith("error: cannot reach the Kubernetes API at http://127.0.0.1:9: ")
     assert err.count("\n") == 1
+
+
+def test_logs_follow_streams_until_the_pod_ends(
+    api: Api, ns: str, cli: Any, tmp_path: Path
+) -> None:
+    from lightkube.resources.core_v1 import Pod
+    from lightkube.types import PatchType
+
+    cli("apply", "-f", str(write_job(tmp_path)))
+    pod = make_pod(api, ns, "demo", 0)
+    write_log(api, ns, pod, ["first"])
+    log = api.home / "logs" / ns / pod / "node.log"
+
+    def finish() -> None:
+        time.sleep(0.5)
+        with log.open("a") as fh:
+            fh.write("second\n")
+        time.sleep(0.5)
+        api.client.patch(
+            Pod.Status,
+            pod,
+            {"status": {"phase": "Succeeded"}},
+            namespace=ns,
+            patch_type=PatchType.MERGE,
+        )
+
+    writer = threading.Thread(target=finish)
+    writer.start()
+    start = time.monotonic()
+    done = cli("logs", "demo", "-f")
+    writer.join()
+    assert (done.code, done.out) == (0, "first\nsecond\n")
+    assert time.monotonic() - start >= 1.0  # it waited for the pod, not just the file's end
+
+
+def test_trainer_client_sends_the_sdks_trainjob_to_a_cluster(api: Api, ns: str) -> None:
+    from kubetrain.client import types as T
+    from kubetrain.client.resources import TRAINJOB, resource_for
+    from kubetrain.client.trainer_client import TrainerClient
+
+    def train(lr: float, epochs: int = 1) -> None:
+        print(lr, epochs)
+
+    with TrainerClient(T.KubernetesBackendConfig(namespace=ns, config_file=api.kubeconfig)) as sdk:
+        name = sdk.train(
+            trainer=T.CustomTrainer(
+                func=train,
+                func_args={"lr": 0.1},
+                num_nodes=2,
+                resources_per_node={"cpu": 2, "memory": "4Gi"},
+                env={"LOG_LEVEL": "debug"},
+            ),
+            options=[T.Labels({"team": "ml"})],
+        )
+        assert len(name) == 12 and name[0].isalpha()
+        job = sdk.get_job(name)
+        assert (job.status, job.num_nodes, job.runtime and job.runtime.name) == (
+            "Created",
+            2,
+            "torch-distributed",
+        )
+        assert [j.name for j in sdk.list_jobs()] == [name]
+        sent = api.client.get(resource_for(TRAINJOB), name, namespace=ns)
+        trainer = sent["spec"]["trainer"]
+        assert trainer["numNodes"] == 2
+        assert trainer["resourcesPerNode"]["limits"] == {"cpu": 2, "memory": "4Gi"}
+        assert trainer["env"] == [{"name": "LOG_LEVEL", "value": "debug"}]
+        assert "train(**{'lr': 0.1})" in trainer["command"][-1]
+        assert sent["metadata"]["labels"] == {"team": "ml"}
+        sdk.delete_job(name, timeout=5)
+        assert sdk.list_jobs() == []
