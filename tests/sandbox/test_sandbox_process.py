@@ -225,3 +225,17 @@ async def test_a_sidecar_runs_beside_the_containers_and_is_stopped_after_them(
     assert result.containers == {"main": 0}
     assert result.sidecars == {"proxy": 143}
     assert result.succeeded
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_daemon_left_behind_dies_with_its_container(tmp_path: Path, mode: str) -> None:
+    # A new session whose parent exits at once: it escapes both the process group and the
+    # tree, and only the PID namespace (bwrap) or the subreaper (plain) can still reach it.
+    marker = _marker()
+    script = f"setsid sh -c 'sleep 30{marker}' < /dev/null > /dev/null 2>&1 & exit 0"
+    result, _ = await run(make_pod(containers=[sh(script)]), make_ctx(tmp_path, mode))
+    assert result.containers == {"main": 0}
+    deadline = time.monotonic() + 3
+    while live_pids_with(marker) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert live_pids_with(marker) == []

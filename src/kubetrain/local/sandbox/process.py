@@ -11,6 +11,7 @@ import asyncio
 import os
 import shutil
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from .bwrap import PRIVATE_TMPFS, bwrap_argv
 from .errors import SandboxError
 from .launch import Launch
 from .procfs import ProcInfo, proc_info, processes_of, signal_all
+from .reaper import REAPER
 from .state import ContainerState, read_exit_code, write_state
 
 __all__ = ["UNKNOWN_EXIT_CODE", "ContainerProcess", "rotate_log"]
@@ -25,13 +27,6 @@ __all__ = ["UNKNOWN_EXIT_CODE", "ContainerProcess", "rotate_log"]
 # What the kubelet reports (with reason ContainerStatusUnknown) for a container whose end it
 # did not see; we use it for an adopted container whose exit code was never written.
 UNKNOWN_EXIT_CODE = 137
-
-# Plain mode's parent process: records the exit code where bwrap would, so it survives the
-# daemon. The trap keeps the wrapper alive through a group-wide SIGTERM until the command
-# has ended (traps are reset in the command itself).
-_PLAIN_WRAPPER = (
-    'trap : TERM INT HUP; "$@"; rc=$?; printf \'{ "exit-code": %d }\\n\' "$rc" >> "$0"; exit "$rc"'
-)
 
 
 def rotate_log(log_dir: Path, container: str, restart_count: int) -> Path:
@@ -139,7 +134,7 @@ class ContainerProcess:
                 )  # fmt: skip
                 cwd, fds = "/", [status_fd]
             else:
-                argv = ["/bin/sh", "-c", _PLAIN_WRAPPER, str(status), *launch.command]
+                argv = [sys.executable, "-I", "-c", REAPER, str(status), *launch.command]
                 cwd, fds = launch.workdir, []
             started_at = time.time()
             try:
@@ -184,7 +179,7 @@ class ContainerProcess:
         return processes_of(self.state.pid, self.state.pgid, self.state.start_time)
 
     def _workload(self) -> list[ProcInfo]:
-        # The wrappers (outer bwrap, bwrap's PID-1 init, plain mode's sh) are left out of the
+        # The wrappers (outer bwrap, bwrap's PID-1 init, plain mode's reaper) are left out of the
         # polite SIGTERM: the outer bwrap would die of it at once and its init would then
         # lose the command's exit code.
         root = self.state.pid

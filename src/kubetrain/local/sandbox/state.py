@@ -2,7 +2,7 @@
 
 One file per container in ``<pod_dir>/state/``, written right after start. The exit code is
 written by whoever is the container's parent: bwrap itself (``--json-status-fd``) or the
-``sh`` wrapper in plain mode, so it survives the daemon.
+plain mode's reaper (`reaper.REAPER`), so it survives the daemon.
 """
 
 from __future__ import annotations
