@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,17 +65,30 @@ def add_connection_arguments(parser: argparse.ArgumentParser, *, namespaced: boo
 
 def connect_from_args(args: argparse.Namespace) -> Connection:
     """:func:`connect` with the options of :func:`add_connection_arguments`."""
+    import sys
+
+    def starting(home: Path) -> None:
+        # A cold start takes a second or two: say why the first command pauses.
+        print(f"starting the local kubetrain daemon ({home})...", file=sys.stderr, flush=True)
+
     return connect(
         kubeconfig=getattr(args, "kubeconfig", None),
         context=getattr(args, "context", None),
         namespace=getattr(args, "namespace", None),
+        on_start=starting,
     )
 
 
-def _local_kubeconfig(home: str | Path | None) -> Path:
+def _local_kubeconfig(
+    home: str | Path | None, on_start: Callable[[Path], None] | None = None
+) -> Path:
     """Start (or find) the daemon of ``home`` and return the kubeconfig it wrote."""
-    from kubetrain.local.daemon import DaemonError, ensure_daemon
+    from kubetrain.local.daemon import DaemonError, daemon_status, ensure_daemon
 
+    if on_start is not None:
+        status = daemon_status(home)
+        if not status.ready:
+            on_start(status.home)
     try:
         info = ensure_daemon(home)
     except DaemonError as exc:
@@ -91,15 +105,19 @@ def connect(
     namespace: str | None = None,
     home: str | Path | None = None,
     timeout: float = 10.0,
+    on_start: Callable[[Path], None] | None = None,
 ) -> Connection:
-    """A client for the cluster named by ``kubeconfig``/``context``, else for the local daemon."""
+    """A client for the cluster named by ``kubeconfig``/``context``, else for the local daemon.
+
+    ``on_start`` is called (with the daemon's home) before a local daemon has to be started.
+    """
     import httpx2
     from lightkube import Client, ConfigError, KubeConfig
 
     local = kubeconfig is None and context in (None, LOCAL_CONTEXT)
     try:
         if local:
-            config = KubeConfig.from_file(_local_kubeconfig(home)).get(LOCAL_CONTEXT)
+            config = KubeConfig.from_file(_local_kubeconfig(home, on_start)).get(LOCAL_CONTEXT)
         elif kubeconfig is not None:
             config = KubeConfig.from_file(kubeconfig).get(context)
         else:
