@@ -13,7 +13,8 @@ sandboxed process::
 
 from __future__ import annotations
 
-from .jobset_logic import Decision, Settings, reconcile
+from .decision import Decision, Settings
+from .jobset_logic import reconcile
 from .kubeapi import KubeApi, KubeApiError
 from .loop import Executor
 from .podrunner import RunnerSettings

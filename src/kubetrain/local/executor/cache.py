@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from .jobset_logic import format_time
+from .decision import format_time
 from .labels import JOBSET_NAME, RESTART_ATTEMPT
 
 __all__ = ["Cluster", "Key", "jobset_key_of", "key_of", "now", "rv_of"]

@@ -24,7 +24,7 @@ from kubetrain.local.sandbox.state import read_states
 
 from .addresses import AddressBook
 from .cache import Cluster, Key, jobset_key_of, key_of, now
-from .jobset_logic import format_time
+from .decision import format_time
 from .kubeapi import PODS, KubeApi, KubeApiError
 from .objects import pod_references
 from .podrunner import PodRunner

@@ -16,7 +16,7 @@ from typing import Any
 import httpx2
 
 from .cache import Cluster, jobset_key_of, key_of, now, rv_of
-from .jobset_logic import format_time
+from .decision import format_time
 from .jobsets import JobSetWorker
 from .kubeapi import EVENTS, JOBSETS, PODS, KubeApi, KubeApiError, Resource
 from .kubelet import Kubelet

@@ -9,7 +9,7 @@ from typing import Any
 
 from kubetrain.local.sandbox import ImageMap, SandboxMode
 
-from .jobset_logic import Settings
+from .decision import Settings
 from .podrunner import RunnerSettings
 
 __all__ = ["UNSIGNED_TOKEN", "ExecutorSettings", "TokenProvider"]

@@ -1,0 +1,63 @@
+"""What the JobSet logic answers: the next steps and the new status (plain values)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from .conditions import EventSpec
+
+__all__ = ["Decision", "PodDeletion", "Settings", "format_time", "parse_or", "parse_time"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Knobs a cluster hard-codes; tests shorten the back-off."""
+
+    node_name: str = "kubetrain"
+    # The Job controller's pod-failure back-off: 10 s doubling per failure, at most 10 min.
+    pod_failure_backoff_s: float = 10.0
+    pod_failure_backoff_max_s: float = 600.0
+
+
+@dataclass(frozen=True)
+class PodDeletion:
+    name: str
+    # Why, in the words of the Event the deletion is recorded with.
+    reason: str
+
+
+@dataclass
+class Decision:
+    """What to do next. ``status`` is the whole new JobSet status."""
+
+    status: dict[str, Any]
+    status_changed: bool = False
+    create: list[dict[str, Any]] = field(default_factory=list)
+    delete: list[PodDeletion] = field(default_factory=list)
+    events: list[EventSpec] = field(default_factory=list)
+    # Call again after this many seconds even if nothing changes (back-off, TTL).
+    requeue_after: float | None = None
+    # ttlSecondsAfterFinished ran out: delete the JobSet itself.
+    delete_jobset: bool = False
+
+
+def format_time(now: datetime) -> str:
+    """RFC 3339 with second precision, as Kubernetes writes metav1.Time."""
+    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: str) -> datetime | None:
+    try:
+        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except (TypeError, ValueError):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except (TypeError, ValueError):
+            return None
+
+
+def parse_or(value: str, now: datetime) -> datetime:
+    """``value`` as a time, ``now`` when it is not one."""
+    return parse_time(value) or now
