@@ -641,3 +641,13 @@ def test_trainer_client_sends_the_sdks_trainjob_to_a_cluster(api: Api, ns: str) 
         assert sent["metadata"]["labels"] == {"team": "ml"}
         sdk.delete_job(name, timeout=5)
         assert sdk.list_jobs() == []
+
+
+@pytest.mark.parametrize("command", ["apply", "delete"])
+def test_an_unknown_kind_in_a_file_is_a_clear_error(cli: Any, tmp_path: Path, command: str) -> None:
+    path = tmp_path / "widget.yaml"
+    path.write_text("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n")
+    done = cli(command, "-f", str(path))
+    assert done.code == 1
+    assert done.err.startswith("error: unknown kind 'Widget' (apiVersion 'example.com/v1')")
+    assert "Traceback" not in done.err

@@ -150,17 +150,10 @@ class JobClient:
         return [self.apply_one(obj, force=force) for obj in objs]
 
     def apply_one(self, obj: dict[str, Any], *, force: bool = False) -> ApplyResult:
-        from lightkube import LoadResourceError
         from lightkube.types import PatchType
 
-        try:
-            info = R.info_for_object(obj)
-            res = R.resource_for_object(obj)
-        except LoadResourceError:
-            raise ClientError(
-                f"unknown kind {obj.get('kind')!r} (apiVersion {obj.get('apiVersion')!r}): "
-                "the server has no such resource that kubetrain knows of"
-            ) from None
+        info = R.info_for_object(obj)  # ClientError for a kind it cannot place
+        res = R.resource_for_object(obj)
         meta = dict(obj.get("metadata") or {})
         ns = (meta.get("namespace") or self.namespace) if info.namespaced else None
         body = dict(obj)

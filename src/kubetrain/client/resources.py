@@ -104,10 +104,20 @@ def resource_for_object(obj: dict[str, Any]) -> Any:
 
 def info_for_object(obj: dict[str, Any]) -> KindInfo:
     """A :class:`KindInfo` for any object the registry knows (used to print ``kind.group/name``)."""
+    from lightkube import LoadResourceError
+
+    from kubetrain.client.errors import ClientError
+
     for info in (*_CUSTOM, POD):
         if obj.get("apiVersion") == info.api_version and obj.get("kind") == info.kind:
             return info
-    res = resource_for_object(obj)
+    try:
+        res = resource_for_object(obj)
+    except LoadResourceError:
+        raise ClientError(
+            f"unknown kind {obj.get('kind')!r} (apiVersion {obj.get('apiVersion')!r}): "
+            "kubetrain knows the Trainer kinds, JobSet and the built-in Kubernetes kinds"
+        ) from None
     api = res._api_info  # lightkube keeps plural and scope here; there is no public accessor
     from lightkube.core import resource as r
 
