@@ -29,6 +29,7 @@ import ssl
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -65,6 +66,7 @@ _TRAINER_STATUS_FIELDS = (
 _ROUTE = re.compile(
     r"^/apis/trainer\.kubeflow\.org/v1alpha1/namespaces/(?P<ns>[^/]+)/trainjobs/(?P<name>[^/]+)/status$"
 )
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
 _BEARER = re.compile(r"^\s*bearer\s+(?P<token>\S+)\s*$", re.IGNORECASE)
 
 
@@ -94,6 +96,7 @@ class TokenReviewVerifier:
     refusal_cache_s: float = 5.0
     max_entries: int = 10_000
     _cache: dict[tuple[str, str], tuple[float, bool]] = field(default_factory=dict)
+    _pending: dict[tuple[str, str], asyncio.Future[bool]] = field(default_factory=dict)
 
     async def verify(self, token: str, *, audience: str, namespace: str) -> bool:
         key = (hashlib.sha256(token.encode()).hexdigest(), audience)
@@ -101,7 +104,22 @@ class TokenReviewVerifier:
         cached = self._cache.get(key)
         if cached is not None and cached[0] > now:
             return cached[1]
-        ok = await self._review(token, audience, namespace)
+        # One review per token at a time: concurrent reports with the same token wait for it.
+        pending = self._pending.get(key)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._pending[key] = future
+        try:
+            ok = await self._review(token, audience, namespace)
+        except BaseException as err:
+            future.set_exception(err)
+            future.exception()  # retrieved here, so no "never retrieved" warning without waiters
+            raise
+        else:
+            future.set_result(ok)
+        finally:
+            del self._pending[key]
         if len(self._cache) >= self.max_entries:
             self._cache.clear()
         self._cache[key] = (now + (self.cache_s if ok else self.refusal_cache_s), ok)
@@ -161,12 +179,28 @@ def trainer_status_errors(trainer_status: Any) -> list[str]:
         for e in validate_object(probe, strict=False)
         if e.path.startswith("status.trainerStatus")
     ]
+    stamp = trainer_status.get("lastUpdatedTime") if isinstance(trainer_status, dict) else None
+    if isinstance(stamp, str) and not _is_rfc3339(stamp):
+        # Upstream decodes it into a metav1.Time: anything but RFC 3339 fails there.
+        errors.append(
+            f"status.trainerStatus.lastUpdatedTime: Invalid value: {stamp[:40]!r}: not an RFC 3339 date-time"
+        )
     if isinstance(trainer_status, dict) and "lastUpdatedTime" not in trainer_status:
         # The CRD's CEL rule on trainerStatus (enforced by the API server upstream).
         errors.append(
             "status.trainerStatus: Invalid value: lastUpdatedTime is required when trainerStatus is present"
         )
     return errors
+
+
+def _is_rfc3339(text: str) -> bool:
+    if _RFC3339.match(text) is None:
+        return False
+    try:
+        datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
 
 
 def _known_fields(trainer_status: Obj) -> Obj:

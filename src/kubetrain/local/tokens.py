@@ -457,6 +457,7 @@ class TokenAuthority:
     lookup: ObjectLookup
     clock: Callable[[], float] = time.time
     minted: int = field(default=0, init=False)
+    reviewed: int = field(default=0, init=False)
 
     @classmethod
     def for_home(cls, home: Path, lookup: ObjectLookup) -> TokenAuthority:
@@ -509,6 +510,8 @@ class TokenAuthority:
             return web.json_response(refusal.status(), status=refusal.code)
         if result.get("kind") == "TokenRequest":
             self.minted += 1
+        else:
+            self.reviewed += 1
         # Both are "create" verbs on kube-apiserver: 201 Created.
         return web.json_response(result, status=201)
 

@@ -1,0 +1,193 @@
+"""Fixtures: the embedded API server with TokenRequest/TokenReview, and the status server over HTTPS.
+
+``plane`` is what the local daemon runs for progress reports, assembled in the test's event
+loop: the real embedded API server (https, bearer token, the project's CRDs), the token
+authority answering TokenRequest and TokenReview on it, a TrainJob and a pod of it stored
+there, and the real ``StatusServer`` serving TLS with a certificate from ``ensure_serving_cert``,
+verifying tokens through TokenReview and keeping the metrics history.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from kubetrain.api.types import Obj
+from kubetrain.controller.kube import KubeClient, connect
+from kubetrain.controller.pki import ensure_serving_cert, service_dns_names
+from kubetrain.controller.statusserver import StatusServer, TokenReviewVerifier, status_audience
+from kubetrain.local.apiserver import ApiServer
+from kubetrain.local.history import HISTORY_FILE, MetricsHistory
+from kubetrain.local.tokens import TokenAuthority
+
+TRAINER = "trainer.kubeflow.org/v1alpha1"
+NAMESPACE = "default"
+
+
+def _has_native_token_routes(server: ApiServer) -> bool:
+    return getattr(server, "tokens", None) is not None
+
+
+def mount_token_routes(server: ApiServer) -> TokenAuthority:
+    """The API server's token authority; mounted by the test when the server has none yet.
+
+    Mounted as a middleware behind the server's own ones (its bearer-token check still runs
+    first), which is the same place a route ahead of the catch-all would take.
+    """
+    if _has_native_token_routes(server):
+        authority: TokenAuthority = server.tokens  # type: ignore[attr-defined]  # after the API server wires it
+        return authority
+    authority = TokenAuthority.for_home(server.home, server.engine.reader)
+    table = [
+        (method, re.compile("^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", path) + "$"), handler)
+        for method, path, handler in authority.routes()
+    ]
+    make_app = server.http.app
+
+    def app() -> web.Application:
+        built = make_app()
+
+        @web.middleware
+        async def tokens(
+            request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+        ) -> web.StreamResponse:
+            for method, pattern, serve in table:
+                found = pattern.match(request.path)
+                if found and request.method == method:
+                    request.match_info.update(found.groupdict())
+                    return await serve(request)
+            return await handler(request)
+
+        built.middlewares.append(tokens)
+        return built
+
+    server.http.app = app  # type: ignore[method-assign]  # until the API server mounts them itself
+    return authority
+
+
+@dataclass
+class Plane:
+    server: ApiServer
+    kube: KubeClient
+    status: StatusServer
+    url: str
+    ca_file: Path
+    history: MetricsHistory
+    home: Path
+    authority: TokenAuthority
+    jobs: dict[str, Obj] = field(default_factory=dict)
+
+    def status_url(self, name: str, namespace: str = NAMESPACE) -> str:
+        return f"{self.url}/apis/trainer.kubeflow.org/v1alpha1/namespaces/{namespace}/trainjobs/{name}/status"
+
+    async def trainjob(self, name: str, namespace: str = NAMESPACE) -> Obj:
+        return await self.kube.get(TRAINER, "trainjobs", name, namespace=namespace)
+
+    async def create_job(self, name: str, namespace: str = NAMESPACE) -> Obj:
+        job = await self.kube.create(
+            TRAINER,
+            "trainjobs",
+            {
+                "apiVersion": TRAINER,
+                "kind": "TrainJob",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"runtimeRef": {"name": "torch-distributed"}},
+            },
+        )
+        self.jobs[name] = job
+        return job
+
+    async def create_pod(self, name: str, namespace: str = NAMESPACE, sa: str = "default") -> Obj:
+        return await self.kube.create(
+            "v1",
+            "pods",
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {
+                    "serviceAccountName": sa,
+                    "containers": [{"name": "node", "image": "python"}],
+                },
+            },
+        )
+
+    async def token_for(
+        self,
+        job: str,
+        *,
+        pod: Obj | None = None,
+        namespace: str = NAMESPACE,
+        audience: str | None = None,
+        expiration_s: int = 3600,
+    ) -> str:
+        """A token from TokenRequest, as the executor gets one for a projected volume."""
+        spec: dict[str, Any] = {
+            "audiences": [audience or status_audience(namespace, job)],
+            "expirationSeconds": expiration_s,
+        }
+        if pod is not None:
+            meta = pod["metadata"]
+            spec["boundObjectRef"] = {
+                "kind": "Pod",
+                "apiVersion": "v1",
+                "name": meta["name"],
+                "uid": meta["uid"],
+            }
+        answer = await self.kube.create(
+            "v1",
+            "serviceaccounts/default/token",
+            {
+                "apiVersion": "authentication.k8s.io/v1",
+                "kind": "TokenRequest",
+                "metadata": {"namespace": namespace},
+                "spec": spec,
+            },
+        )
+        return str(answer["status"]["token"])
+
+
+@pytest.fixture(scope="session")
+def crds() -> list[dict[str, Any]]:
+    from kubetrain.api.schema import crd_manifests
+
+    return crd_manifests(descriptions=False)
+
+
+@pytest.fixture
+async def plane(tmp_path: Path, crds: list[dict[str, Any]]) -> AsyncIterator[Plane]:
+    from kubetrain.runtime.defaults import default_runtimes
+
+    home = tmp_path / "home"
+    server = ApiServer(home, crds=crds, seed_objects=default_runtimes, in_memory=True)
+    authority = mount_token_routes(server)
+    await server.start()
+    kube = connect(server.kubeconfig())
+    history = MetricsHistory(home / HISTORY_FILE)
+    cert = ensure_serving_cert(
+        home / "status-pki",
+        service_dns_names("kubeflow-trainer-controller-manager", "kubeflow-system"),
+        ["127.0.0.1"],
+    )
+    status = StatusServer(
+        kube,
+        TokenReviewVerifier(kube),
+        on_accepted=lambda ns, name, uid, ts: history.record(ns, name, uid, ts),
+    )
+    port = await status.start("127.0.0.1", 0, cert.server_context())
+    ca_file = home / "status-pki" / "ca.crt"
+    try:
+        yield Plane(
+            server, kube, status, f"https://127.0.0.1:{port}", ca_file, history, home, authority
+        )
+    finally:
+        await status.stop()
+        history.close()
+        await kube.close()
+        await server.close()
