@@ -1,0 +1,21 @@
+"""Local-engine support for the framework runtimes: MPI over real sshd between pod
+sandboxes, JAX's coordinator on the pod's own address, and clear refusals for what cannot
+run here (Flux).
+
+Hooks for the rest of the local engine (nothing here imports the executor):
+
+- `pod_overlay`: the sandbox calls it for each container it starts in bwrap mode and binds
+  the returned files / adds the returned env;
+- `with_framework_images`: the daemon passes its image map through it, so the MPI runtime
+  images run as ``mpiuser`` (uid 1000, home ``/home/mpiuser``) as their real images do;
+- `local_refusal`: the executor asks it before starting a pod and fails the pod with its
+  message instead of starting something that would hang.
+"""
+
+from __future__ import annotations
+
+from .overlay import jax_overlay, pod_overlay
+from .ssh import ssh_overlay
+from .types import Overlay
+
+__all__ = ["Overlay", "jax_overlay", "pod_overlay", "ssh_overlay"]
