@@ -366,16 +366,21 @@ def test_no_trainjobs_says_so_on_stderr(cli: Any, ns: str) -> None:
     assert (done.code, done.out, done.err) == (0, "", f"No resources found in {ns} namespace.\n")
 
 
-def test_get_watch_prints_each_change(api: Api, ns: str, tmp_path: Path) -> None:
+def test_a_watch_from_a_lists_version_sees_only_later_changes(
+    api: Api, ns: str, tmp_path: Path
+) -> None:
     from kubetrain.client import resources as R
     from kubetrain.client.connection import connect
     from kubetrain.client.jobs import JobClient
 
     jc = JobClient(connect(kubeconfig=api.kubeconfig, namespace=ns))
+    jc.apply_one(yaml.safe_load(write_job(tmp_path, "before").read_text()))
+    listed, version = jc.objects_at(R.TRAINJOB)
+    assert [o["metadata"]["name"] for o in listed] == ["before"] and version
     seen: list[tuple[str, str]] = []
 
     def watch() -> None:
-        for kind, obj in jc.watch(R.TRAINJOB):
+        for kind, obj in jc.watch(R.TRAINJOB, resource_version=version):
             seen.append((kind, obj["metadata"]["name"]))
             if len(seen) == 2:
                 return

@@ -61,27 +61,39 @@ def _run(args: argparse.Namespace) -> int:
     with JobClient(connect_from_args(args)) as jc:
         ns = ALL_NAMESPACES if args.all_namespaces and not args.name else None
         listing: Listing = []
+        versions: list[str | None] = []  # where each kind's watch continues from
         for info in kinds:
             if args.name and len(kinds) == 1:
                 objs = [jc.get(info, args.name)]  # NotFound names the object, exit 1
+                version = objs[0]["metadata"].get("resourceVersion")
             elif args.name:
                 found_obj = jc.find(info, args.name)
                 objs = [found_obj] if found_obj else []
+                version = found_obj["metadata"].get("resourceVersion") if found_obj else None
             else:
-                objs = jc.objects(info, ns)
+                objs, version = jc.objects_at(info, ns)
             listing.append((info, objs))
+            versions.append(version)
         if args.name and not any(objs for _, objs in listing):
             print_error(f'no {args.kind} named "{args.name}" in namespace {jc.namespace}')
             return 1
-        _print(jc, listing, args, header=True)
+        widths = _print(jc, listing, args, header=True)
         if args.watch:
             # One stream: for ``runtimes`` the cluster-wide kind, which is where runtimes live.
-            for _type, obj in jc.watch(kinds[0], ns, args.name):
-                _print(jc, [(kinds[0], [obj])], args, header=False)
+            for _type, obj in jc.watch(kinds[0], ns, args.name, versions[0]):
+                widths = _print(jc, [(kinds[0], [obj])], args, header=False, at_least=widths)
     return 0
 
 
-def _print(jc: JobClient, listing: Listing, args: argparse.Namespace, *, header: bool) -> None:
+def _print(
+    jc: JobClient,
+    listing: Listing,
+    args: argparse.Namespace,
+    *,
+    header: bool,
+    at_least: list[int] | None = None,
+) -> list[int]:
+    """Print a listing (``header``) or a watch event's rows; returns the table's column widths."""
     import sys
 
     from kubetrain.client.present import dump, print_table
@@ -97,19 +109,19 @@ def _print(jc: JobClient, listing: Listing, args: argparse.Namespace, *, header:
         else:
             items = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}}
             dump({**items, "items": everything}, args.output)
-        return
+        return at_least or []
     if args.output == "name":
         for info, objs in listing:
             for obj in objs:
                 print(f"{info.qualified}/{obj['metadata']['name']}", flush=True)
-        return
+        return at_least or []
     if not everything:
         if header:
             where = "any namespace" if args.all_namespaces else f"{jc.namespace} namespace"
             print(f"No resources found in {where}.", file=sys.stderr)
-        return
+        return at_least or []
     headers, rows = _table(jc, listing, args)
-    print_table(headers, rows, header=header)
+    return print_table(headers, rows, header=header, at_least=at_least or ())
 
 
 def _table(

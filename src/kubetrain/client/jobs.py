@@ -115,6 +115,17 @@ class JobClient:
         labels: dict[str, Any] | None = None,
     ) -> list[dict[str, Any]]:
         """Objects of one kind, sorted by namespace then name (kubectl's order)."""
+        return self.objects_at(info, namespace, labels)[0]
+
+    def objects_at(
+        self,
+        info: R.KindInfo,
+        namespace: str | None = None,
+        labels: dict[str, Any] | None = None,
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """:meth:`objects` plus the list's resourceVersion, where a watch continues from."""
+        from lightkube import NotReadyError
+
         res = R.resource_for(info)
         with self._serial(info.plural):
             if info.namespaced:
@@ -122,24 +133,37 @@ class JobClient:
             else:
                 items = self.client.list(res, labels=labels)
             objs = [plain(o) for o in items]
-        return sorted(
-            objs,
-            key=lambda o: ((o.get("metadata") or {}).get("namespace") or "", o["metadata"]["name"]),
+            try:
+                version: str | None = items.resourceVersion
+            except NotReadyError:  # lightkube has none to give for an empty answer
+                version = None
+        objs.sort(
+            key=lambda o: ((o.get("metadata") or {}).get("namespace") or "", o["metadata"]["name"])
         )
+        return objs, version
 
     def watch(
-        self, info: R.KindInfo, namespace: str | None = None, name: str | None = None
+        self,
+        info: R.KindInfo,
+        namespace: str | None = None,
+        name: str | None = None,
+        resource_version: str | None = None,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
-        """(event type, object) for every change after the current state, until interrupted."""
+        """(event type, object) for every change, until interrupted.
+
+        From ``resource_version`` (a list's) only later changes come; without it the server
+        first replays every existing object as ADDED.
+        """
         res = R.resource_for(info)
         fields = {"metadata.name": name} if name else None
+        rv = resource_version or None
         with self._errors(info.plural):
             if info.namespaced:
                 stream = self.client.watch(
-                    res, namespace=namespace or self.namespace, fields=fields
+                    res, namespace=namespace or self.namespace, fields=fields, resource_version=rv
                 )
             else:
-                stream = self.client.watch(res, fields=fields)
+                stream = self.client.watch(res, fields=fields, resource_version=rv)
             for kind, obj in stream:
                 yield kind, plain(obj)
 

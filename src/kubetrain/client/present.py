@@ -59,13 +59,18 @@ def guarded(body: Callable[[], int]) -> int:
         return 1
 
 
-def _widths(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[int]:
-    return [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+def _widths(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], at_least: Sequence[int] = ()
+) -> list[int]:
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
+    return [max(w, m) for w, m in zip(widths, [*at_least, *[0] * len(widths)], strict=False)]
 
 
-def render_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def render_table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], at_least: Sequence[int] = ()
+) -> str:
     """Columns padded to their widest cell with three spaces between, like kubectl."""
-    widths = _widths(headers, rows)
+    widths = _widths(headers, rows, at_least)
     lines = []
     for cells in (headers, *rows):
         lines.append("   ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
@@ -78,13 +83,19 @@ def print_table(
     *,
     header: bool = True,
     stream: TextIO | None = None,
-) -> None:
-    """Print a table; on a terminal the header is bold and the STATE/STATUS cell coloured."""
+    at_least: Sequence[int] = (),
+) -> list[int]:
+    """Print a table; on a terminal the header is bold and the STATE/STATUS cell coloured.
+
+    Returns the column widths used; pass them back as ``at_least`` to keep later rows (a watch)
+    aligned under the same header.
+    """
     out = stream or sys.stdout
-    lines = render_table(headers, rows).splitlines()
+    widths = _widths(headers, rows, at_least)
+    lines = render_table(headers, rows, widths).splitlines()
     if not out.isatty():
         print("\n".join(lines if header else lines[1:]), file=out, flush=True)
-        return
+        return widths
     from rich.console import Console
     from rich.text import Text
 
@@ -92,13 +103,13 @@ def print_table(
     if header:
         console.print(Text(lines[0], style="bold"))
     col = next((i for i, h in enumerate(headers) if h in ("STATE", "STATUS")), None)
-    widths = _widths(headers, rows)
     for line, cells in zip(lines[1:], rows, strict=True):
         text = Text(line)
         if col is not None:
             start = sum(widths[:col]) + 3 * col
             text.stylize(STATE_STYLES.get(cells[col], ""), start, start + len(cells[col]))
         console.print(text)
+    return widths
 
 
 def eta(seconds: Any) -> str:
