@@ -19,10 +19,10 @@ from kubetrain.client import resources as R
 from kubetrain.client.connection import FIELD_MANAGER, Connection
 from kubetrain.client.errors import ClientError, NotFoundError, translate_errors
 from kubetrain.client.state import job_state
-from kubetrain.client.steps import STEP_JOBS, Step, pod_selector, steps_from_pods
+from kubetrain.client.steps import Step, pod_selector, steps_from_pods
 from kubetrain.client.view import JobView, parse_time
 
-__all__ = ["ALL_NAMESPACES", "ApplyResult", "JobClient", "plain"]
+__all__ = ["ALL_NAMESPACES", "ApplyResult", "JobClient", "event_time_key", "plain"]
 
 ALL_NAMESPACES = "*"
 _DECODE_LOCK = threading.Lock()  # lightkube's marker for cluster-wide list/watch
@@ -432,7 +432,3 @@ def event_time_key(ev: dict[str, Any]) -> str:
             return when.isoformat()
     created = parse_time((ev.get("metadata") or {}).get("creationTimestamp"))
     return created.isoformat() if created else ""
-
-
-# Re-exported so the CLI can offer step choices without importing lightkube.
-STEP_CHOICES = tuple(STEP_JOBS)
