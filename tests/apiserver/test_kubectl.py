@@ -195,3 +195,22 @@ def test_logs_reads_the_executor_log_file(
     assert (
         cluster.kubectl("-n", ns, "logs", "-f", "worker", timeout=10).stdout == "epoch 1\nepoch 2\n"
     )
+
+
+def test_typed_creates_sent_as_protobuf_are_understood(
+    cluster: Cluster, ns: str, core: Any
+) -> None:
+    """kubectl 1.32 sends these bodies as protobuf (no JSON fallback)."""
+    cluster.kubectl("-n", ns, "create", "configmap", "cm", "--from-literal=a=b")
+    cluster.kubectl("-n", ns, "create", "secret", "generic", "s", "--from-literal=token=t0k")
+    cluster.kubectl("-n", ns, "create", "serviceaccount", "sa")
+    extra = f"{ns}-extra"
+    cluster.kubectl("create", "namespace", extra)
+    try:
+        assert core.read_namespaced_config_map("cm", ns).data == {"a": "b"}
+        secret = core.read_namespaced_secret("s", ns)
+        assert (secret.type, secret.data) == ("Opaque", {"token": "dDBr"})
+        assert core.read_namespaced_service_account("sa", ns).metadata.name == "sa"
+        assert core.read_namespace(extra).status.phase == "Active"
+    finally:
+        core.delete_namespace(extra)

@@ -23,6 +23,9 @@ Where it knowingly differs from kube-apiserver (keep these out of contract asser
   collector's work (propagation, ownerless objects) happens synchronously within the request.
 - events.k8s.io/v1 Events are a converted view of the stored core/v1 Events (as in Kubernetes);
   strategic merge is not offered on that view, and nothing expires Events.
+- Request bodies are JSON or YAML, plus protobuf for the four kinds kubectl 1.32+ creates that
+  way (Namespace, ConfigMap, Secret, ServiceAccount); answers are always JSON.
+- Core kinds get only the defaults clients rely on (Pod/Namespace status, Secret type).
 - ``pods/log?timestamps=true`` stamps lines with the time they are read; ``sinceSeconds`` and
   ``sinceTime`` are ignored.
 - No RBAC: one bearer token (``<home>/apiserver.token``) grants everything; ``/version`` and the

@@ -213,6 +213,8 @@ class Engine(Deletion):
             obj.pop("status", None)
         if res.initial_status is not None:
             obj["status"] = copy.deepcopy(dict(res.initial_status))
+        for key, value in (res.create_defaults or {}).items():
+            obj.setdefault(key, copy.deepcopy(value))
         if res.kind == "Namespace" and res.group == "":
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         obj, warnings = self._admit(res, "CREATE", obj, None, opts, subresource=None)

@@ -18,7 +18,7 @@ import yaml
 from aiohttp import web
 from multidict import CIMultiDict
 
-from kubetrain.local.apiserver import codec
+from kubetrain.local.apiserver import codec, protobuf
 from kubetrain.local.apiserver import errors as E
 from kubetrain.local.apiserver.conversions import VIEWS
 from kubetrain.local.apiserver.discovery import (
@@ -567,7 +567,19 @@ def _default_manager(request: web.Request) -> str:
 
 
 async def _body(request: web.Request, optional: bool = False) -> Any:
+    content_type = request.headers.get("Content-Type", "")
     raw = await request.read()
+    if "protobuf" in content_type or "cbor" in content_type:
+        # kubectl 1.32+ sends its typed creates as protobuf; those few kinds are understood.
+        try:
+            return protobuf.decode(raw)
+        except protobuf.ProtobufError as exc:
+            raise E.ApiError(
+                415,
+                "UnsupportedMediaType",
+                f"the body of the request was in an unknown format - accepted media types include: "
+                f'application/json, application/yaml ({exc}; got "{content_type}")',
+            ) from exc
     if not raw.strip():
         if optional:
             return None

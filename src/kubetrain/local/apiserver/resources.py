@@ -56,6 +56,8 @@ class ResourceDef:
     initial_status: Mapping[str, Any] | None = None
     # Served as a view of another resource's objects (a key of ``conversions.VIEWS``).
     view: str = ""
+    # Top-level fields the apiserver's defaulting fills in on create when absent.
+    create_defaults: Mapping[str, Any] | None = None
 
     @property
     def api_version(self) -> str:
@@ -134,7 +136,7 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
     ResourceDef(
         "", "v1", "Secret", "secrets", True, "secret",
         printer_columns=(PrinterColumn("Type", json_path=".type"), PrinterColumn("Data", "integer", computed="data_count"), _age()),
-        has_generation=False, field_labels=("type",),
+        has_generation=False, field_labels=("type",), create_defaults={"type": "Opaque"},
     ),
     ResourceDef(
         "", "v1", "ServiceAccount", "serviceaccounts", True, "serviceaccount", ("sa",),
