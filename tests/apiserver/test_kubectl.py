@@ -214,3 +214,24 @@ def test_typed_creates_sent_as_protobuf_are_understood(
         assert core.read_namespace(extra).status.phase == "Active"
     finally:
         core.delete_namespace(extra)
+
+
+def test_nodes_print_readiness(cluster: Cluster, core: Any, ns: str) -> None:
+    name = f"{ns}-node"
+    core.create_node({"metadata": {"name": name}})
+    core.patch_node_status(
+        name,
+        {
+            "status": {
+                "conditions": [{"type": "Ready", "status": "True"}],
+                "nodeInfo": {"kubeletVersion": "v1.32.0"},
+            }
+        },
+        _preload_content=False,  # the client's model insists on every nodeInfo field
+    )
+    try:
+        lines = cluster.kubectl("get", "node", name).stdout.splitlines()
+        assert lines[0].split() == ["NAME", "STATUS", "AGE", "VERSION"]
+        assert lines[1].split()[1] == "Ready" and lines[1].split()[3] == "v1.32.0"
+    finally:
+        core.delete_node(name)

@@ -166,6 +166,26 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
         view="events.k8s.io/v1/events",
     ),
     ResourceDef(
+        "", "v1", "Node", "nodes", False, "node", ("no",),
+        subresources=frozenset({"status"}),
+        printer_columns=(
+            PrinterColumn("Status", computed="node_status"),
+            _age(),
+            PrinterColumn("Version", json_path=".status.nodeInfo.kubeletVersion"),
+        ),
+        has_generation=False, field_labels=("spec.unschedulable",),
+    ),
+    ResourceDef("", "v1", "LimitRange", "limitranges", True, "limitrange", ("limits",), printer_columns=_NAME_AGE, has_generation=False),
+    ResourceDef(
+        "scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, "priorityclass", ("pc",),
+        printer_columns=(PrinterColumn("Value", "integer", json_path=".value"), PrinterColumn("Global-Default", "boolean", json_path=".globalDefault"), _age()),
+        has_generation=False,
+    ),
+    ResourceDef(
+        "node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", False, "runtimeclass",
+        printer_columns=(PrinterColumn("Handler", json_path=".handler"), _age()), has_generation=False,
+    ),
+    ResourceDef(
         "coordination.k8s.io", "v1", "Lease", "leases", True, "lease",
         printer_columns=(PrinterColumn("Holder", json_path=".spec.holderIdentity"), _age()), has_generation=False,
     ),

@@ -150,7 +150,19 @@ def _event_last_seen(ev: Mapping[str, Any]) -> str:
     )
 
 
+def _node_status(node: Mapping[str, Any]) -> str:
+    ready = next(
+        (c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"),
+        None,
+    )
+    text = "Ready" if ready and ready.get("status") == "True" else "NotReady"
+    if (node.get("spec") or {}).get("unschedulable"):
+        text += ",SchedulingDisabled"
+    return text
+
+
 _COMPUTED: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    "node_status": _node_status,
     "pod_ready": _pod_ready,
     "pod_status": _pod_status,
     "pod_restarts": _pod_restarts,
