@@ -84,8 +84,8 @@ async def test_the_example_trains_across_two_sandboxed_nodes(tmp_path: Path) -> 
     spec = tj["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]
     pod_spec = spec["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     mounts = pod_spec["containers"][0]["volumeMounts"]
-    # Four epochs instead of ten keep the suite quick; a later env entry wins, as on a node.
-    env = [*tj["spec"]["trainer"]["env"], {"name": "EPOCHS", "value": "4"}]
+    # Three epochs instead of ten keep the suite quick; a later env entry wins, as on a node.
+    env = [*tj["spec"]["trainer"]["env"], {"name": "EPOCHS", "value": "3"}]
     pods = [
         torch_pod(i, tj["spec"]["trainer"]["command"], pod_spec["volumes"], mounts, env)
         for i in range(2)
@@ -94,8 +94,8 @@ async def test_the_example_trains_across_two_sandboxed_nodes(tmp_path: Path) -> 
     results, logs = await run_two(tmp_path, pods, claims_dir=claims)
     assert [r.containers for r in results] == [{"node": 0}, {"node": 0}], "\n".join(logs)
     losses = [float(x) for x in re.findall(r"epoch +\d+ +loss ([0-9.]+)", logs[0])]
-    assert len(losses) == 4
+    assert len(losses) == 3
     assert losses == sorted(losses, reverse=True), losses
-    assert losses[-1] < losses[0] / 5, losses
+    assert losses[-1] < losses[0] / 4, losses
     assert "training on 4 processes" in logs[0]
     assert (claims / "default" / "torch-ddp-output" / "model.pt").stat().st_size > 0

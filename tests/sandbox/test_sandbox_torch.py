@@ -32,19 +32,16 @@ ALLREDUCE = textwrap.dedent("""
 
 
 def _master_port() -> int:
-    """29500 as the torch runtime sets it, unless something on this machine holds it.
+    """A free port instead of the runtime's 29500.
 
-    Pods share the host's network namespace, and torch's rendezvous store listens on all
-    addresses: another job's store on 29500 would swallow our ranks' connections (seen while
-    other sessions ran torch jobs here), so then a free port stands in.
+    Pods share the host's network namespace and torch's rendezvous store listens on all
+    addresses, so a store on 29500 from any other job on this machine (other test runs, a
+    user's job) would take our ranks' connections and hang them; that happened while other
+    sessions ran torch jobs here. The port is the one value that is not the runtime's.
     """
     with socket.socket() as s:
-        try:
-            s.bind(("0.0.0.0", 29500))
-            return 29500
-        except OSError:
-            s.bind(("0.0.0.0", 0))
-            return int(s.getsockname()[1])
+        s.bind(("0.0.0.0", 0))
+        return int(s.getsockname()[1])
 
 
 MASTER_PORT = _master_port()
