@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from apiserver_support import TRAINER, Cluster, kube_request, trainjob
+from apiserver_support import TRAINER, Cluster, condition, kube_request, trainjob
 from kubernetes.client import ApiException
 
 T = "/apis/trainer.kubeflow.org/v1alpha1"
@@ -493,3 +493,28 @@ def test_events_are_one_store_served_in_both_shapes(api_client: Any, core: Any, 
     assert [(e["metadata"]["name"], e["note"]) for e in listed["items"]] == [
         ("core-made", "from core")
     ]
+
+
+def test_one_manager_applying_spec_and_status_keeps_both(
+    api_client: Any, tj_api: Any, ns: str
+) -> None:
+    _apply(api_client, ns, trainjob("both", suspend=True), "trainer")
+    status = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "both"},
+        "status": {"conditions": [condition()]},
+    }
+    kube_request(
+        api_client,
+        "PATCH",
+        f"{T}/namespaces/{ns}/trainjobs/both/status",
+        status,
+        "application/apply-patch+yaml",
+        [("fieldManager", "trainer")],
+    )
+    stored = tj_api("get", "both")
+    assert stored["spec"]["suspend"] is True, (
+        "the status apply does not drop what the main apply set"
+    )
+    assert stored["status"]["conditions"][0]["type"] == "Complete"

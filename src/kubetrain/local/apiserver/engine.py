@@ -437,7 +437,10 @@ class Engine(Deletion):
         else:
             config = {k: v for k, v in applied.items() if not (k == "status" and res.has_status)}
         new_paths = content_paths(config)
-        mine = manager_paths(old["metadata"], "Apply").get(opts.field_manager, set())
+        # What this manager applied before *through the same endpoint* (main or status).
+        mine = manager_paths(old["metadata"], "Apply", subresource=subresource).get(
+            opts.field_manager, set()
+        )
         others = manager_paths(old["metadata"], exclude=opts.field_manager)
         if not opts.force:
             self._apply_conflicts(res, old, config, new_paths, others, opts.field_manager)

@@ -173,15 +173,24 @@ def owned_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+_ANY = object()
+
+
 def manager_paths(
-    meta: Mapping[str, Any], operation: str | None = None, exclude: str | None = None
+    meta: Mapping[str, Any],
+    operation: str | None = None,
+    exclude: str | None = None,
+    subresource: Any = _ANY,
 ) -> dict[str, set[tuple[str, ...]]]:
-    """managedFields as manager → owned paths (optionally one operation, without one manager)."""
+    """managedFields as manager → owned paths; optionally only one operation, only the entries
+    of one subresource (None: the main resource), and without one manager."""
     out: dict[str, set[tuple[str, ...]]] = {}
     for entry in meta.get("managedFields") or ():
         if not isinstance(entry, Mapping):
             continue
         if operation is not None and entry.get("operation") != operation:
+            continue
+        if subresource is not _ANY and entry.get("subresource") != subresource:
             continue
         manager = entry.get("manager", "")
         if manager == exclude:
