@@ -21,7 +21,8 @@ Design choices worth knowing:
   trades that away for pods that must die with their parent (a one-shot foreground run).
 - Termination signals the workload, not the wrappers (bwrap would die at once and lose the
   exit code), then SIGKILLs the whole tree and group; in bwrap the PID namespace guarantees
-  that nothing survives, in plain mode the /proc tree and group walk does its best.
+  that nothing survives, in plain mode a child subreaper (`reaper`) keeps every leftover
+  below the container's root so it can be killed.
 - Where bwrap cannot run, pods run as plain processes (`sandbox_mode` says which and why;
   ``KUBETRAIN_SANDBOX=plain|bwrap`` forces a mode). Plain mode keeps the env, logs, exit codes
   and termination, but has no own hostname, /etc/hosts or mount points: env values naming a
