@@ -217,6 +217,8 @@ class Engine(Deletion):
             obj.setdefault(key, copy.deepcopy(value))
         if res.kind == "Namespace" and res.group == "":
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+        # An applier owns what it applied, not what defaulting and admission added.
+        applied_fields = owned_fields(obj) if operation == "Apply" else None
         obj, warnings = self._admit(res, "CREATE", obj, None, opts, subresource=None)
         meta = obj["metadata"]
         now = self.clock()
@@ -231,7 +233,7 @@ class Engine(Deletion):
                 "apiVersion": res.api_version,
                 "time": now,
                 "fieldsType": "FieldsV1",
-                "fieldsV1": owned_fields(obj),
+                "fieldsV1": applied_fields if applied_fields is not None else owned_fields(obj),
             }
         ]
         if opts.dry_run:
