@@ -80,7 +80,8 @@ async def finished(
         conds = (obj.get("status") or {}).get("conditions") or []
         return obj if any(c["type"] in types and c["status"] == "True" for c in conds) else None
 
-    result: dict[str, Any] = await wait_for(check, timeout=60)
+    # Generous: torch jobs queue behind any other job on this machine that holds port 29500.
+    result: dict[str, Any] = await wait_for(check, timeout=180)
     return result
 
 

@@ -261,3 +261,70 @@ async def test_deleting_a_pod_restarts_the_whole_jobset_under_max_restarts(plane
 
 async def _new_pod(plane: Plane, old: str) -> bool:
     return any(p["metadata"]["name"] != old for p in await plane.pods("rep"))
+
+
+def _with_port(js: dict[str, Any], port: int) -> dict[str, Any]:
+    for rj in js["spec"]["replicatedJobs"]:
+        for c in rj["template"]["spec"]["template"]["spec"]["containers"]:
+            c["ports"] = [{"containerPort": port}]
+    return js
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_a_jobset_waits_while_another_holds_a_port_its_pods_declare(plane: Plane) -> None:
+    port = _free_port()
+    await plane.api.create(
+        JOBSETS, _with_port(make_jobset("first", ["sleep", "1.5"], pods=1), port)
+    )
+
+    async def first_running() -> bool:
+        pods = await plane.pods("first")
+        return bool(pods) and pods[0]["status"].get("phase") == "Running"
+
+    await plane.wait_for(first_running)
+    await plane.api.create(JOBSETS, _with_port(make_jobset("second", ["true"], pods=1), port))
+
+    async def second_unschedulable() -> dict[str, Any] | None:
+        pods = await plane.pods("second")
+        for cond in (pods[0]["status"].get("conditions") or []) if pods else []:
+            if cond["type"] == "PodScheduled" and cond["status"] == "False":
+                return dict(cond)
+        return None
+
+    cond = await plane.wait_for(second_unschedulable)
+    assert cond["reason"] == "Unschedulable"
+    assert f"port {port} is held by JobSet default/first" in cond["message"]
+    await plane.terminal("first")
+    done = await plane.terminal("second")
+    assert done["status"]["terminalState"] == "Completed"
+    [first] = await plane.pods("first")
+    [second] = await plane.pods("second")
+    first_end = first["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"]
+    assert second["status"]["containerStatuses"][0]["state"]["terminated"]["startedAt"] >= first_end
+    assert "FailedScheduling" in {e["reason"] for e in await plane.events()}
+
+
+async def test_a_pod_waits_while_another_process_listens_on_its_port(plane: Plane) -> None:
+    port = _free_port()
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("0.0.0.0", port))
+    listener.listen()
+    try:
+        await plane.api.create(JOBSETS, _with_port(make_jobset("blocked", ["true"], pods=1), port))
+
+        async def waiting() -> bool:
+            pods = await plane.pods("blocked")
+            conds = (pods[0]["status"].get("conditions") or []) if pods else []
+            return any("in use by another process" in c.get("message", "") for c in conds)
+
+        await plane.wait_for(waiting)
+    finally:
+        listener.close()
+    done = await plane.terminal("blocked")
+    assert done["status"]["terminalState"] == "Completed"

@@ -26,9 +26,11 @@ from .addresses import AddressBook
 from .cache import Cluster, Key, jobset_key_of, key_of, now
 from .decision import format_time
 from .kubeapi import PODS, KubeApi, KubeApiError
+from .labels import JOBSET_UID
 from .objects import pod_references
 from .podrunner import PodRunner
 from .podstatus import UNKNOWN_MESSAGE, UNKNOWN_REASON
+from .ports import PortGate, declared_ports
 from .settings import UNSIGNED_TOKEN, ExecutorSettings
 from .spec import read_spec
 
@@ -61,6 +63,10 @@ class Kubelet:
         self.runners: dict[str, PodRunner] = {}  # pod uid → runner
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self._background: set[asyncio.Task[None]] = set()
+        self.ports = PortGate()
+        # Pods waiting for a declared port: uid → why (the message last published).
+        self.waiting: dict[str, str] = {}
+        self._retry: asyncio.TimerHandle | None = None
 
     def _pod_dir(self, uid: str) -> Path:
         return self.home / "pods" / uid
@@ -94,6 +100,15 @@ class Kubelet:
         dns, by_host = self.addresses.hosts(read_spec(jobset))
         hostname = str((pod.get("spec") or {}).get("hostname") or meta.get("name"))
         pod_ip = by_host.get(hostname) or next(iter(by_host.values()), "127.0.0.2")
+        owner = _owner(pod)
+        ports = declared_ports(pod)
+        if not has_state:
+            why = self.ports.blocked(owner, ports, pod_ip)
+            if why is not None:
+                self._wait(pod, why)
+                return
+        self.ports.claim(owner, "/".join(key_of(jobset)), ports)
+        self.waiting.pop(uid, None)
         runner = PodRunner(
             pod,
             lambda: self._context(pod, pod_ip, dns),
@@ -111,8 +126,10 @@ class Kubelet:
             try:
                 await coro
             finally:
-                self.runners.pop(uid, None)
+                runner = self.runners.pop(uid, None)
                 self.tasks.pop(uid, None)
+                if runner is not None:
+                    self._release_if_idle(_owner(runner.pod))
 
         self.tasks[uid] = asyncio.create_task(wrapped(), name=f"pod-{uid}")
 
@@ -162,6 +179,58 @@ class Kubelet:
             self.cluster.pods[key] = updated
         self._requeue_jobset(pod)
 
+    # --- pods that wait for a port ------------------------------------------------------------
+    def _wait(self, pod: Obj, why: str) -> None:
+        uid = str(pod["metadata"].get("uid"))
+        if self.waiting.get(uid) != why:
+            self.waiting[uid] = why
+            stamp = format_time(now())
+            status = {
+                "phase": "Pending",
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": why,
+                        "lastProbeTime": None,
+                        "lastTransitionTime": stamp,
+                    }
+                ],
+            }
+            self._background_task(self.publish(pod, status))
+            self._background_task(
+                self.event(pod, "Warning", "FailedScheduling", why, "default-scheduler")
+            )
+        # Another process may free the port at any time: look again shortly.
+        if self._retry is None:
+            self._retry = asyncio.get_running_loop().call_later(1.0, self._retry_waiting)
+
+    def _retry_waiting(self) -> None:
+        self._retry = None
+        by_uid = {str(p["metadata"].get("uid")): p for p in self.cluster.pods.values()}
+        for uid in list(self.waiting):
+            pod = by_uid.get(uid)
+            if pod is None:
+                self.waiting.pop(uid, None)
+            else:
+                self.sync_pod(pod)
+
+    def _release_if_idle(self, owner: str) -> None:
+        """A JobSet with no running pod left gives its ports back."""
+        if any(_owner(r.pod) == owner for r in self.runners.values()):
+            return
+        if self.ports.release(owner) and self.waiting:
+            self._retry_waiting()
+
+    def _background_task(self, coro: Awaitable[None]) -> None:
+        async def wrapped() -> None:
+            await coro
+
+        task = asyncio.get_running_loop().create_task(wrapped())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
     # --- pods go -------------------------------------------------------------------------------
     def pod_gone(self, pod: Obj) -> None:
         """The Pod object is gone (or going): stop its processes, then remove its files."""
@@ -169,10 +238,8 @@ class Kubelet:
         if uid in self.cluster.terminating:
             return
         self.cluster.terminating[uid] = pod
-        task = asyncio.get_running_loop().create_task(self._finish_pod(pod, uid))
-        # The loop keeps only weak references to tasks.
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        # The loop keeps only weak references to tasks: hold them here.
+        self._background_task(self._finish_pod(pod, uid))
 
     async def _finish_pod(self, pod: Obj, uid: str) -> None:
         try:
@@ -194,6 +261,8 @@ class Kubelet:
             await asyncio.to_thread(self._remove_files, uid, ns, name)
         finally:
             self.cluster.terminating.pop(uid, None)
+            self.waiting.pop(uid, None)
+            self._release_if_idle(_owner(pod))
             self._requeue_jobset(pod)
 
     def _remove_files(self, uid: str, namespace: str, name: str) -> None:
@@ -231,6 +300,9 @@ class Kubelet:
 
     async def stop(self, *, kill_pods: bool) -> None:
         """Stop looking after pods; their processes live on unless ``kill_pods``."""
+        if self._retry is not None:
+            self._retry.cancel()
+        self.ports.close()
         if kill_pods:
             await asyncio.gather(
                 *(r.stop(0) for r in self.runners.values()), return_exceptions=True
@@ -284,3 +356,13 @@ class Kubelet:
             node_name=self.settings.node_name,
             mode=self.settings.sandbox_mode,
         )
+
+
+def _owner(pod: Obj) -> str:
+    """The uid of the pod's JobSet (label, else controller reference)."""
+    meta = pod.get("metadata") or {}
+    uid = (meta.get("labels") or {}).get(JOBSET_UID)
+    if uid:
+        return str(uid)
+    refs = [r for r in meta.get("ownerReferences") or [] if r.get("controller")]
+    return str(refs[0].get("uid")) if refs else str(meta.get("uid", ""))
