@@ -56,7 +56,7 @@ def jobset(
     }
 
 
-async def wait_for(what: Any, timeout: float = 30.0) -> Any:
+async def wait_for(what: Any, timeout: float = 180.0) -> Any:
     deadline = time.monotonic() + timeout
     while True:
         value = await what()
