@@ -21,10 +21,6 @@ def greet(greeting: str, punctuation: str = ".") -> None:
     )
 
 
-def crash() -> None:
-    raise SystemExit(7)
-
-
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrainerClient]:
     from kubetrain.local.daemon import stop_daemon
@@ -75,14 +71,16 @@ def test_a_function_trains_on_two_nodes_with_keyword_arguments(client: TrainerCl
         client.get_job(name)
 
 
-@pytest.mark.slow  # the Job's pod retries (backoff) come first
+@pytest.mark.slow  # the Job's pods are retried (with backoff) before the JobSet fails
 def test_waiting_on_a_failed_job_raises_at_once(client: TrainerClient) -> None:
+    # A plain failing command: no torchrun start-up per retry.
     name = client.train(
-        trainer=T.CustomTrainer(func=crash, num_nodes=1), options=[T.Name("crashes")]
+        trainer=T.CustomTrainerContainer(image="python", num_nodes=2),
+        options=[T.Name("crashes"), T.TrainerCommand(["bash", "-c", "exit 7"])],
     )
     assert name == "crashes"
-    with pytest.raises(RuntimeError, match="TrainJob crashes is Failed"):
-        client.wait_for_job_status(name, timeout=140, polling_interval=0.5)
+    with pytest.raises(RuntimeError, match="TrainJob crashes is Failed: FailedJobs"):
+        client.wait_for_job_status(name, timeout=60, polling_interval=0.5)
     client.delete_job(name)
 
 
