@@ -53,3 +53,17 @@ def test_without_bwrap_the_fallback_says_why(monkeypatch: pytest.MonkeyPatch) ->
     report = probe_mode()
     assert report.mode == "plain"
     assert "bwrap not found" in report.reason
+
+
+def test_the_package_surface_is_pinned() -> None:
+    # The executor builds on these names; changing them is a deliberate act.
+    import kubetrain.local.sandbox as sandbox
+
+    assert sorted(sandbox.__all__) == [
+        "ContainerEvent", "ContainerProcess", "EventHook", "ImageEnv", "ImageMap", "ModeReport",
+        "PodResult", "PodSandbox", "SandboxContext", "SandboxDoctor", "SandboxError",
+        "SandboxMode", "UNKNOWN_EXIT_CODE", "current_image_env", "doctor_report", "expand",
+        "hosts_file", "image_map_from_dict", "jobset_hosts", "load_image_map",
+        "loopback_address", "pod_dns_names", "resolve_env", "sandbox_mode",
+    ]  # fmt: skip
+    assert all(hasattr(sandbox, name) for name in sandbox.__all__)
