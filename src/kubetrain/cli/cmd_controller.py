@@ -170,6 +170,10 @@ def run(args: argparse.Namespace) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if not args.verbose:
+        # The HTTP client logs every request at INFO: thousands of lines a second at scale.
+        for noisy in ("httpx2", "httpx", "httpcore"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         config = config_from_args(args)
     except ConfigError as err:
@@ -195,3 +199,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
     return asyncio.run(main())
+
+
+if __name__ == "__main__":  # pragma: no cover  (python -m kubetrain.cli.cmd_controller ...)
+    _parser = argparse.ArgumentParser(prog="kubetrain controller")
+    add_arguments(_parser)
+    raise SystemExit(run(_parser.parse_args()))

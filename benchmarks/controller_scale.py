@@ -1,0 +1,251 @@
+"""Benchmark of ``kubetrain controller`` at scale: N TrainJobs, no executor.
+
+The embedded API server runs as ``kubetrain serve`` does (own process, https, SQLite on disk);
+the controller runs as ``kubetrain controller`` does in a cluster (own process, leader election,
+webhook and status servers up, certificate in a Secret), watching one namespace. This process
+creates N TrainJobs as fast as the server takes them and measures:
+
+- settled: seconds from the first create until every TrainJob has its JobSet, every TrainJob has
+  a status written by the controller, and the controller's work queue is empty;
+- the controller's peak RSS (``VmHWM`` of its process);
+- reconciles per second (``kubetrain_reconcile_total`` over the settle time).
+
+Targets from issue 7: 5,000 TrainJobs settled in < 60 s with RSS < 300 MB.
+
+    .venv/bin/python benchmarks/controller_scale.py [--jobs 1000 5000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = ["main"]
+
+SERVE = (
+    "import argparse, sys\n"
+    "from kubetrain.cli import cmd_serve\n"
+    "p = argparse.ArgumentParser(); cmd_serve.add_arguments(p)\n"
+    "sys.exit(cmd_serve.run(p.parse_args(sys.argv[1:])))\n"
+)
+TRAINER = "trainer.kubeflow.org/v1alpha1"
+NAMESPACE = "bench"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _peak_rss_mb(pid: int) -> float:
+    text = Path(f"/proc/{pid}/status").read_text()
+    match = re.search(r"VmHWM:\s+(\d+) kB", text)
+    return int(match.group(1)) / 1024 if match else float("nan")
+
+
+def _cpu_s(pid: int) -> float:
+    # utime + stime of the process, in clock ticks (fields 14 and 15 of /proc/<pid>/stat).
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _config(path: Path, metrics_port: int, health_port: int) -> Path:
+    import yaml
+
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
+                "kind": "Configuration",
+                "health": {"healthProbeBindAddress": f"127.0.0.1:{health_port}"},
+                "metrics": {"bindAddress": f"127.0.0.1:{metrics_port}", "secureServing": False},
+                "webhook": {"port": 0, "host": "127.0.0.1"},
+                "statusServer": {"port": 0},
+            }
+        )
+    )
+    return path
+
+
+def _metric(text: str, name: str) -> float:
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(name) and not line.startswith("#"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+async def _run_once(n: int, home: Path, verbose: bool = False) -> dict[str, float]:
+    import aiohttp
+
+    from kubetrain.controller.kube import connect
+
+    server = subprocess.Popen(
+        [sys.executable, "-c", SERVE, "--home", str(home)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    controller: subprocess.Popen[bytes] | None = None
+    kubeconfig = home / "kubeconfig"
+    try:
+        for _ in range(300):
+            if kubeconfig.exists():
+                break
+            await asyncio.sleep(0.05)
+        kube = connect(kubeconfig)
+        await kube.create(
+            "v1",
+            "namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+        )
+        metrics_port, health_port = _free_port(), _free_port()
+        config = _config(home / "controller.yaml", metrics_port, health_port)
+        log = open(home / "controller.log", "wb")  # noqa: SIM115  (closed with the process)
+        controller = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "kubetrain.cli.cmd_controller",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--config",
+                str(config),
+                "--namespace",
+                NAMESPACE,
+                "--operator-namespace",
+                "kubeflow-system",
+                "--cert-dir",
+                str(home / "certs"),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
+        async with aiohttp.ClientSession() as http:
+
+            async def metrics() -> str:
+                async with http.get(metrics_url) as resp:
+                    return await resp.text()
+
+            for _ in range(600):
+                with contextlib.suppress(aiohttp.ClientError):
+                    if _metric(await metrics(), "kubetrain_leader") == 1:
+                        break
+                await asyncio.sleep(0.05)
+            else:
+                raise RuntimeError(f"controller never led; see {home / 'controller.log'}")
+
+            gate = asyncio.Semaphore(64)
+
+            async def create(i: int) -> None:
+                body = {
+                    "apiVersion": TRAINER,
+                    "kind": "TrainJob",
+                    "metadata": {"name": f"job-{i:05d}", "namespace": NAMESPACE},
+                    "spec": {
+                        "runtimeRef": {"name": "torch-distributed"},
+                        "trainer": {"numNodes": 2},
+                    },
+                }
+                async with gate:
+                    await kube.create(TRAINER, "trainjobs", body)
+
+            started = time.monotonic()
+            await asyncio.gather(*(create(i) for i in range(n)))
+            created = time.monotonic() - started
+            last_report = started
+            while True:
+                jobsets, _ = await kube.list(
+                    "jobset.x-k8s.io/v1alpha2", "jobsets", namespace=NAMESPACE
+                )
+                text = await metrics()
+                # Without an executor no JobSet gets a status, so a TrainJob's status stays
+                # empty: settled means every JobSet exists, every TrainJob was reconciled at
+                # least once and the controller's queue is empty.
+                done = (
+                    len(jobsets) == n
+                    and _metric(text, "kubetrain_reconcile_total") >= n
+                    and _metric(text, "kubetrain_workqueue_depth") == 0
+                )
+                if done:
+                    break
+                if verbose and time.monotonic() - last_report > 5:
+                    last_report = time.monotonic()
+                    print(
+                        f"  {last_report - started:5.1f}s: {len(jobsets)} JobSets,"
+                        f" {_metric(text, 'kubetrain_reconcile_total'):.0f} reconciles,"
+                        f" queue {_metric(text, 'kubetrain_workqueue_depth'):.0f}",
+                        file=sys.stderr,
+                    )
+                if time.monotonic() - started > 600:
+                    raise RuntimeError(f"not settled after 600 s: {len(jobsets)} JobSets")
+                await asyncio.sleep(0.25)
+            settled = time.monotonic() - started
+            reconciles = _metric(text, "kubetrain_reconcile_total")
+            busy = _metric(text, "kubetrain_reconcile_seconds_sum")
+        owners = {js["metadata"]["ownerReferences"][0]["uid"] for js in jobsets}
+        assert len(owners) == n, "every JobSet belongs to a different TrainJob"
+        rss = _peak_rss_mb(controller.pid)
+        controller_cpu, server_cpu = _cpu_s(controller.pid), _cpu_s(server.pid)
+        await kube.close()
+        return {
+            "jobs": n,
+            "create_s": created,
+            "settled_s": settled,
+            "rss_mb": rss,
+            "reconciles": reconciles,
+            "reconciles_per_s": reconciles / settled,
+            "controller_cpu_s": controller_cpu,
+            "server_cpu_s": server_cpu,
+            "ms_per_reconcile": 1000 * busy / max(reconciles, 1),
+        }
+    finally:
+        for proc in (controller, server):
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--jobs", type=int, nargs="+", default=[1000, 5000])
+    parser.add_argument("--json", action="store_true", help="print one JSON line per run")
+    parser.add_argument("-v", "--verbose", action="store_true", help="progress every 5 s")
+    args = parser.parse_args(argv)
+    rows = []
+    for n in args.jobs:
+        with tempfile.TemporaryDirectory(prefix="kubetrain-bench-") as tmp:
+            os.environ["KUBETRAIN_HOME"] = tmp
+            rows.append(asyncio.run(_run_once(n, Path(tmp), args.verbose)))
+    if args.json:
+        for row in rows:
+            print(json.dumps(row))
+        return 0
+    print(f"{'jobs':>6} {'create s':>9} {'settled s':>10} {'peak RSS MB':>12} {'reconciles/s':>13}")
+    for r in rows:
+        print(
+            f"{r['jobs']:>6.0f} {r['create_s']:>9.1f} {r['settled_s']:>10.1f} "
+            f"{r['rss_mb']:>12.0f} {r['reconciles_per_s']:>13.0f}"
+        )
+    ok = all(r["settled_s"] < 60 and r["rss_mb"] < 300 for r in rows if r["jobs"] <= 5000)
+    print("targets (5,000 settled < 60 s, RSS < 300 MB):", "met" if ok else "NOT met")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,343 @@
+"""The status server authenticating projected tokens via TokenReview, and the whole
+``kubetrain controller`` process assembly (certificates, caBundle injection, listeners, metrics)
+against the embedded API server."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import ssl
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from cluster_support import TokenAuthority, client_for, serve, trusting
+from lightkube.config.kubeconfig import KubeConfig
+
+from kubetrain.cli.cmd_controller import admission_rules
+from kubetrain.cli.cmd_install import install_objects
+from kubetrain.controller.cluster import ClusterController, ControllerConfig, ensure_webhook_cert
+from kubetrain.controller.kube import KubeClient, connect
+from kubetrain.controller.pki import ensure_serving_cert
+from kubetrain.controller.statusserver import StatusServer, TokenReviewVerifier, status_audience
+from kubetrain.controller.webhook import admission_review
+from kubetrain.local.apiserver import ApiServer, ResourceDef, kubeconfig_dict
+from kubetrain.testing import make_trainjob
+
+Obj = dict[str, Any]
+TRAINER = "trainer.kubeflow.org/v1alpha1"
+REPORT = {
+    "trainerStatus": {
+        "progressPercentage": 40,
+        "estimatedRemainingSeconds": 10,
+        "metrics": [{"name": "loss", "value": "0.5"}],
+        "lastUpdatedTime": "2026-01-01T00:00:00Z",
+    }
+}
+
+
+def _route(namespace: str, name: str) -> str:
+    return f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/{namespace}/trainjobs/{name}/status"
+
+
+@pytest.fixture
+async def authority() -> AsyncIterator[tuple[TokenAuthority, KubeClient]]:
+    auth = TokenAuthority()
+    runner, url = await serve(auth.app())
+    client = connect(KubeConfig.from_dict(kubeconfig_dict(url, None)))
+    try:
+        yield auth, client
+    finally:
+        await client.close()
+        await runner.cleanup()
+
+
+async def test_status_server_accepts_only_the_jobs_own_token(
+    kube: KubeClient, authority: tuple[TokenAuthority, KubeClient], tmp_path: Path
+) -> None:
+    auth, review_client = authority
+    for name in ("a", "b"):
+        await kube.create(TRAINER, "trainjobs", make_trainjob(name).obj())
+    cert = ensure_serving_cert(tmp_path / "pki", ["status.test"], ["127.0.0.1"])
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert.cert_file, cert.key_file)
+    server = StatusServer(kube, TokenReviewVerifier(review_client, cache_s=0))
+    port = await server.start("127.0.0.1", 0, context)
+    url = f"https://127.0.0.1:{port}" + _route("default", "a")
+    tokens = {
+        "good": auth.mint("default", status_audience("default", "a")),
+        "wrong audience": auth.mint("default", "https://kubernetes.default.svc"),
+        "expired": auth.mint("default", status_audience("default", "a"), ttl=-5),
+        "other job": auth.mint("default", status_audience("default", "b")),
+        "other namespace": auth.mint("elsewhere", status_audience("default", "a")),
+    }
+    codes: dict[str, int] = {}
+    try:
+        async with aiohttp.ClientSession() as http:
+            for what, token in [*tokens.items(), ("no token", "")]:
+                headers = {"Authorization": f"Bearer {token}"} if token else {}
+                async with http.post(
+                    url, json=REPORT, headers=headers, ssl=trusting(cert.ca_pem)
+                ) as resp:
+                    codes[what] = resp.status
+                    if resp.status == 403:
+                        assert (await resp.json())["reason"] == "Forbidden"
+    finally:
+        await server.stop()
+    assert codes == {
+        "good": 200,
+        "wrong audience": 403,
+        "expired": 403,
+        "other job": 403,
+        "other namespace": 403,
+        "no token": 403,
+    }
+    assert auth.reviews == 5  # every bearer token went through a real TokenReview
+    job = await kube.get(TRAINER, "trainjobs", "a", namespace="default")
+    assert job["status"]["trainerStatus"]["progressPercentage"] == 40
+    other = await kube.get(TRAINER, "trainjobs", "b", namespace="default")
+    assert "trainerStatus" not in (other.get("status") or {})
+
+
+# --- the process assembly ------------------------------------------------------------------------
+
+WEBHOOK_KINDS = (
+    ResourceDef(
+        "admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations", False, "validatingwebhookconfiguration",
+    ),
+    ResourceDef(
+        "admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration",
+        "mutatingwebhookconfigurations", False, "mutatingwebhookconfiguration",
+    ),
+)  # fmt: skip
+
+
+@pytest.fixture
+async def cluster_server(tmp_path: Path, crds: list[Obj]) -> AsyncIterator[ApiServer]:
+    """An embedded API server that also stores webhook configurations (as a cluster would)."""
+    from cluster_support import RuntimeAdmission
+
+    from kubetrain.runtime.defaults import default_runtimes
+
+    server = ApiServer(
+        tmp_path / "home",
+        crds=crds,
+        resources=WEBHOOK_KINDS,
+        admission=RuntimeAdmission(),
+        seed_objects=default_runtimes,
+        in_memory=True,
+        bookmark_interval=0.5,
+    )
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.close()
+
+
+def _test_config(tmp_path: Path) -> ControllerConfig:
+    return ControllerConfig(
+        namespace="default",
+        webhook_host="127.0.0.1",
+        webhook_port=0,
+        status_port=0,
+        metrics_host="127.0.0.1",
+        metrics_port=0,
+        health_host="127.0.0.1",
+        health_port=0,
+        cert_dir=tmp_path / "certs",
+        lease_duration=2.0,
+        renew_deadline=1.5,
+        retry_period=0.5,
+        ca_refresh_s=0.2,
+    )
+
+
+async def _wait(probe: Any, timeout: float = 15.0) -> Any:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        value = await probe()
+        if value:
+            return value
+        await asyncio.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+async def test_controller_process_end_to_end(cluster_server: ApiServer, tmp_path: Path) -> None:
+    kube = client_for(cluster_server)
+    for obj in install_objects("manager"):
+        if obj["kind"].endswith("WebhookConfiguration"):
+            plural = obj["kind"].lower() + "s"
+            await kube.create("admissionregistration.k8s.io/v1", plural, obj)
+    process = ClusterController(
+        client_for(cluster_server), _test_config(tmp_path), admission_rules()
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(process.run(stop))
+    try:
+        async with aiohttp.ClientSession() as http:
+
+            async def get(
+                port: int, path: str, tls: ssl.SSLContext | None = None
+            ) -> tuple[int, str]:
+                url = f"{'https' if tls else 'http'}://127.0.0.1:{port}{path}"
+                async with http.get(url, ssl=tls if tls else False) as resp:
+                    return resp.status, await resp.text()
+
+            async def listening() -> bool:
+                return process.health_port > 0
+
+            await _wait(listening)
+            await _wait(lambda: _ok(get(process.health_port, "/readyz")))
+            assert (await get(process.health_port, "/healthz"))[0] == 200
+
+            # The certificate lives in the Secret, and its CA is in both configurations.
+            secret = await kube.get(
+                "v1", "secrets", "kubeflow-trainer-webhook-cert", namespace="kubeflow-system"
+            )
+            assert sorted(secret["data"]) == ["ca.crt", "ca.key", "tls.crt", "tls.key"]
+            ca_pem = base64.b64decode(secret["data"]["ca.crt"]).decode()
+
+            async def injected() -> bool:
+                bundles = []
+                for plural, name in (
+                    ("validatingwebhookconfigurations", "validator.trainer.kubeflow.org"),
+                    ("mutatingwebhookconfigurations", "defaulter.trainer.kubeflow.org"),
+                ):
+                    cfg = await kube.get("admissionregistration.k8s.io/v1", plural, name)
+                    bundles += [w["clientConfig"].get("caBundle") for w in cfg["webhooks"]]
+                return set(bundles) == {base64.b64encode(ca_pem.encode()).decode()}
+
+            await _wait(injected)
+
+            # The webhook answers over TLS that verifies against the injected CA, for the
+            # Service's DNS name, exactly as a kube-apiserver would check it.
+            verify = ssl.create_default_context(cadata=ca_pem)
+            review = admission_review(make_trainjob("via-hook").obj())
+            async with http.post(
+                f"https://127.0.0.1:{process.webhook_port}/validate-trainer-kubeflow-org-v1alpha1-trainjob",
+                json=review,
+                ssl=verify,
+                server_hostname="kubeflow-trainer-controller-manager.kubeflow-system.svc",
+            ) as resp:
+                assert (await resp.json())["response"]["allowed"] is True
+
+            # It reconciles: a TrainJob gets its JobSet, and the metrics say so.
+            await kube.create(TRAINER, "trainjobs", make_trainjob("one").obj())
+
+            async def jobset() -> Obj | None:
+                items, _ = await kube.list(
+                    "jobset.x-k8s.io/v1alpha2", "jobsets", namespace="default"
+                )
+                return items[0] if items else None
+
+            await _wait(jobset)
+            tls = trusting(ca_pem)
+            status, text = await get(process.metrics_port, "/metrics", tls)
+            assert status == 200
+            for name in (
+                'kubetrain_reconcile_total{kind="TrainJob",outcome="success"}',
+                "kubetrain_reconcile_seconds_count",
+                "kubetrain_workqueue_depth",
+                "kubetrain_leader 1",
+                'kubetrain_admission_total{webhook="validator.trainjob.trainer.kubeflow.org",verdict="allowed"} 1',
+            ):
+                assert name in text, name
+            lease = await kube.get(
+                "coordination.k8s.io/v1",
+                "leases",
+                "trainer.kubeflow.org",
+                namespace="kubeflow-system",
+            )
+            assert lease["spec"]["holderIdentity"]
+            assert process.status_port > 0  # TrainJobStatus is on by default
+
+            # `kubectl apply` of the install manifest wipes caBundle: it is put back.
+            cfg = await kube.get(
+                "admissionregistration.k8s.io/v1",
+                "mutatingwebhookconfigurations",
+                "defaulter.trainer.kubeflow.org",
+            )
+            for w in cfg["webhooks"]:
+                w["clientConfig"].pop("caBundle", None)
+            await kube.replace(
+                "admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", cfg
+            )
+            await _wait(injected)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 15)
+        await process.client.close()
+        await kube.close()
+
+
+async def _ok(call: Any) -> bool:
+    try:
+        status, _ = await call
+    except aiohttp.ClientError:
+        return False
+    return bool(status == 200)
+
+
+async def test_replicas_share_one_certificate(kube: KubeClient, tmp_path: Path) -> None:
+    """Two replicas racing for the Secret end with the same CA and the same serving cert."""
+    first, second = await asyncio.gather(
+        *(
+            ensure_webhook_cert(
+                kube,
+                namespace="kubeflow-system",
+                secret="kubeflow-trainer-webhook-cert",
+                service="kubeflow-trainer-controller-manager",
+                cert_dir=tmp_path / name,
+            )
+            for name in ("a", "b")
+        )
+    )
+    assert first.ca_pem == second.ca_pem
+    assert first.cert_file.read_bytes() == second.cert_file.read_bytes()
+    # A restart reuses it: pods keep trusting the CA that went into their tls-config.
+    again = await ensure_webhook_cert(
+        kube,
+        namespace="kubeflow-system",
+        secret="kubeflow-trainer-webhook-cert",
+        service="kubeflow-trainer-controller-manager",
+        cert_dir=tmp_path / "c",
+    )
+    assert again.ca_pem == first.ca_pem
+
+
+def test_config_flags_override_the_file(tmp_path: Path) -> None:
+    import argparse
+
+    from kubetrain.cli import cmd_controller
+
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        "apiVersion: config.trainer.kubeflow.org/v1alpha1\nkind: Configuration\n"
+        "leaderElection: {leaseDuration: 1m30s, renewDeadline: 500ms, retryPeriod: 0.1}\n"
+        "featureGates: {TrainJobStatus: false}\nmetrics: {bindAddress: '0'}\n"
+    )
+    parser = argparse.ArgumentParser()
+    cmd_controller.add_arguments(parser)
+    args = parser.parse_args(
+        ["--config", str(path), "--feature-gates", "TrainJobStatus=true", "--namespace", "team-a",
+         "--operator-namespace", "ops", "--no-leader-elect"]
+    )  # fmt: skip
+    config = cmd_controller.config_from_args(args)
+    assert (config.lease_duration, config.renew_deadline, config.retry_period) == (90, 0.5, 0.1)
+    assert config.gates.trainjob_status is True
+    assert (config.namespace, config.operator_namespace, config.leader_elect) == (
+        "team-a",
+        "ops",
+        False,
+    )
+    assert config.metrics_port == -1
+    from kubetrain.controller.cluster import ConfigError
+
+    bad = replace(config, renew_deadline=200.0)
+    with pytest.raises(ConfigError):
+        bad.validate()
