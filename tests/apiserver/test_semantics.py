@@ -518,3 +518,59 @@ def test_one_manager_applying_spec_and_status_keeps_both(
         "the status apply does not drop what the main apply set"
     )
     assert stored["status"]["conditions"][0]["type"] == "Complete"
+
+
+def _patch_entry(manager: str, value: str) -> dict[str, Any]:
+    return {
+        "manager": manager,
+        "trainingRuntimeSpec": {"template": {"metadata": {"labels": {"by": value}}}},
+    }
+
+
+def test_apply_merges_associative_lists_element_by_element(
+    api_client: Any, tj_api: Any, ns: str
+) -> None:
+    _apply(
+        api_client,
+        ns,
+        trainjob("rp", suspend=True, runtimePatches=[_patch_entry("example.com/a", "a")]),
+        "a",
+    )
+    _apply(
+        api_client,
+        ns,
+        trainjob("rp", suspend=True, runtimePatches=[_patch_entry("example.com/b", "b")]),
+        "b",
+    )
+    managers = [p["manager"] for p in tj_api("get", "rp")["spec"]["runtimePatches"]]
+    assert managers == ["example.com/a", "example.com/b"], (
+        "runtimePatches is a list-map keyed by manager"
+    )
+    _apply(api_client, ns, trainjob("rp", suspend=True), "a")
+    managers = [p["manager"] for p in tj_api("get", "rp")["spec"]["runtimePatches"]]
+    assert managers == ["example.com/b"], (
+        "a manager that stops applying its element removes only that element"
+    )
+
+
+def test_two_managers_apply_their_own_conditions(api_client: Any, tj_api: Any, ns: str) -> None:
+    tj_api("create", trainjob("conds"))
+    for manager, kind in [("one", "Complete"), ("two", "Suspended")]:
+        body = {
+            "apiVersion": "trainer.kubeflow.org/v1alpha1",
+            "kind": "TrainJob",
+            "metadata": {"name": "conds"},
+            "status": {"conditions": [condition(kind)]},
+        }
+        kube_request(
+            api_client,
+            "PATCH",
+            f"{T}/namespaces/{ns}/trainjobs/conds/status",
+            body,
+            "application/apply-patch+yaml",
+            [("fieldManager", manager)],
+        )
+    assert [c["type"] for c in tj_api("get", "conds")["status"]["conditions"]] == [
+        "Complete",
+        "Suspended",
+    ]

@@ -171,3 +171,51 @@ def test_field_errors_print_like_kubernetes(error: FieldError, text: str) -> Non
 def test_several_errors_aggregate_in_brackets() -> None:
     errors = [FieldError("a", "x"), FieldError("b", "y")]
     assert aggregate_text(errors) == "[a: Invalid value: x, b: Invalid value: y]"
+
+
+LIST_MAP = {
+    "type": "object",
+    "properties": {
+        "conds": {
+            "type": "array",
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["type"],
+            "items": {
+                "type": "object",
+                "properties": {"type": {"type": "string"}, "status": {"type": "string"}},
+            },
+        },
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+}
+
+
+def test_apply_paths_name_associative_list_elements_and_keep_other_lists_atomic() -> None:
+    from kubetrain.local.apiserver.ssa import owned_paths
+
+    obj = {
+        "apiVersion": "v",
+        "kind": "K",
+        "conds": [{"type": "A", "status": "True"}],
+        "tags": ["x"],
+    }
+    assert owned_paths(obj, LIST_MAP) == {
+        ("conds", 'k:{"type":"A"}', "type"),
+        ("conds", 'k:{"type":"A"}', "status"),
+        ("tags",),
+    }
+
+
+def test_apply_merge_by_key_and_element_removal() -> None:
+    from kubetrain.local.apiserver.ssa import apply_merge, remove_path
+
+    merged = apply_merge(
+        {"conds": [{"type": "A", "status": "True"}]},
+        {"conds": [{"type": "B", "status": "False"}, {"type": "A", "status": "False"}]},
+        LIST_MAP,
+    )
+    assert merged == {"conds": [{"type": "A", "status": "False"}, {"type": "B", "status": "False"}]}
+    remove_path(merged, ("conds", 'k:{"type":"A"}', "type"))
+    assert merged == {"conds": [{"type": "B", "status": "False"}]}, (
+        "an element without its key goes"
+    )

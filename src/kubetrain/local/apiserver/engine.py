@@ -19,6 +19,7 @@ from typing import Any
 
 from kubetrain.api.errors import FieldError
 from kubetrain.local.apiserver import errors as E
+from kubetrain.local.apiserver import ssa
 from kubetrain.local.apiserver.admission import (
     Admission,
     Operation,
@@ -40,9 +41,8 @@ from kubetrain.local.apiserver.meta import (
 from kubetrain.local.apiserver.ops import Op, Result, WriteOptions, ns_key
 from kubetrain.local.apiserver.patching import (
     apply_json_patch,
-    apply_merge,
+    fields_v1,
     merge_patch,
-    remove_path,
     strategic_merge_patch,
 )
 from kubetrain.local.apiserver.resources import Registry, ResourceDef
@@ -218,7 +218,11 @@ class Engine(Deletion):
         if res.kind == "Namespace" and res.group == "":
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         # An applier owns what it applied, not what defaulting and admission added.
-        applied_fields = owned_fields(obj) if operation == "Apply" else None
+        applied_fields = (
+            fields_v1(ssa.owned_paths(obj, self.schema.schema_of(res.api_version, res.kind)))
+            if operation == "Apply"
+            else None
+        )
         obj, warnings = self._admit(res, "CREATE", obj, None, opts, subresource=None)
         meta = obj["metadata"]
         now = self.clock()
@@ -438,7 +442,8 @@ class Engine(Deletion):
             config = {"status": applied.get("status") or {}}
         else:
             config = {k: v for k, v in applied.items() if not (k == "status" and res.has_status)}
-        new_paths = content_paths(config)
+        schema = self.schema.schema_of(res.api_version, res.kind)
+        new_paths = ssa.owned_paths(config, schema)
         # What this manager applied before *through the same endpoint* (main or status).
         mine = manager_paths(old["metadata"], "Apply", subresource=subresource).get(
             opts.field_manager, set()
@@ -446,10 +451,12 @@ class Engine(Deletion):
         others = manager_paths(old["metadata"], exclude=opts.field_manager)
         if not opts.force:
             self._apply_conflicts(res, old, config, new_paths, others, opts.field_manager)
-        candidate = apply_merge(copy.deepcopy(old), copy.deepcopy(config))
+        candidate = ssa.apply_merge(copy.deepcopy(old), copy.deepcopy(config), schema)
         owned_by_others = set().union(*others.values()) if others else set()
-        for path in mine - new_paths - owned_by_others:
-            remove_path(candidate, path)
+        # Longest first, so an element's fields go before (and may empty) the element itself.
+        for path in sorted(mine - new_paths - owned_by_others, key=len, reverse=True):
+            if not any(path[: len(o)] == o or o[: len(path)] == path for o in owned_by_others):
+                ssa.remove_path(candidate, path)
         precondition = applied["metadata"].get("resourceVersion")
         candidate["metadata"]["resourceVersion"] = (
             precondition or old["metadata"]["resourceVersion"]
@@ -470,7 +477,7 @@ class Engine(Deletion):
         found: list[tuple[str, str]] = []
         for other, owned in appliers.items():
             for path in sorted(paths & owned):
-                if _at(old, path) != _at(config, path):
+                if ssa.value_at(old, path) != ssa.value_at(config, path):
                     found.append((other, "." + ".".join(path)))
         if found:
             text = "; ".join(f'conflict with "{m}": {p}' for m, p in found)

@@ -2,9 +2,8 @@
 
 Strategic merge patch is approximated for the core kinds: a merge patch in which lists of
 objects that all carry ``name`` are merged by name, ``$patch: delete|replace`` is honoured and
-the ``$setElementOrder``/``$retainKeys`` directives are dropped. Server-side apply is approximated
-by a deep merge in which lists are atomic, plus field ownership per manager (``managed_paths``):
-a field an apply manager set before and leaves out now is removed unless another manager owns it.
+the ``$setElementOrder``/``$retainKeys`` directives are dropped. Server-side apply's merge lives
+in ``ssa``; the managedFields ``fieldsV1`` encoding of field paths is here.
 """
 
 from __future__ import annotations
@@ -19,12 +18,10 @@ from kubetrain.local.apiserver.errors import ApiError
 
 __all__ = [
     "apply_json_patch",
-    "apply_merge",
     "fields_v1",
     "leaf_paths",
     "merge_patch",
     "paths_from_fields_v1",
-    "remove_path",
     "strategic_merge_patch",
 ]
 
@@ -111,16 +108,6 @@ def strategic_merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-def apply_merge(target: Any, applied: Any) -> Any:
-    """Server-side apply's write: maps merge, lists and scalars replace (atomic)."""
-    if not isinstance(applied, dict) or not isinstance(target, dict):
-        return copy.deepcopy(applied)
-    result = dict(target)
-    for key, value in applied.items():
-        result[key] = apply_merge(result.get(key), value)
-    return result
-
-
 def leaf_paths(obj: Any, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
     """Every path through maps to a non-map value (lists count as leaves)."""
     if not isinstance(obj, dict) or (not obj and prefix):
@@ -132,42 +119,27 @@ def leaf_paths(obj: Any, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
 
 
 def fields_v1(paths: set[tuple[str, ...]]) -> dict[str, Any]:
-    """A managedFields ``fieldsV1`` document for a set of paths."""
+    """A managedFields ``fieldsV1`` document for a set of paths (``k:`` components kept as is)."""
     root: dict[str, Any] = {}
     for path in sorted(paths):
         node = root
         for part in path:
-            node = node.setdefault(f"f:{part}", {})
+            node = node.setdefault(part if part.startswith("k:") else f"f:{part}", {})
     return root
 
 
 def paths_from_fields_v1(
     doc: Mapping[str, Any], prefix: tuple[str, ...] = ()
 ) -> set[tuple[str, ...]]:
-    """The leaf paths a ``fieldsV1`` document records (keys other than ``f:`` are ignored)."""
+    """The leaf paths a ``fieldsV1`` document records (``f:`` fields and ``k:`` list elements)."""
     out: set[tuple[str, ...]] = set()
     for key, value in doc.items():
-        if not key.startswith("f:"):
+        if key.startswith("f:"):
+            path = (*prefix, key[2:])
+        elif key.startswith("k:"):
+            path = (*prefix, key)
+        else:
             continue
-        path = (*prefix, key[2:])
         children = paths_from_fields_v1(value, path) if isinstance(value, Mapping) else set()
         out |= children or {path}
     return out
-
-
-def remove_path(obj: dict[str, Any], path: tuple[str, ...]) -> None:
-    """Delete ``path`` and any maps it leaves empty."""
-    node: Any = obj
-    trail: list[tuple[dict[str, Any], str]] = []
-    for part in path[:-1]:
-        if not isinstance(node, dict) or part not in node:
-            return
-        trail.append((node, part))
-        node = node[part]
-    if isinstance(node, dict):
-        node.pop(path[-1], None)
-        for parent, key in reversed(trail):
-            if parent[key] == {}:
-                del parent[key]
-            else:
-                break

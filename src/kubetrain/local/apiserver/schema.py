@@ -9,6 +9,7 @@ enforced by admission (the runtime layer's ``validate()``), not here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from kubetrain.api.errors import FieldError
@@ -35,6 +36,10 @@ class SchemaRules(Protocol):
         """Every schema violation, each naming its field."""
         ...
 
+    def schema_of(self, api_version: str, kind: str) -> Mapping[str, Any] | None:
+        """The openAPIV3Schema (server-side apply reads its list types), or None."""
+        ...
+
 
 class ProjectSchemas:
     """``kubetrain.api``'s schemas (imported on first use: they are large)."""
@@ -57,3 +62,6 @@ class ProjectSchemas:
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
         return self._api.schema_errors(obj)
+
+    def schema_of(self, api_version: str, kind: str) -> Mapping[str, Any] | None:
+        return self._api.schema_for(api_version, kind)
