@@ -6,9 +6,12 @@ thread), the ``Admission`` protocol with ``PermissiveAdmission``, ``TrainJobDefa
 
 Where it knowingly differs from kube-apiserver (keep these out of contract assertions):
 
-- Server-side apply is a merge in which lists are atomic. Field ownership is tracked per
-  manager in ``managedFields`` (a field a manager applied before and now omits is removed unless
-  another manager owns it), but conflicts are detected only against other *apply* managers.
+- Server-side apply: maps merge; lists the schema declares ``x-kubernetes-list-type: map``
+  merge element by element (TrainJob conditions, runtimePatches); other lists, and every list
+  of a core kind, are atomic. Ownership is tracked per manager in ``managedFields`` (a field or
+  element a manager applied before and now omits is removed unless another manager owns it);
+  conflicts are detected only against other *apply* managers, and fields set by plain updates
+  are owned list-atomically.
 - Strategic merge patch (core kinds only; custom kinds get 415) is a merge patch in which lists
   of objects that all have ``name`` merge by name, with ``$patch: delete|replace``; other
   directives are dropped.
