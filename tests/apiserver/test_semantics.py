@@ -574,3 +574,14 @@ def test_two_managers_apply_their_own_conditions(api_client: Any, tj_api: Any, n
         "Complete",
         "Suspended",
     ]
+
+
+def test_a_second_manager_applying_the_same_value_shares_ownership(
+    api_client: Any, tj_api: Any, ns: str
+) -> None:
+    _apply(api_client, ns, trainjob("shared", labels={"team": "x"}), "first")
+    _apply(api_client, ns, trainjob("shared", labels={"team": "x"}), "second")
+    _apply(api_client, ns, trainjob("shared"), "first")
+    assert tj_api("get", "shared")["metadata"]["labels"] == {"team": "x"}, (
+        "still owned by the second manager"
+    )

@@ -566,12 +566,17 @@ class Engine(Deletion):
         meta = new["metadata"]
         meta["resourceVersion"] = old_meta["resourceVersion"]
         meta["managedFields"] = copy.deepcopy(old_meta.get("managedFields", []))
-        if new == old:
-            return Result(old, 200, warnings)  # a no-op write keeps the resourceVersion
+        manager = opts.field_manager or "unknown"
+        if new == old and (
+            apply_paths is None
+            or manager_paths(old_meta, "Apply", subresource=subresource).get(manager) == apply_paths
+        ):
+            # A no-op write keeps the resourceVersion; an apply that only changes who owns
+            # what still records it (shared ownership), as kube-apiserver does.
+            return Result(old, 200, warnings)
         if res.has_generation and spec_part(new) != spec_part(old):
             meta["generation"] = int(old_meta.get("generation") or 0) + 1
         now = self.clock()
-        manager = opts.field_manager or "unknown"
         if apply_paths is not None:
             record_manager(
                 meta, manager, "Apply", res.api_version, apply_paths, now, subresource, True
