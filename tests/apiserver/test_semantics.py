@@ -585,3 +585,20 @@ def test_a_second_manager_applying_the_same_value_shares_ownership(
     assert tj_api("get", "shared")["metadata"]["labels"] == {"team": "x"}, (
         "still owned by the second manager"
     )
+
+
+@pytest.mark.parametrize(
+    ("method", "suffix"),
+    [("DELETE", "/status"), ("POST", "/status"), ("PUT", "/log")],
+    ids=["deleting a status", "posting to a status", "writing a log"],
+)
+def test_verbs_a_subresource_does_not_have_are_405(
+    api_client: Any, core: Any, ns: str, method: str, suffix: str
+) -> None:
+    core.create_namespaced_pod(
+        ns, {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    )
+    with pytest.raises(ApiException) as err:
+        kube_request(api_client, method, f"/api/v1/namespaces/{ns}/pods/p{suffix}", {})
+    assert err.value.status == 405
+    assert core.read_namespaced_pod("p", ns).metadata.name == "p"

@@ -222,6 +222,8 @@ class HttpApi:
             return await self._view_resource(request, res, namespace, name, watch_path)
         q = request.query
         method = request.method
+        if sub is not None and (method in ("POST", "DELETE") or (sub == "log" and method != "GET")):
+            raise E.method_not_allowed()
         if method == "GET":
             if sub == "log":
                 assert name is not None
