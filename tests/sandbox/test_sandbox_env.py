@@ -174,7 +174,8 @@ def test_plain_mode_points_peer_names_and_mount_paths_at_what_exists(tmp_path: P
         [{"name": "PET_MASTER_ADDR", "value": "tj-node-0-0.tj"},
          {"name": "COORD", "value": "tj-node-0-0.tj:29500"},
          {"name": "OTHER", "value": "tj-node-0-0.tjx"}],
-        command=["python", "/workspace/train.py", "--out=/workspace/output/m.pt", "/workspacefoo"],
+        command=["python", "/workspace/train.py", "--out=/workspace/output/m.pt", "/workspacefoo",
+                 "cat > /tmp/x.py", "/var/tmp/y"],
         volumeMounts=[{"name": "code", "mountPath": "/workspace"}, {"name": "out", "mountPath": "/workspace/output"}],
     )  # fmt: skip
     volumes = {"code": tmp_path / "code", "out": tmp_path / "out"}
@@ -183,9 +184,9 @@ def test_plain_mode_points_peer_names_and_mount_paths_at_what_exists(tmp_path: P
     assert launch.env["COORD"] == "127.0.0.2:29500"
     assert launch.env["OTHER"] == "tj-node-0-0.tjx"
     assert launch.command[1:] == [
-        f"{tmp_path}/code/train.py",
-        f"--out={tmp_path}/out/m.pt",
-        "/workspacefoo",
-    ]
+        f"{tmp_path}/code/train.py", f"--out={tmp_path}/out/m.pt", "/workspacefoo",
+        f"cat > {ctx.pod_dir}/tmp/node/x.py", "/var/tmp/y",
+    ]  # fmt: skip
+    assert launch.env["TMPDIR"] == f"{ctx.pod_dir}/tmp/node"
     assert launch.mounts[0] == Mount(tmp_path / "code", "/workspace", False)
     assert any("not mounted" in w for w in launch.warnings)

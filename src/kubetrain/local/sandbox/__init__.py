@@ -26,8 +26,8 @@ Design choices worth knowing:
 - Where bwrap cannot run, pods run as plain processes (`sandbox_mode` says which and why;
   ``KUBETRAIN_SANDBOX=plain|bwrap`` forces a mode). Plain mode keeps the env, logs, exit codes
   and termination, but has no own hostname, /etc/hosts or mount points: env values naming a
-  peer pod are rewritten to its address, and mount paths in command/args/env to the volume's
-  host directory; names and paths built inside programs are not.
+  peer pod are rewritten to its address, and mount paths (and /tmp) in command/args/env to
+  the volume's (the pod's) host directory; names and paths built inside programs are not.
 - All pods share the host network namespace: each binds its own 127.x address, but a server
   listening on all interfaces (torch's TCPStore on 29500) collides with another job's.
 """

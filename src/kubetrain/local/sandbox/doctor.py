@@ -44,9 +44,9 @@ def doctor_report(images: ImageMap | None = None) -> SandboxDoctor:
         limitations += [
             "pods share the host's hostname; peers' DNS names do not resolve, so env values "
             "naming a peer pod are rewritten to its loopback address (names inside scripts are not)",
-            "volumes are not mounted at their mountPath: paths below one in command, args and "
-            "env are rewritten to the volume's host directory (paths built inside programs "
-            "are not)",
+            "volumes are not mounted at their mountPath: paths below one (and below /tmp) in "
+            "command, args and env are rewritten to the volume's (the pod's) host directory; "
+            "paths built inside programs are not",
             "no PID, UTS or mount namespace: processes see the host's; a subreaper still "
             "reaps and kills whatever a container leaves behind",
             "runAsUser is ignored: containers run as the daemon's user",

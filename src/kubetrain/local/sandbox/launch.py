@@ -132,10 +132,12 @@ def plan_launch(
     image = ctx.images.resolve(container.get("image"))
     user = run_as(pod, container)
     uid = os.geteuid() if user is None or mode == "plain" else user[0]
-    env = base_env(hostname, image.path(), image.env, user_home(uid, image.users))
+    base = base_env(hostname, image.path(), image.env, user_home(uid, image.users))
     if image.is_venv:
-        env["VIRTUAL_ENV"] = str(image.prefix)
-    env.update(resolve_env(pod, container, ctx))
+        base["VIRTUAL_ENV"] = str(image.prefix)
+    # The pod spec's own variables, kept apart in plain mode: only they (and argv) speak of
+    # the container's filesystem and names; the base env holds real host paths.
+    own = resolve_env(pod, container, ctx)
     warnings: list[str] = []
     if mode == "plain" and ctx.hosts:
         # Without an /etc/hosts of its own the pod cannot resolve its peers' names, so
@@ -145,7 +147,8 @@ def plan_launch(
             (re.compile(rf"(?<![\w.-]){re.escape(n)}(?![\w-]|\.\w)"), ip)
             for n, ip in sorted(ctx.hosts.items(), key=lambda kv: -len(kv[0]))
         ]
-        env = {k: _rewrite_names(v, names) for k, v in env.items()}
+        own = {k: _rewrite_names(v, names) for k, v in own.items()}
+    env = {**base, **own}
     command = [str(c) for c in container.get("command") or []] or list(image.entrypoint)
     if not command:
         raise SandboxError(
@@ -161,9 +164,13 @@ def plan_launch(
         # No mount namespace: paths below a mountPath are rewritten to the volume's host
         # directory wherever they appear as text in argv, env values and workingDir. A path
         # the program builds itself still misses; `warnings` says so in the log.
-        rewrite = _path_rewriter(mounts)
+        # /tmp is private in a container; here it becomes the pod's own directory, so two
+        # pods writing /tmp/train.py (as SDK-style commands do) cannot clobber each other.
+        tmp = ctx.pod_dir / "tmp" / name
+        tmp.mkdir(parents=True, exist_ok=True)
+        rewrite = _path_rewriter([*mounts, Mount(tmp, "/tmp", False)])
         argv = [rewrite(a) for a in argv]
-        env = {k: rewrite(v) for k, v in env.items()}
+        env = {"TMPDIR": str(tmp), **base, **{k: rewrite(v) for k, v in own.items()}}
         workdir = rewrite(workdir)
         for m in mounts:
             if os.path.realpath(m.target) != os.path.realpath(m.source):
