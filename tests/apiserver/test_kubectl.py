@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -116,6 +115,10 @@ def test_core_kinds_have_their_usual_columns(
 
 
 def test_get_watch_prints_each_change(cluster: Cluster, ns: str, tj_api: Any) -> None:
+    import queue
+    import threading
+
+    tj_api("create", trainjob("sentinel"))
     cmd = [
         "kubectl",
         "--kubeconfig",
@@ -124,22 +127,29 @@ def test_get_watch_prints_each_change(cluster: Cluster, ns: str, tj_api: Any) ->
         str(cluster.cache_dir),
     ]
     proc = subprocess.Popen(
-        [*cmd, "-n", ns, "get", "trainjobs", "-w", "--output-watch-events"],
+        [*cmd, "-n", ns, "get", "trainjobs", "-w", "--output-watch-events", "--no-headers"],
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
     )
+    lines: queue.Queue[str] = queue.Queue()
+    reader = threading.Thread(
+        target=lambda: [lines.put(line) for line in proc.stdout or ()], daemon=True
+    )
+    reader.start()
     try:
-        time.sleep(1.0)  # kubectl lists, then opens the watch
+        assert lines.get(timeout=30).split()[:2] == ["ADDED", "sentinel"], "the watch is open"
         tj_api("create", trainjob("watched"))
         tj_api("patch", "watched", {"spec": {"suspend": True}})
         tj_api("delete", "watched")
-        time.sleep(1.0)
+        events = [lines.get(timeout=30).split()[:2] for _ in range(3)]
     finally:
         proc.terminate()
-        out, _ = proc.communicate(timeout=10)
-    events = [line.split()[0] for line in out.splitlines()[1:]]
-    assert events == ["ADDED", "MODIFIED", "DELETED"]
+        proc.wait(timeout=10)
+        reader.join(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()
+    assert events == [["ADDED", "watched"], ["MODIFIED", "watched"], ["DELETED", "watched"]]
 
 
 def test_describe_shows_spec_and_events(cluster: Cluster, ns: str, tj_api: Any, core: Any) -> None:
