@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
+import functools
+import http.client
 import json
 import math
 import os
@@ -21,12 +24,11 @@ import ssl
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
+import weakref
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "DEFAULT_INTERVAL_S",
@@ -114,15 +116,13 @@ def _interval(environ: Mapping[str, str]) -> float:
         return DEFAULT_INTERVAL_S
 
 
-@dataclass(frozen=True)
-class _State:
-    at: float  # monotonic time of the call
-    wall: float  # wall-clock time of the call (lastUpdatedTime)
+class _State(NamedTuple):
+    at: float  # clock() of the call
     step: int | None
     total_steps: int | None
     percent: float | None
     eta_seconds: float | None
-    metrics: Mapping[str, Value] | None
+    metrics: dict[str, Value] | None
 
 
 class Reporter:
@@ -148,29 +148,36 @@ class Reporter:
         self.interval_s = _interval(env) if interval_s is None else interval_s
         self._clock = clock
         self._sender = sender
+        self._enabled = bool(self._url or sender) and self._rank == "0"
         self._token: tuple[float, str] | None = None
         self._ssl: ssl.SSLContext | None = None
+        self._path = "/"
         self._first: tuple[float, int] | None = None
         self._samples: collections.deque[tuple[float, int]] = collections.deque(maxlen=ETA_WINDOW)
         self.sent = 0
         self.failed = 0
         self.last_body: dict[str, Any] | None = None
         self._reset_thread_state()
+        # A forked child (DataLoader workers) inherits the lock's state but not the thread.
+        os.register_at_fork(after_in_child=functools.partial(_reset_after_fork, weakref.ref(self)))
 
     def _reset_thread_state(self) -> None:
-        # Also after fork (DataLoader workers): the child has the lock's state but no thread.
-        self._pid = os.getpid()
         self._cond = threading.Condition()
+        # The newest state, and the one the sender last took: written without a lock (one
+        # attribute store is atomic), never cleared, so no update can be lost in between.
         self._latest: _State | None = None
+        self._taken: _State | None = None
         self._urgent = False
         self._busy = False
         self._next_due = -math.inf
         self._thread: threading.Thread | None = None
+        # A child must not write into the parent's TLS connection.
+        self._conn: http.client.HTTPConnection | None = None
 
     @property
     def enabled(self) -> bool:
         """True inside a TrainJob (the server URL is set) on the rank that reports."""
-        return bool(self._url or self._sender) and self._rank == "0"
+        return self._enabled
 
     def report(
         self,
@@ -182,62 +189,57 @@ class Reporter:
         metrics: Mapping[str, Value] | None = None,
         force: bool = False,
     ) -> bool:
-        """Record the newest state; True when it will be sent. Never raises."""
+        """Record the newest state; True when it will be sent. Never raises.
+
+        The common path is a few attribute stores: no lock, no clock but one, no formatting
+        (that happens in the sender thread).
+        """
+        if not self._enabled:
+            return False
         try:
-            return self._report(step, total_steps, percent, eta_seconds, metrics, force)
+            now = self._clock()
+            if self._first is None and step is not None:
+                self._first = (now, step)
+            # A copy: the caller may reuse its dict. Values are read (tensors too) when sent.
+            self._latest = _State(
+                now, step, total_steps, percent, eta_seconds, dict(metrics) if metrics else None
+            )
+            if force or (step is not None and total_steps is not None and step >= total_steps):
+                self._urgent = True
+                self._wake()
+            elif now >= self._next_due:
+                self._wake()
+            if self._thread is None:
+                self._start_thread()
+            return True
         except Exception:  # training must never die because progress could not be reported
             return False
 
-    def _report(
-        self,
-        step: int | None,
-        total_steps: int | None,
-        percent: float | None,
-        eta_seconds: float | None,
-        metrics: Mapping[str, Value] | None,
-        force: bool,
-    ) -> bool:
-        if not self.enabled:
-            return False
-        if os.getpid() != self._pid:
-            self._reset_thread_state()
-        now = self._clock()
-        if self._first is None and step is not None:
-            self._first = (now, step)
-        if metrics:
-            # A copy (the caller may reuse its dict); tensors lose their graph now and are read
-            # in the sender thread, so the loop never waits for a device sync here.
-            metrics = {k: _detached(v) for k, v in metrics.items()}
-        state = _State(now, time.time(), step, total_steps, percent, eta_seconds, metrics)
-        done = step is not None and total_steps is not None and step >= total_steps
+    def _wake(self) -> None:
         with self._cond:
-            self._latest = state
-            if force or done:
-                self._urgent = True
-            if self._urgent or now >= self._next_due:
-                self._cond.notify()
-        if self._thread is None:
-            self._start_thread()
-        return True
+            self._cond.notify()
 
     def _start_thread(self) -> None:
         self._thread = threading.Thread(target=self._run, name="kubetrain-progress", daemon=True)
         self._thread.start()
         atexit.register(self.flush)
 
+    def _fresh(self) -> _State | None:
+        latest = self._latest
+        return latest if latest is not None and latest is not self._taken else None
+
     def _run(self) -> None:
         while True:
             with self._cond:
                 while True:
-                    if self._latest is not None:
-                        wait = self._next_due - self._clock()
-                        if self._urgent or wait <= 0:
-                            break
-                        self._cond.wait(timeout=wait)
-                    else:
-                        self._cond.wait()
-                state, self._latest, self._urgent = self._latest, None, False
-                self._busy = True
+                    state = self._fresh()
+                    wait = self._next_due - self._clock()
+                    if state is not None and (self._urgent or wait <= 0):
+                        break
+                    # Before the due time: sleep until then (a call in between is picked up
+                    # then); after it with nothing new: until a call wakes us.
+                    self._cond.wait(timeout=wait if wait > 0 else None)
+                self._taken, self._urgent, self._busy = state, False, True
             retry = False
             try:
                 body = self._body(state)
@@ -247,20 +249,19 @@ class Reporter:
                 code = 0
             with self._cond:
                 self._busy = False
-                # Paced by the interval; a transient refusal is retried sooner, once newer
-                # state has not replaced it.
+                # Paced by the interval; a transient refusal is retried sooner, unless newer
+                # state has replaced it by then.
                 pause = min(self.interval_s, 1.0) if retry else self.interval_s
                 self._next_due = self._clock() + pause
-                if retry and self._latest is None:
-                    self._latest = state
+                if retry and self._latest is state:
+                    self._taken = None
                 self._cond.notify_all()
 
     def _body(self, state: _State) -> dict[str, Any]:
         """The request body for ``state``: upstream's ``{"trainerStatus": {...}}``."""
+        wall = time.time() - max(0.0, self._clock() - state.at)
         status: dict[str, Any] = {
-            "lastUpdatedTime": datetime.fromtimestamp(state.wall, UTC).strftime(
-                "%Y-%m-%dT%H:%M:%SZ"
-            )
+            "lastUpdatedTime": datetime.fromtimestamp(wall, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         }
         percent, eta = state.percent, state.eta_seconds
         step, total = state.step, state.total_steps
@@ -293,16 +294,16 @@ class Reporter:
 
     def flush(self, timeout_s: float = SEND_TIMEOUT_S) -> bool:
         """Send the newest state now and wait until it is sent; True when nothing is left."""
-        if os.getpid() != self._pid or self._thread is None:
-            return self._latest is None
+        if self._thread is None:
+            return self._fresh() is None
         deadline = time.monotonic() + timeout_s
         with self._cond:
-            if self._latest is not None:
+            if self._fresh() is not None:
                 self._urgent = True
                 self._cond.notify_all()
-            while (self._latest is not None or self._busy) and time.monotonic() < deadline:
+            while (self._fresh() is not None or self._busy) and time.monotonic() < deadline:
                 self._cond.wait(timeout=0.05)
-            return self._latest is None and not self._busy
+            return self._fresh() is None and not self._busy
 
     def _post(self, body: dict[str, Any]) -> int:
         self.last_body = body
@@ -320,24 +321,47 @@ class Reporter:
         return code
 
     def _http_post(self, body: dict[str, Any]) -> int:
+        data = json.dumps(body).encode()
         try:
-            request = urllib.request.Request(
-                self._url,
-                data=json.dumps(body).encode(),
-                method="POST",
-                headers={
-                    "Content-Type": "application/json",
-                    "Authorization": f"Bearer {self._read_token()}",
-                },
-            )
-            with urllib.request.urlopen(
-                request, timeout=SEND_TIMEOUT_S, context=self._context()
-            ) as resp:
-                return int(resp.status)
-        except urllib.error.HTTPError as err:
-            return int(err.code)
-        except Exception:  # unreachable, TLS failure, unreadable token: all "not sent"
+            headers = {
+                "Content-Type": "application/json",
+                "Authorization": f"Bearer {self._read_token()}",
+            }
+        except OSError:  # no token file: nothing the server could accept
             return 0
+        # One kept-alive connection: a TLS handshake per update would cost the loop's core
+        # more than the update itself. A dropped connection is reopened once.
+        for attempt in (1, 2):
+            try:
+                conn = self._connection()
+                conn.request("POST", self._path, body=data, headers=headers)
+                with conn.getresponse() as resp:
+                    resp.read()
+                    return int(resp.status)
+            except Exception:  # unreachable, TLS failure, closed by the server
+                self._close_connection()
+                if attempt == 2:
+                    return 0
+        return 0
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self._conn is None:
+            url = urllib.parse.urlsplit(self._url)
+            self._path = (url.path or "/") + (f"?{url.query}" if url.query else "")
+            host, port = url.hostname or "", url.port
+            if url.scheme == "https":
+                self._conn = http.client.HTTPSConnection(
+                    host, port, timeout=SEND_TIMEOUT_S, context=self._context()
+                )
+            else:
+                self._conn = http.client.HTTPConnection(host, port, timeout=SEND_TIMEOUT_S)
+        return self._conn
+
+    def _close_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
 
     def _read_token(self) -> str:
         now = time.monotonic()
@@ -349,18 +373,17 @@ class Reporter:
             self._token = (now, token)
         return self._token[1]
 
-    def _context(self) -> ssl.SSLContext | None:
-        if not self._url.startswith("https:"):
-            return None
+    def _context(self) -> ssl.SSLContext:
         if self._ssl is None:
             cafile = self._ca if self._ca and os.path.exists(self._ca) else None
             self._ssl = ssl.create_default_context(cafile=cafile)
         return self._ssl
 
 
-def _detached(value: Value) -> Value:
-    detach = getattr(value, "detach", None)
-    return detach() if callable(detach) else value
+def _reset_after_fork(ref: weakref.ReferenceType[Reporter]) -> None:
+    reporter = ref()
+    if reporter is not None:
+        reporter._reset_thread_state()
 
 
 _default: Reporter | None = None
