@@ -94,20 +94,23 @@ def test_deleting_the_owner_collects_the_owned_jobset(lk: Client) -> None:
 async def test_async_watch_sees_a_lifecycle(cluster: Cluster, ns: str) -> None:
     client = AsyncClient(KubeConfig.from_file(cluster.kubeconfig), namespace=ns)
     try:
-        seen: list[str] = []
+        await client.create(TrainJob.from_dict(trainjob("sentinel")))
+        seen: list[tuple[str, str]] = []
+        opened = asyncio.Event()
 
         async def watch() -> None:
-            async for kind, _obj in client.watch(TrainJob, server_timeout=5):
-                seen.append(kind)
+            async for kind, obj in client.watch(TrainJob, server_timeout=30):
+                seen.append((kind, obj.metadata.name))
+                opened.set()
                 if kind == "DELETED":
                     return
 
         task = asyncio.create_task(watch())
-        await asyncio.sleep(0.3)
+        await asyncio.wait_for(opened.wait(), 30)  # the sentinel's ADDED: the watch is open
         await client.create(TrainJob.from_dict(trainjob("aw")))
         await client.patch(TrainJob, "aw", {"spec": {"suspend": True}}, patch_type=PatchType.MERGE)
         await client.delete(TrainJob, "aw")
-        await asyncio.wait_for(task, 5)
-        assert seen == ["ADDED", "MODIFIED", "DELETED"]
+        await asyncio.wait_for(task, 30)
+        assert [k for k, name in seen if name == "aw"] == ["ADDED", "MODIFIED", "DELETED"]
     finally:
         await client.close()
