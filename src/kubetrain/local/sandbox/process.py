@@ -119,6 +119,7 @@ class ContainerProcess:
         # has just rotated the previous run's log away.
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_TRUNC
         log_fd = os.open(log, flags, 0o644)
+        fds: list[int] = []
         try:
             for warning in launch.warnings:
                 os.write(log_fd, f"[kubetrain] {warning}\n".encode())
@@ -127,12 +128,19 @@ class ContainerProcess:
                     raise SandboxError(
                         "bwrap mode without a bwrap binary", reason="RunContainerError"
                     )
-                argv = bwrap_argv(
+                full = bwrap_argv(
                     bwrap, hostname=launch.hostname, mounts=launch.mounts,
                     workdir=launch.workdir, command=launch.command, status_fd=status_fd,
                     die_with_parent=die_with_parent, user=launch.user,
                 )  # fmt: skip
-                cwd, fds = "/", [status_fd]
+                # The options (hundreds of binds when /etc is split) go through a file
+                # (``--args``): ps stays readable and no argv limit is ever near.
+                cut = full.index("--")
+                options = state_dir / f"{launch.name}.bwrap-args"
+                options.write_bytes(b"".join(a.encode() + b"\0" for a in full[1:cut]))
+                args_fd = os.open(options, os.O_RDONLY | os.O_CLOEXEC)
+                argv = [bwrap, "--args", str(args_fd), *full[cut:]]
+                cwd, fds = "/", [status_fd, args_fd]
             else:
                 argv = [sys.executable, "-I", "-c", REAPER, str(status), *launch.command]
                 cwd, fds = launch.workdir, []
@@ -150,6 +158,8 @@ class ContainerProcess:
         finally:
             os.close(status_fd)
             os.close(log_fd)
+            for fd in fds[1:]:
+                os.close(fd)
         info = proc_info(proc.pid)
         state = ContainerState(
             container=launch.name, restart_count=restart_count, init=init, pid=proc.pid,
