@@ -9,14 +9,12 @@ verifying tokens through TokenReview and keeping the metrics history.
 
 from __future__ import annotations
 
-import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from kubetrain.api.types import Obj
 from kubetrain.controller.kube import KubeClient, connect
@@ -28,47 +26,6 @@ from kubetrain.local.tokens import TokenAuthority
 
 TRAINER = "trainer.kubeflow.org/v1alpha1"
 NAMESPACE = "default"
-
-
-def _has_native_token_routes(server: ApiServer) -> bool:
-    return getattr(server, "tokens", None) is not None
-
-
-def mount_token_routes(server: ApiServer) -> TokenAuthority:
-    """The API server's token authority; mounted by the test when the server has none yet.
-
-    Mounted as a middleware behind the server's own ones (its bearer-token check still runs
-    first), which is the same place a route ahead of the catch-all would take.
-    """
-    if _has_native_token_routes(server):
-        authority: TokenAuthority = server.tokens  # type: ignore[attr-defined]  # after the API server wires it
-        return authority
-    authority = TokenAuthority.for_home(server.home, server.engine.reader)
-    table = [
-        (method, re.compile("^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", path) + "$"), handler)
-        for method, path, handler in authority.routes()
-    ]
-    make_app = server.http.app
-
-    def app() -> web.Application:
-        built = make_app()
-
-        @web.middleware
-        async def tokens(
-            request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-        ) -> web.StreamResponse:
-            for method, pattern, serve in table:
-                found = pattern.match(request.path)
-                if found and request.method == method:
-                    request.match_info.update(found.groupdict())
-                    return await serve(request)
-            return await handler(request)
-
-        built.middlewares.append(tokens)
-        return built
-
-    server.http.app = app  # type: ignore[method-assign]  # until the API server mounts them itself
-    return authority
 
 
 @dataclass
@@ -165,8 +122,12 @@ async def plane(tmp_path: Path, crds: list[dict[str, Any]]) -> AsyncIterator[Pla
     from kubetrain.runtime.defaults import default_runtimes
 
     home = tmp_path / "home"
-    server = ApiServer(home, crds=crds, seed_objects=default_runtimes, in_memory=True)
-    authority = mount_token_routes(server)
+    # Wired as the daemon wires it: routes into the server, then the server's reader back in.
+    authority = TokenAuthority.for_home(home)
+    server = ApiServer(
+        home, crds=crds, seed_objects=default_runtimes, in_memory=True, routes=authority.routes()
+    )
+    authority.attach(server.reader)
     await server.start()
     kube = connect(server.kubeconfig())
     history = MetricsHistory(home / HISTORY_FILE)

@@ -451,17 +451,29 @@ def token_review_answer(key: bytes, lookup: ObjectLookup, *, body: Any, now: int
 
 @dataclass
 class TokenAuthority:
-    """Mints and reviews tokens for one API server; mount `routes` before its catch-all route."""
+    """Mints and reviews tokens for one API server.
+
+    Built before the server (whose ``routes`` take `routes`), then given the server's object
+    reader with `attach`; until then both endpoints answer 503::
+
+        authority = TokenAuthority.for_home(home)
+        server = ApiServer(home, routes=authority.routes(), ...)
+        authority.attach(server.reader)
+    """
 
     key: bytes
-    lookup: ObjectLookup
+    lookup: ObjectLookup | None = None
     clock: Callable[[], float] = time.time
     minted: int = field(default=0, init=False)
     reviewed: int = field(default=0, init=False)
 
     @classmethod
-    def for_home(cls, home: Path, lookup: ObjectLookup) -> TokenAuthority:
+    def for_home(cls, home: Path, lookup: ObjectLookup | None = None) -> TokenAuthority:
         return cls(load_or_create_key(home), lookup)
+
+    def attach(self, lookup: ObjectLookup) -> None:
+        """Read service accounts and pods from ``lookup`` (the API server's reader)."""
+        self.lookup = lookup
 
     def routes(
         self,
@@ -472,13 +484,18 @@ class TokenAuthority:
             ("POST", TOKEN_REVIEW_PATH, self.handle_token_review),
         ]
 
+    def _lookup(self) -> ObjectLookup:
+        if self.lookup is None:
+            raise Refusal(503, "ServiceUnavailable", "the token authority is not attached yet")
+        return self.lookup
+
     async def handle_token_request(self, request: web.Request) -> web.StreamResponse:
         info = request.match_info
         return await self._answer(
             request,
             lambda body: token_request_answer(
                 self.key,
-                self.lookup,
+                self._lookup(),
                 namespace=info["namespace"],
                 service_account=info["name"],
                 body=body,
@@ -490,7 +507,7 @@ class TokenAuthority:
         return await self._answer(
             request,
             lambda body: token_review_answer(
-                self.key, self.lookup, body=body, now=int(self.clock())
+                self.key, self._lookup(), body=body, now=int(self.clock())
             ),
         )
 
