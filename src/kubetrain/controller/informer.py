@@ -63,8 +63,12 @@ class Informer:
         label_selector: str | None = None,
         watch_timeout: int = 300,
         backoff: Backoff | None = None,
+        keep: Callable[[Obj], bool] | None = None,
     ) -> None:
+        """``keep``: only objects it accepts are cached and reported (an object that stops
+        being accepted is reported as DELETED); e.g. only ConfigMaps a TrainJob controls."""
         self.kind = kind
+        self._keep = keep or (lambda _obj: True)
         self._client = client
         self._namespace = namespace if kind.namespaced else None
         self._selector = label_selector
@@ -92,10 +96,12 @@ class Informer:
     def observe(self, obj: Obj) -> None:
         """Take an object the controller just wrote, so the next reconcile does not act on the
         older cached copy before the watch delivers it (no handlers run; the watch event will)."""
+        if not self._keep(obj):
+            return
         key = object_key(obj)
         cached = self._store.get(key)
         if cached is None or _newer(obj, cached):
-            self._store[key] = obj
+            self._store[key] = _slim(obj)
 
     def forget(self, obj: Obj) -> None:
         """Drop an object the controller just deleted (its DELETED event will follow)."""
@@ -143,7 +149,7 @@ class Informer:
             label_selector=self._selector,
         )
         self.lists += 1
-        fresh = {object_key(o): o for o in items}
+        fresh = {object_key(o): _slim(o) for o in items if self._keep(o)}
         gone = [o for k, o in self._store.items() if k not in fresh]
         old = self._store
         self._store = fresh
@@ -172,16 +178,19 @@ class Informer:
             if event_type == "BOOKMARK":
                 self._rv = rv or self._rv
                 continue
-            key = object_key(obj)
-            if event_type == "DELETED":
-                self._store.pop(key, None)
-            elif event_type in ("ADDED", "MODIFIED"):
-                self._store[key] = obj
-            else:
-                continue
             if rv:
                 self._rv = rv
-            self._notify(event_type, obj)
+            key = object_key(obj)
+            obj = _slim(obj)
+            if event_type == "DELETED":
+                if self._store.pop(key, None) is not None or self._keep(obj):
+                    self._notify(event_type, obj)
+            elif event_type in ("ADDED", "MODIFIED"):
+                if self._keep(obj):
+                    self._store[key] = obj
+                    self._notify(event_type, obj)
+                elif self._store.pop(key, None) is not None:
+                    self._notify("DELETED", obj)
 
     def _notify(self, event_type: str, obj: Obj) -> None:
         for handler in self._handlers:
@@ -189,6 +198,15 @@ class Informer:
                 handler(event_type, obj)
             except Exception:  # a handler bug must not stop the watch for everyone else
                 log.exception("%s handler failed", self.kind.kind)
+
+
+def _slim(obj: Obj) -> Obj:
+    """``obj`` without ``metadata.managedFields``: never read by the controller, and often the
+    largest part of an object, so the cache does not hold them."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
 
 
 def _rv_of(obj: Obj) -> str:

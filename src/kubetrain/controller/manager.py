@@ -90,13 +90,17 @@ class Controller:
         self.ready = asyncio.Event()
         """Set once every cache is synced and the workers run."""
 
-        def informer(kind: Kind) -> Informer:
-            return Informer(client, kind, namespace=namespace, watch_timeout=watch_timeout)
+        def informer(kind: Kind, keep: Callable[[Obj], bool] | None = None) -> Informer:
+            return Informer(
+                client, kind, namespace=namespace, watch_timeout=watch_timeout, keep=keep
+            )
 
+        # Children are cached only when a TrainJob controls them: a cluster's other JobSets
+        # and ConfigMaps are none of the controller's business and would only cost memory.
         self.caches = Caches(
             trainjobs=informer(TRAINJOB),
-            jobsets=informer(JOBSET),
-            configmaps=informer(CONFIGMAP),
+            jobsets=informer(JOBSET, _trainjob_child),
+            configmaps=informer(CONFIGMAP, _trainjob_child_or_snapshot),
             training_runtimes=informer(TRAINING_RUNTIME),
             cluster_training_runtimes=informer(CLUSTER_TRAINING_RUNTIME),
         )
@@ -136,14 +140,10 @@ class Controller:
 
     def _on_owned(self, _type: str, obj: Obj) -> None:
         # Children map to the TrainJob that controls them (the controller ownerReference).
-        meta = obj.get("metadata") or {}
-        for ref in meta.get("ownerReferences") or []:
-            if (
-                ref.get("controller")
-                and ref.get("kind") == TRAINJOB.kind
-                and ref.get("apiVersion") == TRAINER_API_VERSION
-            ):
-                self.queue.add((TRAINJOB.kind, str(meta.get("namespace") or ""), str(ref["name"])))
+        owner = _trainjob_owner(obj)
+        if owner is not None:
+            namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+            self.queue.add((TRAINJOB.kind, namespace, owner))
 
     def _on_runtime(self, event_type: str, obj: Obj) -> None:
         namespace, name = object_key(obj)
@@ -256,6 +256,29 @@ class Controller:
             return await self.trainjobs.reconcile(namespace, name)
         reconciler = self._runtime_reconcilers.get(kind)
         return None if reconciler is None else await reconciler.reconcile(namespace, name)
+
+
+def _trainjob_owner(obj: Obj) -> str | None:
+    """The name of the TrainJob that controls ``obj``, if one does."""
+    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+        if (
+            ref.get("controller")
+            and ref.get("kind") == TRAINJOB.kind
+            and ref.get("apiVersion") == TRAINER_API_VERSION
+        ):
+            return str(ref.get("name"))
+    return None
+
+
+def _trainjob_child(obj: Obj) -> bool:
+    return _trainjob_owner(obj) is not None
+
+
+def _trainjob_child_or_snapshot(obj: Obj) -> bool:
+    # A snapshot-named ConfigMap nobody controls must still be seen: render refuses it (as
+    # upstream does) instead of the controller silently taking it over.
+    name = str((obj.get("metadata") or {}).get("name") or "")
+    return _trainjob_child(obj) or name.endswith("-runtime-snapshot")
 
 
 async def run_controller(

@@ -45,6 +45,8 @@ Divergences from upstream (reference/upstream-trainer.md §2.2), each on purpose
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -91,6 +93,7 @@ CREATION_FAILED = "TrainJobResourcesCreationFailed"
 RUNTIME_NOT_FOUND = "TrainingRuntimeNotFound"
 RUNTIME_NOT_SUPPORTED = "TrainingRuntimeNotSupported"
 _NOTE_LIMIT = 950
+_APPLIED_MEMORY = 50_000  # objects whose last apply is remembered (a few dozen bytes each)
 _SNAPSHOT_SUFFIX = "-runtime-snapshot"  # upstream truncates the event note to this many characters
 
 
@@ -148,6 +151,9 @@ class TrainJobReconciler:
         self._renderer = renderer
         self._clock = clock
         self._grace = runtime_grace
+        # (kind, namespace, name) → (resourceVersion our apply returned, fingerprint of what we
+        # applied): lets an unchanged re-apply be skipped (see _already_live).
+        self._applied: dict[tuple[str, str, str], tuple[str, str]] = {}
 
     async def reconcile(self, namespace: str, name: str) -> float | None:
         """Reconcile one TrainJob; returns seconds until it wants to run again (or None).
@@ -255,6 +261,7 @@ class TrainJobReconciler:
         try:
             for obj in objects:
                 applied = await self._apply_one(obj, had_jobset)
+                self._remember_applied(obj, applied)
                 if applied.get("kind") == JOBSET.kind:
                     step.jobset = applied
                     self._caches.jobsets.observe(applied)
@@ -270,15 +277,31 @@ class TrainJobReconciler:
                 self._events.record(trainjob, "Warning", "TrainJobRenderWarning", warning)
 
     def _already_live(self, obj: Obj) -> bool:
-        """A ConfigMap that the cache shows with exactly this content: applying it again would
-        change nothing, so the request is saved (upstream re-applies e.g. the MPI hostfile and
-        TLS ConfigMaps on every reconcile). Anything that differs, even a field another manager
-        changed, is applied with force as usual."""
-        if obj.get("kind") != CONFIGMAP.kind:
+        """This exact object was applied by this controller and nobody changed it since (its
+        resourceVersion is still the one our apply returned): applying it again would change
+        nothing, so the request is saved. Upstream re-applies e.g. the MPI hostfile and TLS
+        ConfigMaps on every reconcile, and a suspended JobSet too. Anything else (a new
+        desired state, a change by another manager, a controller restart) is applied as usual."""
+        kind = str(obj.get("kind"))
+        cache = {CONFIGMAP.kind: self._caches.configmaps, JOBSET.kind: self._caches.jobsets}
+        if kind not in cache:
             return False
         meta = obj.get("metadata") or {}
-        live = self._caches.configmaps.get(str(meta.get("name")), str(meta.get("namespace") or ""))
-        return live is not None and _contains(live, obj)
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name"))
+        remembered = self._applied.get((kind, namespace, name))
+        live = cache[kind].get(name, namespace)
+        return (
+            remembered is not None
+            and live is not None
+            and remembered == (_rv(live), _fingerprint(obj))
+        )
+
+    def _remember_applied(self, desired: Obj, applied: Obj) -> None:
+        meta = desired.get("metadata") or {}
+        key = (str(desired.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name")))
+        self._applied[key] = (_rv(applied), _fingerprint(desired))
+        if len(self._applied) > _APPLIED_MEMORY:
+            del self._applied[next(iter(self._applied))]  # oldest first: dicts keep order
 
     def _may_apply(self, trainjob: Obj, jobset: Obj | None, obj: Obj) -> bool:
         # A running JobSet is never mutated: only while the TrainJob or the JobSet is suspended
@@ -492,13 +515,12 @@ def _controller_owner(obj: Obj | None) -> Obj | None:
     return None
 
 
-def _contains(live: object, desired: object) -> bool:
-    """Every field of ``desired`` has the same value in ``live`` (maps may hold more keys)."""
-    if isinstance(desired, dict):
-        return isinstance(live, dict) and all(
-            k in live and _contains(live[k], v) for k, v in desired.items()
-        )
-    return live == desired
+def _rv(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def _fingerprint(obj: Obj) -> str:
+    return hashlib.sha1(json.dumps(obj, sort_keys=True).encode(), usedforsecurity=False).hexdigest()
 
 
 def _sooner(a: float | None, b: float | None) -> float | None:
