@@ -58,23 +58,55 @@ def done(home: Path, *argv: str, timeout: float = 90) -> tuple[int, str, str]:
     return proc.returncode, out, err
 
 
+# A namespaced runtime that declares no ports: these tests need no rendezvous, and pods of
+# runtimes declaring a port (torch's 29500) queue machine-wide behind any other job holding it.
+RUNTIME = """\
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainingRuntime
+metadata:
+  name: shell
+  labels: {trainer.kubeflow.org/framework: shell}
+spec:
+  mlPolicy: {numNodes: 1}
+  template:
+    spec:
+      replicatedJobs:
+      - name: node
+        template:
+          metadata:
+            labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}
+          spec:
+            template:
+              spec:
+                containers:
+                - name: node
+                  image: python
+                  command: [bash, -c, "echo the runtime's command"]
+---
+"""
+
+
 def job_file(tmp_path: Path, name: str, script: str) -> Path:
     path = tmp_path / f"{name}.yaml"
     path.write_text(
-        "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
+        RUNTIME + "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\n"
         f"metadata: {{name: {name}}}\n"
-        "spec:\n  runtimeRef: {name: torch-distributed}\n"
+        "spec:\n  runtimeRef: {name: shell, kind: TrainingRuntime}\n"
         f"  trainer:\n    numNodes: 2\n    command: [bash, -c, {script!r}]\n"
+        # The node's index, as JobSet's pods carry it (the downward API, resolved locally too).
+        "    env:\n    - name: INDEX\n      valueFrom:\n        fieldRef:\n          fieldPath: "
+        "\"metadata.annotations['batch.kubernetes.io/job-completion-index']\"\n"
     )
     return path
 
 
 def test_a_job_that_completes_streams_rank_zero_and_exits_0(home: Path, tmp_path: Path) -> None:
-    path = job_file(tmp_path, "hello", 'echo "hello from rank $PET_NODE_RANK"')
+    path = job_file(tmp_path, "hello", 'echo "hello from rank $INDEX"')
     code, out, err = done(home, "run", "-f", str(path))
     assert code == 0, err
     assert out == "hello from rank 0\n"
     assert "trainjob.trainer.kubeflow.org/hello created" in err
+    assert "trainingruntime.trainer.kubeflow.org/shell " in err
     assert "trainjob hello Complete" in err
     # Running a finished job again shows that run and says how to start a new one.
     code, out, err = done(home, "run", "-f", str(path))
