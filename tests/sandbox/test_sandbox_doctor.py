@@ -60,8 +60,8 @@ def test_the_package_surface_is_pinned() -> None:
     import kubetrain.local.sandbox as sandbox
 
     assert sorted(sandbox.__all__) == [
-        "ContainerEvent", "ContainerProcess", "EventHook", "ImageEnv", "ImageMap", "ModeReport",
-        "PodResult", "PodSandbox", "SandboxContext", "SandboxDoctor", "SandboxError",
+        "ContainerEvent", "ContainerOverlay", "ContainerProcess", "EventHook", "ImageEnv",
+        "ImageMap", "ModeReport", "OverlayHook", "PodResult", "PodSandbox", "SandboxContext", "SandboxDoctor", "SandboxError",
         "SandboxMode", "UNKNOWN_EXIT_CODE", "current_image_env", "doctor_report", "expand",
         "hosts_file", "image_map_from_dict", "jobset_hosts", "load_image_map",
         "loopback_address", "pod_dns_names", "resolve_env", "sandbox_mode",

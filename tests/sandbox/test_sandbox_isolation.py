@@ -203,3 +203,55 @@ async def test_run_as_user_maps_the_ids_and_names_the_user(
     assert logs["main"].strip() == expected
     # On the host the file belongs to whoever runs the sandbox.
     assert (ctx.pod_dir / "volumes" / "w" / "mine").stat().st_uid == os.geteuid()
+
+
+async def test_an_overlay_adds_files_over_volumes_and_env_the_container_lacks(
+    tmp_path: Path,
+) -> None:
+    from collections.abc import Mapping
+
+    from kubetrain.local.sandbox import ContainerOverlay
+
+    extra = tmp_path / "ssh_config"
+    extra.write_text("Host *\n  Port 2222\n")
+
+    class Extra:
+        # Over a file of a read-only volume, and beside that volume where nothing exists.
+        files = ((extra, "/home/mpiuser/.ssh/id_rsa"), (extra, "/home/mpiuser/.sshd_config"))
+        env: Mapping[str, str] = {"FROM_OVERLAY": "yes", "MINE": "overlay"}
+
+    seen: dict[str, object] = {}
+
+    def hook(pod: Mapping[str, Any], container: Mapping[str, Any], *, pod_ip: str,
+             env: Mapping[str, str], volumes: Mapping[str, Path], work_dir: Path) -> ContainerOverlay:  # fmt: skip
+        seen.update(pod_ip=pod_ip, mine=env.get("MINE"), volumes=sorted(volumes), work_dir=work_dir)
+        return Extra()
+
+    pod = node_pod(
+        "cat /home/mpiuser/.ssh/id_rsa /home/mpiuser/.sshd_config; echo $FROM_OVERLAY $MINE",
+        volumes=[{"name": "ssh", "secret": {"secretName": "ssh", "defaultMode": 0o400}}],
+    )
+    pod["spec"]["containers"][0]["volumeMounts"] = [
+        {"name": "ssh", "mountPath": "/home/mpiuser/.ssh"}
+    ]
+    pod["spec"]["containers"][0]["env"] = [{"name": "MINE", "value": "container"}]
+    ctx = make_ctx(tmp_path, secrets={"ssh": {"id_rsa": b"KEY\n"}}, overlay=hook)
+    result, logs = await run(pod, ctx)
+    assert result.succeeded, logs
+    assert logs["main"].split() == [*["Host", "*", "Port", "2222"] * 2, "yes", "container"]
+    assert seen["pod_ip"] == "127.0.0.2" and seen["mine"] == "container"
+    assert seen["volumes"] == ["ssh"]
+    assert isinstance(seen["work_dir"], Path) and seen["work_dir"].is_dir()
+
+
+def test_the_frameworks_overlay_fits_the_hook() -> None:
+    # kubetrain.local.frameworks.pod_overlay is the hook the daemon is meant to pass.
+    frameworks = pytest.importorskip("kubetrain.local.frameworks")
+    from kubetrain.local.sandbox import OverlayHook
+
+    hook: OverlayHook = frameworks.pod_overlay
+    pod = make_pod(containers=[{"name": "node", "command": ["true"]}])
+    out = hook(pod, pod["spec"]["containers"][0], pod_ip="127.0.0.5",
+               env={"JAX_COORDINATOR_ADDRESS": "tj-node-0-0.tj:29500"}, volumes={},
+               work_dir=Path("/nonexistent"))  # fmt: skip
+    assert dict(out.env) == {"JAX_COORDINATOR_BIND_ADDRESS": "127.0.0.5:29500"}

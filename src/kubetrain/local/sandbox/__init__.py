@@ -34,7 +34,15 @@ Design choices worth knowing:
 
 from __future__ import annotations
 
-from .context import ImageEnv, ImageMap, SandboxContext, SandboxMode, current_image_env
+from .context import (
+    ContainerOverlay,
+    ImageEnv,
+    ImageMap,
+    OverlayHook,
+    SandboxContext,
+    SandboxMode,
+    current_image_env,
+)
 from .doctor import SandboxDoctor, doctor_report
 from .envvars import expand, resolve_env
 from .errors import SandboxError
@@ -47,11 +55,13 @@ from .process import UNKNOWN_EXIT_CODE, ContainerProcess
 __all__ = [
     "UNKNOWN_EXIT_CODE",
     "ContainerEvent",
+    "ContainerOverlay",
     "ContainerProcess",
     "EventHook",
     "ImageEnv",
     "ImageMap",
     "ModeReport",
+    "OverlayHook",
     "PodResult",
     "PodSandbox",
     "SandboxContext",

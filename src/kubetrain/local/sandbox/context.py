@@ -12,12 +12,14 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, Protocol
 
 __all__ = [
     "DEFAULT_PATH",
+    "ContainerOverlay",
     "ImageEnv",
     "ImageMap",
+    "OverlayHook",
     "SandboxContext",
     "SandboxMode",
     "current_image_env",
@@ -80,6 +82,32 @@ class ImageMap:
         return self.default
 
 
+class ContainerOverlay(Protocol):
+    """Extra read-only files (host file → path in the sandbox) and default env for one
+    container: what a framework's image would have shipped (kubetrain.local.frameworks)."""
+
+    @property
+    def files(self) -> tuple[tuple[Path, str], ...]: ...
+
+    @property
+    def env(self) -> Mapping[str, str]: ...
+
+
+class OverlayHook(Protocol):
+    """Called once per container start with the container's resolved env and volumes."""
+
+    def __call__(
+        self,
+        pod: Mapping[str, Any],
+        container: Mapping[str, Any],
+        *,
+        pod_ip: str,
+        env: Mapping[str, str],
+        volumes: Mapping[str, Path],
+        work_dir: Path,
+    ) -> ContainerOverlay: ...
+
+
 @dataclass(frozen=True)
 class SandboxContext:
     """Everything one pod needs from outside itself.
@@ -97,6 +125,10 @@ class SandboxContext:
     - ``mode``: force ``"bwrap"`` or ``"plain"``; ``None`` picks what `sandbox_mode` reports.
     - ``die_with_parent``: pass bwrap's ``--die-with-parent``. Off by default because it ties
       every pod to the daemon's life: a restarted daemon could then never adopt a pod.
+    - ``overlay``: a hook (e.g. ``kubetrain.local.frameworks.pod_overlay``) whose files are
+      bound read-only on top of the volumes (bwrap mode) and whose env fills in names the
+      container does not set itself (both modes). A file's target must exist already when it
+      lies inside a read-only mount (bwrap cannot create a mount point there).
     """
 
     pod_dir: Path
@@ -112,6 +144,7 @@ class SandboxContext:
     host_ip: str = "127.0.0.1"
     mode: SandboxMode | None = None
     die_with_parent: bool = False
+    overlay: OverlayHook | None = None
 
     def claim_path(self, namespace: str, claim: str) -> Path:
         root = self.claims_dir if self.claims_dir is not None else self.pod_dir.parent / "claims"

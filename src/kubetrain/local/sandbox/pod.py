@@ -100,6 +100,8 @@ class PodSandbox:
         assert self._volumes is not None
         container = find_container(self.pod, container_name)
         launch = plan_launch(self.pod, container, self.ctx, self._volumes, self.mode)
+        if self.ctx.overlay is not None:
+            self._apply_overlay(container, launch)
         if self.mode == "bwrap":
             own = {m.target for m in launch.mounts}
             etc = self.ctx.pod_dir / "etc"
@@ -111,6 +113,22 @@ class PodSandbox:
                 for path in write_identity(etc, launch.user, image.users, launch.env["HOME"]):
                     launch.mounts.append(Mount(path, f"/etc/{path.name.split('-')[0]}", True))
         return launch
+
+    def _apply_overlay(self, container: Mapping[str, Any], launch: Launch) -> None:
+        assert self.ctx.overlay is not None and self._volumes is not None
+        work_dir = self.ctx.pod_dir / "overlay" / launch.name
+        work_dir.mkdir(parents=True, exist_ok=True)
+        extra = self.ctx.overlay(
+            self.pod, container, pod_ip=self.ctx.pod_ip, env=dict(launch.env),
+            volumes=self._volumes, work_dir=work_dir,
+        )  # fmt: skip
+        for name, value in extra.env.items():
+            launch.env.setdefault(name, value)  # the container's own values win
+        for source, target in extra.files:
+            if self.mode == "bwrap":
+                launch.mounts.append(Mount(Path(source), target, read_only=True))
+            else:
+                launch.warnings.append(f"plain mode: {target} is not provided ({source})")
 
     async def start_container(
         self, name: str, *, restart_count: int = 0, init: bool = False

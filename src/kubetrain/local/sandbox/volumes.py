@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -98,6 +99,18 @@ def _token(source: Mapping[str, Any], ctx: SandboxContext) -> bytes:
     return token.encode()
 
 
+def _unchanged(path: Path, data: bytes, mode: int) -> bool:
+    try:
+        st = path.lstat()
+        return (
+            stat.S_ISREG(st.st_mode)
+            and stat.S_IMODE(st.st_mode) == mode
+            and (path.read_bytes() == data)
+        )
+    except OSError:
+        return False
+
+
 def _sync(root: Path, files: Files) -> Path:
     """Make ``root`` hold exactly ``files``, changing it in place.
 
@@ -115,6 +128,8 @@ def _sync(root: Path, files: Files) -> Path:
                     parent.unlink()
                 wanted_dirs.add(parent)
         target.parent.mkdir(parents=True, exist_ok=True)
+        if _unchanged(target, data, mode):
+            continue  # keeps the inode, and any owner a framework hook gave the file
         if target.is_dir() and not target.is_symlink():
             shutil.rmtree(target)
         tmp = target.parent / f".{target.name}.kubetrain-new"
