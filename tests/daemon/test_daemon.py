@@ -395,11 +395,6 @@ async def test_a_crashing_trainjob_is_restarted_exactly_twice_then_fails_with_jo
         await api.close()
 
 
-@pytest.mark.xfail(
-    reason="TODO(controller/apiserver): re-applying the suspended TrainJob's JobSet is refused "
-    "(422 Duplicate value ports[1] containerPort 29500), so the JobSet never gets suspend=true",
-    strict=False,
-)
 async def test_suspending_a_trainjob_stops_its_pods_and_resuming_runs_them_again(
     home: Path,
 ) -> None:
