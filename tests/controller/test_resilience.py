@@ -9,7 +9,7 @@ import pytest
 
 from conftest import FAST, JOBSETS, TRAINJOBS, Plane, PrivateServer, condition, eventually
 from kubetrain.api.types import Obj
-from kubetrain.controller import Controller, KubeClient, LeaderElector, connect
+from kubetrain.controller import Controller, KubeClient, LeaderElector, LeadershipLost, connect
 
 N_JOBS = 24
 
@@ -229,3 +229,29 @@ async def test_watches_that_the_server_ends_are_resumed(plane: Plane) -> None:
     await eventually(lambda: plane.get(JOBSETS, "tj"), what="the JobSet")
     assert controller.caches.trainjobs.watches >= 3
     assert controller.caches.trainjobs.lists == 1, "an ended watch resumes; it does not relist"
+
+
+async def test_a_leader_whose_lease_is_taken_stops_reconciling(plane: Plane) -> None:
+    client = connect(plane.kubeconfig)
+    controller = Controller(
+        client, namespace=plane.namespace, rate_limit=FAST,
+        leader=_elector(client, plane.namespace, "a"),
+    )  # fmt: skip
+    stop = asyncio.Event()
+    task = asyncio.create_task(controller.run(stop))
+    try:
+        await asyncio.wait_for(controller.ready.wait(), 10)
+        lease = await plane.kube.get(
+            "coordination.k8s.io/v1", "leases", "trainer-test", namespace=plane.namespace
+        )
+        # Someone else holds the Lease now (and keeps renewing it for longer than we wait).
+        lease["spec"] = {**lease["spec"], "holderIdentity": "intruder", "leaseDurationSeconds": 60}
+        await plane.kube.replace("coordination.k8s.io/v1", "leases", lease)
+        with pytest.raises(LeadershipLost):
+            await asyncio.wait_for(task, 5)
+        assert not controller.ready.is_set()
+    finally:
+        stop.set()
+        if not task.done():
+            await asyncio.wait_for(task, 10)
+        await client.close()
