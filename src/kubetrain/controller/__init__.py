@@ -3,13 +3,19 @@
 In-process use (the local daemon)::
 
     stop = asyncio.Event()
-    await run_controller(kubeconfig_path, gates=FeatureGates(), stop_event=stop)
+    await run_controller(kubeconfig, namespace=None, gates=FeatureGates(),
+                         environment=Environment(...), concurrency=5, stop_event=stop)
 
-or, to keep hold of the object (metrics, readiness)::
+``kubeconfig`` is a path, a kubeconfig document (``ApiServer.kubeconfig()``), a lightkube
+``KubeConfig``/``SingleConfig``, or None for the environment. To keep hold of the object
+(metrics, readiness, leader election, a custom rate limit)::
 
-    controller = Controller(connect(kubeconfig_path), namespace=None, concurrency=5)
+    controller = Controller(connect(kubeconfig), namespace=None, concurrency=5)
     task = asyncio.create_task(controller.run(stop))
     await controller.ready.wait()
+
+Everything else in this package is internal: ``trainjob`` (the reconciler and its divergences
+from upstream), ``informer``, ``workqueue``, ``events``, ``kube`` (the REST client), ``leader``.
 """
 
 from __future__ import annotations
