@@ -14,8 +14,19 @@ Hooks for the rest of the local engine (nothing here imports the executor):
 
 from __future__ import annotations
 
+from .images import MPI_IMAGE_PATTERNS, with_framework_images
 from .overlay import jax_overlay, pod_overlay
+from .refusal import REFUSAL_REASON, local_refusal
 from .ssh import ssh_overlay
 from .types import Overlay
 
-__all__ = ["Overlay", "jax_overlay", "pod_overlay", "ssh_overlay"]
+__all__ = [
+    "MPI_IMAGE_PATTERNS",
+    "REFUSAL_REASON",
+    "Overlay",
+    "jax_overlay",
+    "local_refusal",
+    "pod_overlay",
+    "ssh_overlay",
+    "with_framework_images",
+]
