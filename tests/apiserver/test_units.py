@@ -219,3 +219,22 @@ def test_apply_merge_by_key_and_element_removal() -> None:
     assert merged == {"conds": [{"type": "B", "status": "False"}]}, (
         "an element without its key goes"
     )
+
+
+def test_an_applied_element_without_a_defaulted_key_matches_the_stored_one() -> None:
+    from kubetrain.local.apiserver.ssa import apply_merge
+
+    ports = {
+        "properties": {
+            "ports": {
+                "type": "array",
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["containerPort", "protocol"],
+                "items": {"type": "object"},
+            }
+        }
+    }
+    stored = {"ports": [{"containerPort": 29400, "protocol": "TCP"}]}
+    assert apply_merge(stored, {"ports": [{"containerPort": 29400}]}, ports) == stored, (
+        "no duplicate port"
+    )

@@ -100,13 +100,9 @@ def apply_merge(target: Any, applied: Any, schema: Mapping[str, Any] | None) -> 
         for element in applied:
             if not isinstance(element, dict):
                 return applied
-            ident = _component(element, keys)
+            wanted = {k: element.get(k) for k in keys}
             at = next(
-                (
-                    i
-                    for i, t in enumerate(merged)
-                    if isinstance(t, dict) and _component(t, keys) == ident
-                ),
+                (i for i, t in enumerate(merged) if isinstance(t, dict) and _same(t, wanted)),
                 None,
             )
             if at is None:
@@ -117,12 +113,18 @@ def apply_merge(target: Any, applied: Any, schema: Mapping[str, Any] | None) -> 
     return applied
 
 
+def _same(element: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    """Whether ``element`` has the key values ``wanted`` names. A key the applied element leaves
+    out matches anything: the stored one has it defaulted (a port's ``protocol: TCP``)."""
+    return all(v is None or element.get(k) == v for k, v in wanted.items())
+
+
 def _step(node: Any, part: str) -> tuple[Any, Any]:
     """(container, index-or-key) of ``part`` inside ``node``, or (None, None)."""
     if part.startswith("k:") and isinstance(node, list):
         wanted = json.loads(part[2:])
         for i, element in enumerate(node):
-            if isinstance(element, dict) and all(element.get(k) == v for k, v in wanted.items()):
+            if isinstance(element, dict) and _same(element, wanted):
                 return node, i
         return None, None
     if isinstance(node, dict) and part in node:
