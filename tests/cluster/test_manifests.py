@@ -250,3 +250,23 @@ def test_dockerfile_is_small_pinned_and_non_root() -> None:
     assert "torch" not in re.sub(r"#.*", "", text).replace("No [torch]", "")
     ignore = (REPO / ".dockerignore").read_text().split()
     assert ignore[0 if ignore[0] != "#" else ignore.index("*")] == "*" or "*" in ignore
+
+
+def test_install_without_print_explains_itself(capsys: pytest.CaptureFixture[str]) -> None:
+    code = cmd_install.run(argparse.Namespace(print=False, overlay="default", write_manifests=None))
+    assert code == 2
+    assert "kubectl apply --server-side" in capsys.readouterr().err
+
+
+def test_controller_refuses_bad_settings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kubetrain.cli import cmd_controller
+
+    parser = argparse.ArgumentParser()
+    cmd_controller.add_arguments(parser)
+    bad = tmp_path / "c.yaml"
+    bad.write_text("kind: Configuration\nleaderElection: {leaseDuration: soon}\n")
+    assert cmd_controller.run(parser.parse_args(["--config", str(bad)])) == 2
+    assert "invalid duration" in capsys.readouterr().err
+    assert cmd_controller.run(parser.parse_args(["--feature-gates", "Nope=true"])) == 2

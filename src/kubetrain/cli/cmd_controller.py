@@ -166,6 +166,11 @@ def run(args: argparse.Namespace) -> int:
     from kubetrain.controller.cluster import ClusterController, ConfigError
     from kubetrain.controller.manager import LeadershipLost
 
+    try:
+        config = config_from_args(args)
+    except ConfigError as err:
+        print(f"kubetrain controller: {err}", file=sys.stderr)
+        return 2
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -174,11 +179,6 @@ def run(args: argparse.Namespace) -> int:
         # The HTTP client logs every request at INFO: thousands of lines a second at scale.
         for noisy in ("httpx2", "httpx", "httpcore"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
-    try:
-        config = config_from_args(args)
-    except ConfigError as err:
-        print(f"kubetrain controller: {err}", file=sys.stderr)
-        return 2
     rules = admission_rules()
 
     async def main() -> int:

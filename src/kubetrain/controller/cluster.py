@@ -180,6 +180,16 @@ def load_config_file(path: Path, base: ControllerConfig | None = None) -> Contro
         raise ConfigError(f"{path}: not a mapping")
     if doc.get("kind", "Configuration") != "Configuration":
         raise ConfigError(f"{path}: kind must be Configuration")
+    try:
+        changes = _changes(doc, config)
+    except (TypeError, ValueError) as err:  # ConfigError, or a port that is not a number
+        raise ConfigError(f"{path}: {err}") from err
+    result = replace(config, **changes)
+    result.validate()
+    return result
+
+
+def _changes(doc: Mapping[str, Any], config: ControllerConfig) -> dict[str, Any]:
     changes: dict[str, Any] = {}
     webhook = _section(doc, "webhook")
     if "port" in webhook:
@@ -243,9 +253,7 @@ def load_config_file(path: Path, base: ControllerConfig | None = None) -> Contro
     tls = _section(doc, "tls")
     if tls.get("minVersion"):
         changes["tls_min_version"] = str(tls["minVersion"])
-    result = replace(config, **changes)
-    result.validate()
-    return result
+    return changes
 
 
 # --- certificates -------------------------------------------------------------------------------
