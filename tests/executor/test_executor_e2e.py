@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -328,3 +329,34 @@ async def test_a_pod_waits_while_another_process_listens_on_its_port(plane: Plan
         listener.close()
     done = await plane.terminal("blocked")
     assert done["status"]["terminalState"] == "Completed"
+
+
+async def test_a_pod_the_refusal_hook_rejects_fails_with_its_message(tmp_path: Path) -> None:
+    from kubetrain.local.apiserver import ApiServer
+    from kubetrain.local.executor import Executor, ExecutorSettings, KubeApi
+
+    def refuse(pod: Any, mode: str, why: str) -> str | None:
+        names = [c["name"] for c in pod["spec"]["containers"]]
+        return "flux cannot run here" if "flux" in names else None
+
+    server = ApiServer(tmp_path, in_memory=True)
+    await server.start()
+    api = KubeApi.from_kubeconfig(server.write_kubeconfig())
+    executor = Executor(api, ExecutorSettings(home=tmp_path, refusal=refuse))
+    await executor.start()
+    try:
+        js = make_jobset("flux", ["true"], pods=1, backoff_limit=6, rjob="flux")
+        await api.create(JOBSETS, js)
+        plane = Plane(api, tmp_path, executor, server)
+        done = await plane.terminal("flux")
+        assert done["status"]["terminalState"] == "Failed"
+        [pod] = await plane.pods("flux")
+        assert (pod["status"]["reason"], pod["status"]["message"]) == (
+            "UnsupportedOnLocalEngine",
+            "flux cannot run here",
+        )
+        assert "UnsupportedOnLocalEngine" in {e["reason"] for e in await plane.events()}
+    finally:
+        await executor.stop(kill_pods=True)
+        await api.close()
+        await server.close()

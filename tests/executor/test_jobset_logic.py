@@ -530,3 +530,18 @@ def test_a_coordinator_is_named_on_every_pod() -> None:
     values = {p["metadata"]["labels"][LBL + "coordinator"] for p in sim.select()}
     assert values == {"tj-driver-0-0.svc"}
     assert {p["metadata"]["annotations"][LBL + "coordinator"] for p in sim.select()} == values
+
+
+def test_a_pod_the_local_engine_refuses_fails_its_job_at_once() -> None:
+    sim = Sim(make_jobset("tj", rjob("node", backoff_limit=6, restart_policy="OnFailure")))
+    sim.step()
+    [pod] = sim.select()
+    pod["status"] = {
+        "phase": "Failed",
+        "reason": "UnsupportedOnLocalEngine",
+        "message": "no flux here",
+    }
+    sim.step()
+    failed = sim.condition("Failed")
+    assert failed is not None and failed["reason"] == "FailedJobs"
+    assert sim.select(phase="Pending") == []

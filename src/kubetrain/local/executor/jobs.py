@@ -21,7 +21,12 @@ from .labels import (
 )
 from .spec import ReplicatedJob
 
+# A pod the local engine refused to run (see `settings.Refusal`); spelled here too because
+# settings imports the JobSet logic.
+REFUSED_REASON = "UnsupportedOnLocalEngine"
+
 __all__ = [
+    "REFUSED_REASON",
     "JobView",
     "container_restarts",
     "is_deleting",
@@ -147,6 +152,11 @@ class JobView:
         ``restartPolicy: OnFailure``, container restarts of live pods reaching it (any restart
         when the limit is 0).
         """
+        for p in self.pods:
+            status = p.get("status") or {}
+            if pod_phase(p) == "Failed" and status.get("reason") == REFUSED_REASON:
+                # The local engine can never run this pod: retrying cannot help.
+                return REFUSED_REASON, str(status.get("message") or REFUSED_REASON)
         limit = self.rjob.backoff_limit
         if self.failed > limit:
             return BACKOFF_LIMIT_EXCEEDED_REASON, BACKOFF_LIMIT_EXCEEDED_MESSAGE

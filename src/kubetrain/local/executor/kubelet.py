@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from kubetrain.local.sandbox import ContainerProcess, SandboxContext
+from kubetrain.local.sandbox import ContainerProcess, SandboxContext, sandbox_mode
 from kubetrain.local.sandbox.state import read_states
 
 from .addresses import AddressBook
@@ -31,7 +31,7 @@ from .objects import pod_references
 from .podrunner import PodRunner
 from .podstatus import UNKNOWN_MESSAGE, UNKNOWN_REASON
 from .ports import PortGate, declared_ports
-from .settings import UNSIGNED_TOKEN, ExecutorSettings
+from .settings import REFUSED_REASON, UNSIGNED_TOKEN, ExecutorSettings
 from .spec import read_spec
 
 __all__ = ["EventSink", "Kubelet"]
@@ -98,8 +98,11 @@ class Kubelet:
         if jobset is None:
             return  # its JobSet is gone; garbage collection removes the pod
         dns, by_host = self.addresses.hosts(read_spec(jobset))
+        dns = {**self.settings.extra_hosts, **dns}
         hostname = str((pod.get("spec") or {}).get("hostname") or meta.get("name"))
         pod_ip = by_host.get(hostname) or next(iter(by_host.values()), "127.0.0.2")
+        if not has_state and self._refused(pod):
+            return
         owner = _owner(pod)
         ports = declared_ports(pod)
         if not has_state:
@@ -178,6 +181,48 @@ class Kubelet:
         if (self.cluster.pods.get(key) or {}).get("metadata", {}).get("uid") == uid:
             self.cluster.pods[key] = updated
         self._requeue_jobset(pod)
+
+    def _refused(self, pod: Obj) -> bool:
+        """Fail at once a pod this machine cannot run (the refusal hook says why)."""
+        if self.settings.refusal is None:
+            return False
+        report = sandbox_mode()
+        mode = self.settings.sandbox_mode or report.mode
+        why = self.settings.refusal(pod, mode, report.reason)
+        if why is None:
+            return False
+        uid = str(pod["metadata"].get("uid"))
+        stamp = format_time(now())
+        status = {
+            "phase": "Failed",
+            "reason": REFUSED_REASON,
+            "message": why,
+            "containerStatuses": [
+                {
+                    "name": str(c.get("name")),
+                    "image": str(c.get("image", "")),
+                    "ready": False,
+                    "restartCount": 0,
+                    "state": {
+                        "terminated": {
+                            "exitCode": 128,
+                            "reason": REFUSED_REASON,
+                            "message": why,
+                            "startedAt": stamp,
+                            "finishedAt": stamp,
+                        }
+                    },
+                }
+                for c in (pod.get("spec") or {}).get("containers") or []
+            ],
+        }
+
+        async def fail() -> None:
+            await self.event(pod, "Warning", REFUSED_REASON, why, "kubelet")
+            await self.publish(pod, status)
+
+        self._spawn(uid, fail())
+        return True
 
     # --- pods that wait for a port ------------------------------------------------------------
     def _wait(self, pod: Obj, why: str) -> None:
@@ -355,6 +400,7 @@ class Kubelet:
             images=self.settings.images,
             node_name=self.settings.node_name,
             mode=self.settings.sandbox_mode,
+            overlay=self.settings.overlay,
         )
 
 

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubetrain.local.sandbox import ImageMap, SandboxMode
+from kubetrain.local.sandbox import ImageMap, OverlayHook, SandboxMode
 
 from .decision import Settings
+from .jobs import REFUSED_REASON
 from .podrunner import RunnerSettings
 
-__all__ = ["UNSIGNED_TOKEN", "ExecutorSettings", "TokenProvider"]
+__all__ = ["REFUSED_REASON", "UNSIGNED_TOKEN", "ExecutorSettings", "Refusal", "TokenProvider"]
 
 # pod, audience → token text for projected serviceAccountToken volumes.
 TokenProvider = Callable[[dict[str, Any], str], Awaitable[str]]
+
+# pod, sandbox mode, why that mode → why the pod cannot run on this machine (None: it can).
+Refusal = Callable[[Mapping[str, Any], str, str], str | None]
 
 # Stands in for projected service-account tokens until a real issuer is plugged in
 # (ExecutorSettings.token_provider; the TrainJobStatus feature needs one).
@@ -34,3 +38,9 @@ class ExecutorSettings:
     images: ImageMap = field(default_factory=ImageMap)
     sandbox_mode: SandboxMode | None = None
     token_provider: TokenProvider | None = None
+    # Names every pod's /etc/hosts also maps (the status server's Service names, ...).
+    extra_hosts: Mapping[str, str] = field(default_factory=dict)
+    # Files and env added to each container (the frameworks' sshd/JAX support).
+    overlay: OverlayHook | None = None
+    # Asked before a pod starts: pods that cannot run here fail at once with its message.
+    refusal: Refusal | None = None
