@@ -25,6 +25,19 @@ from kubetrain.client.view import JobView, parse_time
 __all__ = ["ALL_NAMESPACES", "ApplyResult", "JobClient", "event_time_key", "plain"]
 
 ALL_NAMESPACES = "*"
+# Metadata only the server writes; never sent back in an apply.
+_SERVER_META = frozenset(
+    {
+        "resourceVersion",
+        "uid",
+        "creationTimestamp",
+        "generation",
+        "managedFields",
+        "selfLink",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+    }
+)
 _DECODE_LOCK = threading.Lock()  # lightkube's marker for cluster-wide list/watch
 
 Action = Literal["created", "configured", "unchanged"]
@@ -178,11 +191,13 @@ class JobClient:
 
         info = R.info_for_object(obj)  # ClientError for a kind it cannot place
         res = R.resource_for_object(obj)
-        meta = dict(obj.get("metadata") or {})
+        # A file is desired state: what the server wrote (resourceVersion, managedFields,
+        # status, ...) is dropped, so `get -o yaml` output applies again instead of being
+        # refused as stale (409) or as setting fields an apply may not set.
+        meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _SERVER_META}
         ns = (meta.get("namespace") or self.namespace) if info.namespaced else None
-        body = dict(obj)
-        if ns:
-            body["metadata"] = {**meta, "namespace": ns}
+        body = {k: v for k, v in obj.items() if k != "status"}
+        body["metadata"] = {**meta, "namespace": ns} if ns else meta
         name = meta.get("name")
         if not name:
             # Server-side apply needs a name; a generateName object can only be created.
