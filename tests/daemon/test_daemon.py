@@ -437,3 +437,33 @@ async def test_suspending_a_trainjob_stops_its_pods_and_resuming_runs_them_again
         await wait_for(two)
     finally:
         await api.close()
+
+
+async def test_progress_reports_reach_the_trainjob_through_the_status_server(home: Path) -> None:
+    info = await asyncio.to_thread(ensure_daemon, home)
+    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    # The pod reports with the bound token the executor projects and the status server's CA and
+    # address the controller rendered in: the whole TrainJobStatus path of the daemon.
+    script = (
+        "from kubetrain import progress\n"
+        "progress.report(step=3, total_steps=3, metrics={'loss': 0.25}, force=True)\n"
+        "progress.flush()\n"
+    )
+    trainjob = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "prog", "namespace": "default"},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "trainer": {"command": ["python", "-c", script]},
+        },
+    }
+    try:
+        await api.create(TRAINJOBS, trainjob)
+        done = await finished(api, TRAINJOBS, "prog", ("Complete", "Failed"))
+        status = done["status"]
+        assert [c["type"] for c in status["conditions"] if c["status"] == "True"] == ["Complete"]
+        assert status["trainerStatus"]["progressPercentage"] == 100
+        assert status["trainerStatus"]["metrics"] == [{"name": "loss", "value": "0.25"}]
+    finally:
+        await api.close()

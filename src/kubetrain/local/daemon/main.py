@@ -1,7 +1,9 @@
-"""The daemon process: API server + controller + executor for one ``KUBETRAIN_HOME``.
+"""The daemon process: API server + controller + executor + status server for one
+``KUBETRAIN_HOME``.
 
-Start order: take the lock, start the API server (its data survives in SQLite), write the
-kubeconfig, start the executor (which adopts or records whatever the previous daemon's pods did
+Start order: take the lock, start the API server (its data survives in SQLite; it also serves
+TokenRequest/TokenReview), write the kubeconfig, start the TrainJobStatus server, start the
+executor (which adopts or records whatever the previous daemon's pods did
 while no daemon ran), start the controller, and only then write ``daemon.port``: callers wait
 for that file. SIGTERM or SIGINT stop everything in reverse order. Pods keep running through a
 stop unless the stop request asks to kill them, and the next daemon adopts them.
@@ -18,12 +20,18 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from kubetrain.local.apiserver import ApiServer
 from kubetrain.local.executor import Executor, ExecutorSettings, KubeApi
 
 from .files import DaemonFiles
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kubetrain.local.statusplane import StatusPlane
+    from kubetrain.runtime.config import Environment
 
 __all__ = ["ALREADY_RUNNING", "IMAGES_FILE", "run_daemon"]
 
@@ -54,7 +62,12 @@ def _previous_port(files: DaemonFiles) -> int:
 
 async def _start_server(home: Path, port: int) -> ApiServer:
     from kubetrain.api.schema import crd_manifests
+    from kubetrain.local.tokens import TokenAuthority
     from kubetrain.runtime.defaults import default_runtimes
+
+    # TokenRequest/TokenReview, as a cluster's API server serves them: pods get bound tokens
+    # for the status server, which reviews them here.
+    authority = TokenAuthority.for_home(home)
 
     # Schemas without prose: about a second less per cold start; `kubectl explain` then shows
     # field types without descriptions.
@@ -62,7 +75,14 @@ async def _start_server(home: Path, port: int) -> ApiServer:
     last: OSError | None = None
     # Reuse the last port so kubeconfigs copied elsewhere keep working; any free port otherwise.
     for candidate in dict.fromkeys([port, 0]):
-        server = ApiServer(home, port=candidate, crds=crds, seed_objects=default_runtimes)
+        server = ApiServer(
+            home,
+            port=candidate,
+            crds=crds,
+            seed_objects=default_runtimes,
+            routes=authority.routes(),
+        )
+        authority.attach(server.reader)
         try:
             await server.start()
             return server
@@ -93,11 +113,15 @@ async def run_daemon(home: Path, *, executor_settings: ExecutorSettings | None =
     server = await _start_server(home, _previous_port(files))
     kubeconfig = server.write_kubeconfig(files.kubeconfig)
     api = KubeApi.from_kubeconfig(kubeconfig)
-    executor = Executor(api, executor_settings or _executor_settings(home))
+    plane = await _start_status_plane(home, kubeconfig)
+    executor = Executor(api, executor_settings or _executor_settings(home, api, plane))
     controller_task: asyncio.Task[None] | None = None
     try:
         await executor.start()
-        controller_task = asyncio.create_task(_run_controller(kubeconfig, stop), name="controller")
+        environment = plane.environment() if plane is not None else None
+        controller_task = asyncio.create_task(
+            _run_controller(kubeconfig, stop, environment), name="controller"
+        )
         info = {
             "pid": os.getpid(),
             "url": server.url,
@@ -122,6 +146,9 @@ async def run_daemon(home: Path, *, executor_settings: ExecutorSettings | None =
             with contextlib.suppress(asyncio.TimeoutError, Exception):
                 await asyncio.wait_for(controller_task, timeout=5)
         await executor.stop(kill_pods=kill_pods)
+        if plane is not None:
+            with contextlib.suppress(Exception):
+                await plane.close()
         await api.close()
         await server.close()
         with contextlib.suppress(OSError):
@@ -131,11 +158,34 @@ async def run_daemon(home: Path, *, executor_settings: ExecutorSettings | None =
     return 0
 
 
-def _executor_settings(home: Path) -> ExecutorSettings:
-    from kubetrain.local.sandbox import load_image_map
+async def _start_status_plane(home: Path, kubeconfig: Path) -> StatusPlane | None:
+    from kubetrain.local.statusplane import start_status_plane
 
-    # Image → local environment mapping, read once at start (restart the daemon after edits).
-    return ExecutorSettings(home=home, images=load_image_map(home / IMAGES_FILE))
+    try:
+        return await start_status_plane(home, kubeconfig)
+    except Exception:
+        # Training runs without it; only TrainJobStatus progress reports are lost, and loudly.
+        log.exception("the TrainJobStatus server did not start; progress reports will fail")
+        return None
+
+
+def _executor_settings(home: Path, api: KubeApi, plane: StatusPlane | None) -> ExecutorSettings:
+    from kubetrain.local.frameworks import local_refusal, pod_overlay, with_framework_images
+    from kubetrain.local.sandbox import load_image_map
+    from kubetrain.local.statusplane import token_provider
+
+    def refusal(pod: Mapping[str, Any], mode: str, why: str) -> str | None:
+        return local_refusal(pod, sandbox_mode=mode, mode_reason=why)
+
+    return ExecutorSettings(
+        home=home,
+        # Image → local environment mapping, read once at start (restart the daemon after edits).
+        images=with_framework_images(load_image_map(home / IMAGES_FILE)),
+        token_provider=token_provider(api),
+        extra_hosts=plane.hosts() if plane is not None else {},
+        overlay=pod_overlay,
+        refusal=refusal,
+    )
 
 
 def _stop_mode(files: DaemonFiles) -> str:
@@ -145,12 +195,15 @@ def _stop_mode(files: DaemonFiles) -> str:
         return ""
 
 
-async def _run_controller(kubeconfig: Path, stop: asyncio.Event) -> None:
+async def _run_controller(
+    kubeconfig: Path, stop: asyncio.Event, environment: Environment | None
+) -> None:
     from kubetrain.controller import run_controller
 
     while not stop.is_set():
         try:
-            await run_controller(kubeconfig, stop_event=stop)
+            # The environment carries the status server's CA and port into every render.
+            await run_controller(kubeconfig, stop_event=stop, environment=environment)
         except asyncio.CancelledError:
             raise
         except Exception:
