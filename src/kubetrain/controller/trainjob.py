@@ -171,14 +171,17 @@ class TrainJobReconciler:
         step = _Pass(jobset=self._caches.jobsets.get(name, namespace))
 
         if c.is_finished(old_status):
-            # Terminal: nothing is applied or deleted again; status only follows the JobSet
-            # while it exists (jobsStatus), and keep_terminal holds the final condition.
+            # Terminal: nothing is applied again; status only follows the JobSet while it
+            # exists (jobsStatus), and keep_terminal holds the final condition. A deadline
+            # failure whose JobSet deletion failed earlier deletes it now.
+            if _deadline_failed(old_status) and step.jobset is not None:
+                await self._delete_jobset_or_record(trainjob, step)
             outcome = self._renderer.derive(trainjob, step.jobset, now)
         else:
             outcome = await self._plan(trainjob, step, now)
             if outcome.delete_jobset:
                 # Checked before applying: an expired job never gets (or keeps) a JobSet.
-                await self._delete_jobset(step)
+                await self._delete_jobset_or_record(trainjob, step)
             else:
                 try:
                     await self._apply(trainjob, step, outcome)
@@ -428,6 +431,13 @@ class TrainJobReconciler:
                 raise ReconcileError(f"reading {kind.kind} {obj_name}: {err}") from err
         return found
 
+    async def _delete_jobset_or_record(self, trainjob: Obj, step: _Pass) -> None:
+        try:
+            await self._delete_jobset(step)
+        except ReconcileError as err:
+            step.error = err  # the Failed condition is still written; the deletion is retried
+            self._events.record(trainjob, "Warning", CREATION_FAILED, _note(err))
+
     async def _delete_jobset(self, step: _Pass) -> None:
         jobset, step.jobset = step.jobset, None
         if jobset is None:
@@ -513,6 +523,15 @@ def _controller_owner(obj: Obj | None) -> Obj | None:
         if ref.get("controller"):
             return dict(ref)
     return None
+
+
+def _deadline_failed(status: Obj) -> bool:
+    failed = c.find(status, c.FAILED)
+    return (
+        failed is not None
+        and failed.get("status") == "True"
+        and (failed.get("reason") == "DeadlineExceeded")
+    )
 
 
 def _rv(obj: Obj) -> str:
