@@ -145,12 +145,13 @@ def test_ctrl_c_suspends_the_job_and_says_how_to_resume(home: Path, tmp_path: Pa
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # torch's port 29500 is queued machine-wide behind other jobs
 def test_the_torch_ddp_example_trains_to_completion(home: Path) -> None:
     start = time.monotonic()
-    code, out, err = done(home, "run", "-f", str(EXAMPLE), timeout=110)
+    code, out, err = done(home, "run", "-f", str(EXAMPLE), timeout=280)
     assert code == 0, err
     losses = [float(line.split()[-1]) for line in out.splitlines() if line.startswith("epoch")]
     assert len(losses) == 10 and losses[-1] < losses[0] / 5
     assert "training on 4 processes" in out
-    assert time.monotonic() - start < 110
+    assert time.monotonic() - start < 280
     assert done(home, "delete", "torch-ddp")[0] == 0

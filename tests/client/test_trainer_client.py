@@ -48,6 +48,7 @@ def test_runtimes_are_listed_and_found_by_name(client: TrainerClient) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # torch's port 29500 is queued machine-wide behind other jobs
 def test_a_function_trains_on_two_nodes_with_keyword_arguments(client: TrainerClient) -> None:
     name = client.train(
         trainer=T.CustomTrainer(
@@ -58,7 +59,7 @@ def test_a_function_trains_on_two_nodes_with_keyword_arguments(client: TrainerCl
             env={"PET_NPROC_PER_NODE": "1"},
         )
     )
-    job = client.wait_for_job_status(name, timeout=90, polling_interval=0.5)
+    job = client.wait_for_job_status(name, timeout=280, polling_interval=0.5)
     assert (job.status, job.num_nodes) == ("Complete", 2)
     assert [s.name for s in job.steps] == ["node-0", "node-1"]
     logs = list(client.get_job_logs(name))
