@@ -73,6 +73,7 @@ def test_a_function_trains_on_two_nodes_with_keyword_arguments(client: TrainerCl
 
 
 @pytest.mark.slow  # the Job's pods are retried (with backoff) before the JobSet fails
+@pytest.mark.timeout(300)  # and torch's port 29500 may be queued behind other jobs
 def test_waiting_on_a_failed_job_raises_at_once(client: TrainerClient) -> None:
     # A plain failing command: no torchrun start-up per retry.
     name = client.train(
@@ -81,7 +82,7 @@ def test_waiting_on_a_failed_job_raises_at_once(client: TrainerClient) -> None:
     )
     assert name == "crashes"
     with pytest.raises(RuntimeError, match="TrainJob crashes is Failed: FailedJobs"):
-        client.wait_for_job_status(name, timeout=60, polling_interval=0.5)
+        client.wait_for_job_status(name, timeout=280, polling_interval=0.5)
     client.delete_job(name)
 
 
