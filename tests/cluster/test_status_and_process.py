@@ -20,7 +20,7 @@ from lightkube.config.kubeconfig import KubeConfig
 from kubetrain.cli.cmd_controller import admission_rules
 from kubetrain.cli.cmd_install import install_objects
 from kubetrain.controller.cluster import ClusterController, ControllerConfig, ensure_webhook_cert
-from kubetrain.controller.kube import KubeClient, connect
+from kubetrain.controller.kube import ApiError, KubeClient, connect
 from kubetrain.controller.pki import ensure_serving_cert
 from kubetrain.controller.statusserver import StatusServer, TokenReviewVerifier, status_audience
 from kubetrain.controller.webhook import admission_review
@@ -341,3 +341,58 @@ def test_config_flags_override_the_file(tmp_path: Path) -> None:
     bad = replace(config, renew_deadline=200.0)
     with pytest.raises(ConfigError):
         bad.validate()
+
+
+async def test_cert_manager_mode_serves_mounted_files_and_reloads_them(
+    cluster_server: ApiServer, tmp_path: Path
+) -> None:
+    """With certManagement off the controller uses the mounted Secret's files, creates no Secret,
+    and picks up a renewed certificate without a restart."""
+    import shutil
+
+    dns = ["kubeflow-trainer-controller-manager.kubeflow-system.svc"]
+    mounted = tmp_path / "mounted"
+    first = ensure_serving_cert(mounted, dns, [])
+    config = replace(
+        _test_config(tmp_path), cert_management=False, cert_dir=mounted, ca_refresh_s=0.1
+    )
+    process = ClusterController(client_for(cluster_server), config, admission_rules())
+    stop = asyncio.Event()
+    task = asyncio.create_task(process.run(stop))
+
+    async def served_ca(ca_pem: str) -> bool:
+        context = ssl.create_default_context(cadata=ca_pem)
+        try:
+            _, writer = await asyncio.open_connection(
+                "127.0.0.1", process.webhook_port, ssl=context, server_hostname=dns[0]
+            )
+        except (ssl.SSLError, OSError):
+            return False
+        writer.close()
+        return True
+
+    try:
+        await _wait(lambda: served_ca(first.ca_pem))
+        with pytest.raises(ApiError) as missing:
+            await kube_get_secret(cluster_server)
+        assert missing.value.not_found  # cert-manager owns the Secret, not the controller
+        # cert-manager renews: new files in place (here, from another CA).
+        renewed = ensure_serving_cert(tmp_path / "renewed", dns, [])
+        await asyncio.sleep(0.05)  # a different mtime
+        shutil.copy(renewed.cert_file, mounted / "tls.crt")
+        shutil.copy(renewed.key_file, mounted / "tls.key")
+        await _wait(lambda: served_ca(renewed.ca_pem))
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 15)
+        await process.client.close()
+
+
+async def kube_get_secret(server: ApiServer) -> Obj:
+    kube = client_for(server)
+    try:
+        return await kube.get(
+            "v1", "secrets", "kubeflow-trainer-webhook-cert", namespace="kubeflow-system"
+        )
+    finally:
+        await kube.close()

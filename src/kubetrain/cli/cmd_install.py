@@ -439,28 +439,58 @@ def _runtime_files() -> dict[str, list[Obj]]:
     return {f"overlays/runtimes/{r['metadata']['name']}.yaml": [r] for r in _runtimes()}
 
 
-_CERT_ISSUER = "kubeflow-trainer-selfsigned"
+_SELF_SIGNED = "kubeflow-trainer-selfsigned"
+_CA = "kubeflow-trainer-ca"
 
 
 def _cert_manager_objects() -> list[Obj]:
+    """A long-lived CA (self-signed) that issues the serving certificate.
+
+    The serving certificate's Secret then carries that CA as ``ca.crt``, which stays the same
+    when cert-manager renews the serving certificate, so TrainJob pods that received the CA keep
+    trusting the status server.
+    """
     dns = [f"{NAME}.{NAMESPACE}.svc", f"{NAME}.{NAMESPACE}.svc.cluster.local"]
-    return [
-        {
+
+    def issuer(name: str, spec: Obj) -> Obj:
+        return {
             "apiVersion": "cert-manager.io/v1",
             "kind": "Issuer",
-            "metadata": _meta(_CERT_ISSUER),
-            "spec": {"selfSigned": {}},
-        },
-        {
+            "metadata": _meta(name),
+            "spec": spec,
+        }
+
+    def certificate(name: str, spec: Obj) -> Obj:
+        return {
             "apiVersion": "cert-manager.io/v1",
             "kind": "Certificate",
-            "metadata": _meta(WEBHOOK_SECRET),
-            "spec": {
+            "metadata": _meta(name),
+            "spec": spec,
+        }
+
+    return [
+        issuer(_SELF_SIGNED, {"selfSigned": {}}),
+        certificate(
+            _CA,
+            {
+                "isCA": True,
+                "commonName": _CA,
+                "secretName": _CA,
+                "duration": "87600h",
+                "privateKey": {"algorithm": "ECDSA", "size": 256},
+                "issuerRef": {"kind": "Issuer", "name": _SELF_SIGNED},
+            },
+        ),
+        issuer(_CA, {"ca": {"secretName": _CA}}),
+        certificate(
+            WEBHOOK_SECRET,
+            {
                 "secretName": WEBHOOK_SECRET,
                 "dnsNames": dns,
-                "issuerRef": {"kind": "Issuer", "name": _CERT_ISSUER},
+                "privateKey": {"algorithm": "ECDSA", "size": 256},
+                "issuerRef": {"kind": "Issuer", "name": _CA},
             },
-        },
+        ),
     ]
 
 

@@ -114,7 +114,8 @@ class ControllerConfig:
 
     ``namespace`` (kubetrain only) limits the controller to one namespace; None watches all.
     Ports of 0 pick free ports (tests); ``metrics_port`` or ``health_port`` < 0 turns that
-    listener off.
+    listener off. ``ca_refresh_s``: how often the CA bundle in the webhook configurations
+    (self-managed certificates) or the mounted certificate files (cert-manager) are checked.
     """
 
     namespace: str | None = None
@@ -355,6 +356,29 @@ def _ssl_context(cert: ServingCert, min_version: str | None) -> ssl.SSLContext:
     return context
 
 
+async def _reload_on_change(
+    context: ssl.SSLContext, cert: ServingCert, stop: asyncio.Event, period: float
+) -> None:
+    """Load the certificate files again when they change (cert-manager renews them in place);
+    new TLS handshakes then use the new certificate, open connections keep the old one."""
+
+    def stamp() -> tuple[float, float]:
+        return cert.cert_file.stat().st_mtime, cert.key_file.stat().st_mtime
+
+    seen = stamp()
+    while not stop.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), period)
+        try:
+            now = stamp()
+            if now != seen:
+                context.load_cert_chain(cert.cert_file, cert.key_file)
+                seen = now
+                log.info("reloaded the serving certificate from %s", cert.cert_file)
+        except (OSError, ssl.SSLError) as err:  # caught mid-update: try again next period
+            log.warning("reloading the serving certificate: %s", err)
+
+
 def _mounted_cert(cert_dir: Path) -> ServingCert:
     """Files mounted from a cert-manager Certificate's Secret (tls.crt, tls.key, ca.crt)."""
     cert_file, key_file, ca_file = cert_dir / "tls.crt", cert_dir / "tls.key", cert_dir / "ca.crt"
@@ -489,6 +513,9 @@ class ClusterController:
             context = _ssl_context(cert, cfg.tls_min_version)
             if cfg.cert_management and cfg.webhook_enabled:
                 tasks.append(asyncio.create_task(self._keep_ca_injected(cert.ca_pem, stop)))
+            if not cfg.cert_management:
+                reload = _reload_on_change(context, cert, stop, cfg.ca_refresh_s)
+                tasks.append(asyncio.create_task(reload))
             self.cert_ready.set()
             if cfg.webhook_enabled:
                 handler = AdmissionHandler(
