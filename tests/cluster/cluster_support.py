@@ -83,12 +83,10 @@ class Minted:
 
 @dataclass
 class TokenAuthority:
-    """Mints service-account-like tokens and answers TokenReview as a kube-apiserver does.
-
-    The embedded API server has no TokenRequest/TokenReview yet, so the status-server tests put
-    this authority behind a real ``KubeClient``: ``TokenReviewVerifier`` speaks the real wire
-    format (POST authentication.k8s.io/v1 tokenreviews) and reads the real answer shape.
-    """
+    """Mints opaque tokens and answers TokenReview in kube-apiserver's shape, independently of
+    kubetrain's own token code: ``TokenReviewVerifier`` is checked against this second
+    implementation too (the embedded API server's TokenRequest/TokenReview is used in
+    ``test_status_server_with_the_embedded_token_request_and_review``)."""
 
     tokens: dict[str, Minted] = field(default_factory=dict)
     reviews: int = 0

@@ -396,3 +396,93 @@ async def kube_get_secret(server: ApiServer) -> Obj:
         )
     finally:
         await kube.close()
+
+
+async def test_status_server_with_the_embedded_token_request_and_review(
+    tmp_path: Path, crds: list[Obj]
+) -> None:
+    """Tokens minted by TokenRequest on the embedded API server (as the kubelet gets them for a
+    projected volume) and reviewed by its TokenReview: the same verdicts as on a cluster."""
+    from kubetrain.local.tokens import TokenAuthority as EmbeddedAuthority
+
+    now = [1_800_000_000.0]
+    authority = EmbeddedAuthority.for_home(tmp_path / "home")
+    authority.clock = lambda: now[0]
+    server = ApiServer(
+        tmp_path / "home", crds=crds, routes=authority.routes(), in_memory=True, tls=True
+    )
+    authority.attach(server.reader)
+    await server.start()
+    kube = client_for(server)
+    cert = ensure_serving_cert(tmp_path / "pki", ["status.test"], ["127.0.0.1"])
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert.cert_file, cert.key_file)
+    status_server = StatusServer(kube, TokenReviewVerifier(kube, cache_s=0), min_interval_s=0)
+    port = await status_server.start("127.0.0.1", 0, context)
+    assert server.ca_pem is not None
+    api_tls = trusting(server.ca_pem.decode())
+    try:
+        await kube.create(
+            "v1",
+            "namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}},
+        )
+        for ns in ("default", "other"):
+            sa = {
+                "apiVersion": "v1",
+                "kind": "ServiceAccount",
+                "metadata": {"name": "runner", "namespace": ns},
+            }
+            await kube.create("v1", "serviceaccounts", sa)
+        from kubetrain.runtime.defaults import default_runtimes
+
+        await kube.create(TRAINER, "clustertrainingruntimes", default_runtimes()[0])
+        for name in ("a", "b"):
+            await kube.create(TRAINER, "trainjobs", make_trainjob(name).obj())
+
+        async with aiohttp.ClientSession() as http:
+
+            async def token(namespace: str, audience: str) -> str:
+                url = f"{server.url}/api/v1/namespaces/{namespace}/serviceaccounts/runner/token"
+                body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                        "spec": {"audiences": [audience], "expirationSeconds": 3600}}  # fmt: skip
+                headers = {"Authorization": f"Bearer {server.token}"}
+                async with http.post(url, json=body, headers=headers, ssl=api_tls) as resp:
+                    assert resp.status == 201, await resp.text()
+                    return str((await resp.json())["status"]["token"])
+
+            async def report(bearer: str) -> int:
+                url = f"https://127.0.0.1:{port}" + _route("default", "a")
+                headers = {"Authorization": f"Bearer {bearer}"}
+                async with http.post(
+                    url, json=REPORT, headers=headers, ssl=trusting(cert.ca_pem)
+                ) as resp:
+                    return resp.status
+
+            good = await token("default", status_audience("default", "a"))
+            codes = {
+                "good": await report(good),
+                "wrong audience": await report(
+                    await token("default", "https://kubernetes.default.svc")
+                ),
+                "other job": await report(await token("default", status_audience("default", "b"))),
+                "other namespace": await report(
+                    await token("other", status_audience("default", "a"))
+                ),
+            }
+            now[0] += 3601  # the good token has expired
+            codes["expired"] = await report(good)
+        assert codes == {
+            "good": 200,
+            "wrong audience": 403,
+            "other job": 403,
+            "other namespace": 403,
+            "expired": 403,
+        }
+        assert authority.reviewed == 5
+        job = await kube.get(TRAINER, "trainjobs", "a", namespace="default")
+        assert job["status"]["trainerStatus"]["progressPercentage"] == 40
+    finally:
+        await status_server.stop()
+        await kube.close()
+        await server.close()
