@@ -267,7 +267,7 @@ def test_get_trainjobs_is_a_table_with_state_runtime_and_nodes(cli: Any, tmp_pat
     cli("apply", "-f", str(write_job(tmp_path, "alpha", nodes=3)))
     cli("apply", "-f", str(write_job(tmp_path, "beta", nodes=1)))
     rows = table(cli("get", "trainjobs").out)
-    assert rows[0] == ["NAME", "STATE", "RUNTIME", "NODES", "AGE"]
+    assert rows[0] == ["NAME", "STATE", "RUNTIME", "NODES", "PROGRESS", "ETA", "AGE"]
     assert [r[:4] for r in rows[1:]] == [
         ["alpha", "Created", "torch-distributed", "3"],
         ["beta", "Created", "torch-distributed", "1"],

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _status_text(view: JobView, elapsed: float) -> str:
-    from kubetrain.client.present import eta
+    from kubetrain.client.present import eta, metrics_text, progress_bar
 
     started = sum(
         1 for s in view.steps if s.name.startswith("node-") and s.phase in ("Running", "Succeeded")
@@ -58,10 +58,14 @@ def _status_text(view: JobView, elapsed: float) -> str:
         parts.append(f"{restarts} restarts")
     pct = view.progress.get("progressPercentage")
     if isinstance(pct, int):
-        parts.append(f"{pct}%")
+        parts.append(f"{progress_bar(pct)} {pct}%")
     left = view.progress.get("estimatedRemainingSeconds")
     if left is not None:
         parts.append(f"ETA {eta(left)}")
+    # The newest metrics the training code reported (status.trainerStatus), e.g. its loss.
+    metrics = metrics_text(view.progress)
+    if metrics:
+        parts.append(metrics)
     parts.append(f"{elapsed:.0f}s")
     return "  ".join(parts)
 
@@ -160,6 +164,7 @@ def _foreground(jc: JobClient, name: str, *, quiet: bool) -> int:
     start = time.monotonic()
     live = _status_display(sys.stderr, redirect_stdout=sys.stdout.isatty())
     last_state = ""
+    last_report: object = None
     # A failed JobSet may delete its pods before the last poll: remember every failed exit seen.
     failures: dict[str, Step] = {}
     try:
@@ -169,9 +174,11 @@ def _foreground(jc: JobClient, name: str, *, quiet: bool) -> int:
             text = _status_text(view, time.monotonic() - start)
             if live is not None:
                 live.update(_styled(text, view.state))
-            elif view.state != last_state:
+            elif view.state != last_state or view.progress.get("lastUpdatedTime") != last_report:
+                # Without a terminal: a line per state change and per progress report.
                 _note(text)
             last_state = view.state
+            last_report = view.progress.get("lastUpdatedTime")
             if is_terminal(view.state):
                 break
             time.sleep(POLL_SECONDS)

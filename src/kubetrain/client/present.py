@@ -21,9 +21,11 @@ __all__ = [
     "dump",
     "eta",
     "guarded",
+    "metrics_text",
     "pod_row",
     "print_error",
     "print_table",
+    "progress_bar",
     "render_table",
     "runtime_row",
     "trainjob_headers",
@@ -124,30 +126,42 @@ def eta(seconds: Any) -> str:
     return f"{s}s"
 
 
+def progress_bar(percent: int, width: int = 20) -> str:
+    """``███████░░░░░░░░░░░░░`` for a percentage (clamped to 0..100)."""
+    filled = round(max(0, min(100, percent)) * width / 100)
+    return "\u2588" * filled + "\u2591" * (width - filled)
+
+
+def metrics_text(progress: dict[str, Any], limit: int = 3) -> str:
+    """``loss=0.41 lr=0.001`` from ``status.trainerStatus`` (the first ``limit`` metrics)."""
+    metrics = progress.get("metrics") or []
+    return " ".join(f"{m.get('name')}={m.get('value')}" for m in metrics[:limit])
+
+
 def trainjob_headers(*, wide: bool, all_namespaces: bool) -> list[str]:
     # PROGRESS/ETA come from status.trainerStatus, written only when training code reports it.
-    headers = ["NAME", "STATE", "RUNTIME", "NODES", "AGE"]
+    headers = ["NAME", "STATE", "RUNTIME", "NODES", "PROGRESS", "ETA", "AGE"]
     if wide:
-        headers += ["PROGRESS", "ETA", "STEPS", "MESSAGE"]
+        headers += ["STEPS", "MESSAGE"]
     return (["NAMESPACE"] if all_namespaces else []) + headers
 
 
 def trainjob_row(
     view: JobView, *, wide: bool, all_namespaces: bool, now: datetime | None = None
 ) -> list[str]:
+    progress = view.progress.get("progressPercentage")
     row = [
         view.name,
         view.state,
         view.runtime_name,
         str(view.num_nodes) if view.num_nodes is not None else "-",
+        f"{progress}%" if isinstance(progress, int) else "-",
+        eta(view.progress.get("estimatedRemainingSeconds")),
         age(view.created, now),
     ]
     if wide:
-        progress = view.progress.get("progressPercentage")
         running = sum(1 for s in view.steps if s.phase == "Running")
         row += [
-            f"{progress}%" if isinstance(progress, int) else "-",
-            eta(view.progress.get("estimatedRemainingSeconds")),
             f"{running}/{len(view.steps)} running" if view.steps else "-",
             view.message or "-",
         ]
