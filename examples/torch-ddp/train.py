@@ -19,6 +19,11 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+try:  # kubetrain's progress reporter; an image without kubetrain trains all the same
+    from kubetrain import progress
+except ImportError:
+    progress = None
+
 FEATURES, CLASSES, SAMPLES = 16, 8, 4096
 
 
@@ -71,8 +76,11 @@ def main() -> None:
         dist.all_reduce(total)
         if rank == 0:
             print(f"epoch {epoch:3d}  loss {total[0] / total[1]:.4f}", flush=True)
-        # PROGRESS: report epoch / args.epochs and the loss to the TrainJob status here,
-        # once kubetrain.progress exists (another helper adds it).
+        if progress is not None:
+            # Percent, ETA and loss into the TrainJob status: rank 0 sends, off-cluster a no-op.
+            mean = round(float(total[0] / total[1]), 4)
+            metrics = {"loss": mean, "epoch": epoch}
+            progress.report(step=epoch, total_steps=args.epochs, metrics=metrics)
 
     if rank == 0:
         with torch.no_grad():
