@@ -1,0 +1,177 @@
+"""End to end on the embedded control plane: the examples as TrainJobs through the daemon
+(API server + controller + executor), real pods, real training, TrainJob status.
+
+JAX and XGBoost need nothing from the engine beyond its pods; the MPI runtimes rely on the
+framework hooks the engine calls (the sandbox's `pod_overlay`, the executor's
+`local_refusal`, the daemon's image map through `with_framework_images`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from frameworks_plane import bwrap_usable, default_runtime
+
+from kubetrain.local.daemon import ensure_daemon, stop_daemon
+from kubetrain.local.executor import KubeApi
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not bwrap_usable(), reason="needs bubblewrap and openssh-server"),
+]
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+PODS = ("v1", "pods")
+TRAINJOBS = ("trainer.kubeflow.org/v1alpha1", "trainjobs")
+RUNTIMES = ("trainer.kubeflow.org/v1alpha1", "trainingruntimes")
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "home"
+    try:
+        yield path
+    finally:
+        stop_daemon(path, kill_pods=True, timeout=10)
+
+
+def example(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load((EXAMPLES / name / "trainjob.yaml").read_text())
+    data["metadata"]["namespace"] = "default"
+    return data
+
+
+def no_retries(trainjob: dict[str, Any]) -> dict[str, Any]:
+    """A namespaced copy of the TrainJob's default runtime whose Jobs never retry a pod; the
+    TrainJob is pointed at it.
+
+    The default runtimes leave ``backoffLimit`` at the Job default (6): a crashing rank is
+    retried (on a cluster for about ten minutes of back-off) before the TrainJob fails. These
+    tests are about what happens once a pod has failed for good.
+    """
+    runtime = default_runtime(trainjob["spec"]["runtimeRef"]["name"])
+    runtime["kind"] = "TrainingRuntime"
+    labels = runtime["metadata"].get("labels", {})
+    runtime["metadata"] = {"name": "no-retries", "namespace": "default", "labels": labels}
+    for rjob in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+        rjob["template"]["spec"]["backoffLimit"] = 0
+    trainjob["spec"]["runtimeRef"] = {"name": "no-retries", "kind": "TrainingRuntime"}
+    return runtime
+
+
+async def run(
+    home: Path,
+    trainjob: dict[str, Any],
+    timeout: float = 90,
+    runtime: dict[str, Any] | None = None,
+) -> tuple[dict[str, Any], str, float]:
+    """Submit (with ``runtime`` first, if any), wait for Complete or Failed;
+    (TrainJob, all pod logs, seconds from submission)."""
+    info = await asyncio.to_thread(ensure_daemon, home)
+    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    name = trainjob["metadata"]["name"]
+    try:
+        if runtime is not None:
+            await api.create(RUNTIMES, runtime)
+        start = time.monotonic()
+        await api.create(TRAINJOBS, trainjob)
+        while True:
+            obj = await api.get(TRAINJOBS, "default", name)
+            conds = (obj.get("status") or {}).get("conditions") or []
+            if any(c["type"] in ("Complete", "Failed") and c["status"] == "True" for c in conds):
+                break
+            if time.monotonic() - start > timeout:
+                raise TimeoutError(f"{name} did not finish: {conds}")
+            await asyncio.sleep(0.2)
+        elapsed = time.monotonic() - start
+        logs = "".join(_read(p) for p in sorted((home / "logs" / "default").rglob("*.log")))
+        return obj, logs, elapsed
+    finally:
+        await api.close()
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except FileNotFoundError:  # a deleted pod's log may go while we read
+        return ""
+
+
+def condition(obj: dict[str, Any]) -> dict[str, Any]:
+    conds = obj["status"]["conditions"]
+    found: dict[str, Any] = next(
+        c for c in conds if c["type"] in ("Complete", "Failed") and c["status"] == "True"
+    )
+    return found
+
+
+def digests(text: str) -> set[str]:
+    return set(re.findall(r"digest ([0-9a-f]{16})", text))
+
+
+@pytest.mark.parametrize("name", ["jax", "xgboost"])
+async def test_the_example_completes_and_all_ranks_hold_one_model(home: Path, name: str) -> None:
+    pytest.importorskip(name)
+    obj, logs, _ = await run(home, example(name))
+    assert condition(obj)["type"] == "Complete", logs
+    assert logs.count("digest ") == 2 and len(digests(logs)) == 1, logs
+
+
+@pytest.mark.parametrize("name", ["jax", "xgboost"])
+async def test_a_crashing_worker_fails_the_trainjob_within_30_s(home: Path, name: str) -> None:
+    job = example(name)
+    # Rank 1 dies before it joins; rank 0 would wait for it for minutes on its own.
+    rank_env = {"jax": "JAX_PROCESS_ID", "xgboost": "DMLC_TASK_ID"}[name]
+    job["spec"]["trainer"]["command"] = [
+        "python", "-c",
+        f"import os, sys, time\nif os.environ['{rank_env}'] == '1':\n    sys.exit(3)\n"
+        "time.sleep(300)\n",
+    ]  # fmt: skip
+    obj, _, elapsed = await run(home, job, runtime=no_retries(job))
+    failed = condition(obj)
+    assert failed["type"] == "Failed" and failed["reason"], failed
+    assert elapsed < 30
+    await _no_live_pods(home, name)
+
+
+async def _no_live_pods(home: Path, name: str) -> None:
+    info = await asyncio.to_thread(ensure_daemon, home)
+    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            items, _ = await api.list(PODS, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}")
+            if all((p.get("status") or {}).get("phase") in ("Succeeded", "Failed") for p in items):
+                return
+            assert time.monotonic() < deadline, [p["status"].get("phase") for p in items]
+            await asyncio.sleep(0.2)
+    finally:
+        await api.close()
+
+
+async def test_the_mpi_example_completes_over_real_sshd(home: Path) -> None:
+    obj, logs, _ = await run(home, example("mpi"))
+    assert condition(obj)["type"] == "Complete", logs
+    assert "allreduce(rank + 1) = 21 (expected 21)" in logs
+    assert "weights identical on all 6 ranks: True" in logs
+
+
+async def test_an_mpi_rank_that_dies_fails_the_trainjob_within_30_s(home: Path) -> None:
+    job = example("mpi")
+    job["spec"]["trainer"]["command"] = [
+        "mpirun", "python", "-c",
+        "import os, time\nfrom mpi4py import MPI\nMPI.COMM_WORLD.allreduce(1)\n"
+        "if MPI.COMM_WORLD.Get_rank() == 1:\n    os._exit(3)\ntime.sleep(300)\n",
+    ]  # fmt: skip
+    obj, _, elapsed = await run(home, job, runtime=no_retries(job))
+    failed = condition(obj)
+    assert failed["type"] == "Failed" and failed["reason"], failed
+    assert elapsed < 30
+    await _no_live_pods(home, "mpi")
