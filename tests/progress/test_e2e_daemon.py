@@ -138,6 +138,9 @@ async def test_a_training_pod_reports_progress_that_kubetrain_get_and_metrics_sh
     assert lines[0] == "lastUpdatedTime,progressPercentage,estimatedRemainingSeconds,loss"
     assert len(lines) >= 3, csv_text  # header + at least two reports
     assert lines[-1].split(",")[1] == "100"
+    chart = home / "curves.png"
+    kubetrain(home, "metrics", "reporting", "--plot", str(chart))
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 async def test_the_official_sdk_helper_works_from_inside_a_local_trainjob(home: Path) -> None:

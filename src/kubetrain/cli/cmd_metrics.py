@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["add_arguments", "metric_names", "plot_png", "rows", "run"]
 
-PLOT_HINT = "plotting needs matplotlib: pip install matplotlib"
+PLOT_HINT = "pip install matplotlib"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -102,8 +102,9 @@ def _run(args: argparse.Namespace) -> int:
         raise ClientError(f'trainjobs.trainer.kubeflow.org "{args.name}" not found')
     names = metric_names(points, args.metric)
     if args.plot is not None:
-        plot_png(points, names, args.plot, title=f"trainjob/{args.name}")
-        print(f"wrote {args.plot}", file=sys.stderr)
+        how = plot_png(points, names, args.plot, title=f"trainjob/{args.name}")
+        hint = "" if how == "matplotlib" else f" (simple chart; {PLOT_HINT} for axes)"
+        print(f"wrote {args.plot}{hint}", file=sys.stderr)
         return 0
     if not points:
         print(f'No progress reports for trainjob "{args.name}" yet.', file=sys.stderr)
@@ -160,18 +161,15 @@ def _latest_only(job: dict[str, Any]) -> list[Point]:
     ]
 
 
-def plot_png(points: Sequence[Point], names: Sequence[str], path: Path, *, title: str) -> None:
-    """One panel per numeric metric (and progress), against minutes since the first report."""
+def plot_png(points: Sequence[Point], names: Sequence[str], path: Path, *, title: str) -> str:
+    """One panel per numeric metric (and progress) against minutes since the first report.
+
+    Drawn with matplotlib when it is installed, else with the built-in PNG writer; returns
+    which ("matplotlib" or "built-in").
+    """
     from kubetrain.client.errors import ClientError
     from kubetrain.local.history import as_number
 
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")  # files only; never open a window
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise ClientError(PLOT_HINT) from None
     if not points:
         raise ClientError("nothing to plot: no progress reports yet")
     start = points[0].received
@@ -195,6 +193,17 @@ def plot_png(points: Sequence[Point], names: Sequence[str], path: Path, *, title
         panels.append(("progress %", [x for x, _ in progress], [y for _, y in progress]))
     if not panels:
         raise ClientError("nothing to plot: no numeric metrics reported")
+    try:
+        import matplotlib
+    except ImportError:
+        from kubetrain.cli.pngplot import write_png_chart
+
+        # Enough to see a curve; `pip install matplotlib` gives axes and ticks.
+        write_png_chart(panels, path, title=title)
+        return "built-in"
+    matplotlib.use("Agg")  # files only; never open a window
+    import matplotlib.pyplot as plt
+
     fig, axes = plt.subplots(
         len(panels), 1, sharex=True, figsize=(8, 2.2 * len(panels) + 0.6), squeeze=False
     )
@@ -209,3 +218,4 @@ def plot_png(points: Sequence[Point], names: Sequence[str], path: Path, *, title
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+    return "matplotlib"
