@@ -52,13 +52,49 @@ def home(tmp_path: Path) -> Iterator[Path]:
         stop_daemon(path, kill_pods=True, timeout=10)
 
 
+# A plain runtime (no framework, no declared ports): these jobs never queue behind other torch
+# jobs on this machine for port 29500. TrainJobStatus applies to every runtime alike.
+RUNTIME = {
+    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+    "kind": "TrainingRuntime",
+    "metadata": {"name": "plain", "namespace": "default"},
+    "spec": {
+        "mlPolicy": {"numNodes": 1},
+        "template": {
+            "spec": {
+                "replicatedJobs": [
+                    {
+                        "name": "node",
+                        "template": {
+                            "metadata": {
+                                "labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
+                            },
+                            "spec": {
+                                "template": {
+                                    "spec": {"containers": [{"name": "node", "image": "python"}]}
+                                }
+                            },
+                        },
+                    }
+                ]
+            }
+        },
+    },
+}
+RUNTIMES = ("trainer.kubeflow.org/v1alpha1", "trainingruntimes")
+
+
 def trainjob(name: str, code: str, **env: str) -> dict[str, Any]:
     return {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainJob",
         "metadata": {"name": name, "namespace": "default"},
         "spec": {
-            "runtimeRef": {"name": "torch-distributed"},
+            "runtimeRef": {
+                "name": "plain",
+                "kind": "TrainingRuntime",
+                "apiGroup": "trainer.kubeflow.org",
+            },
             "trainer": {
                 "numNodes": 1,
                 "command": ["python", "-c", code],
@@ -121,6 +157,7 @@ async def test_a_training_pod_reports_progress_that_kubetrain_get_and_metrics_sh
     info = await asyncio.to_thread(ensure_daemon, home)
     api = KubeApi.from_kubeconfig(info.kubeconfig)
     try:
+        await api.create(RUNTIMES, RUNTIME)
         await api.create(
             TRAINJOBS, trainjob("reporting", REPORTING, KUBETRAIN_PROGRESS_INTERVAL="0.3")
         )
@@ -148,6 +185,7 @@ async def test_the_official_sdk_helper_works_from_inside_a_local_trainjob(home: 
     info = await asyncio.to_thread(ensure_daemon, home)
     api = KubeApi.from_kubeconfig(info.kubeconfig)
     try:
+        await api.create(RUNTIMES, RUNTIME)
         await api.create(TRAINJOBS, trainjob("sdk", OFFICIAL_SDK))
         done = await finished(api, "sdk")
         assert _conditions(done) == ["Complete"], log_of(home, "sdk")
