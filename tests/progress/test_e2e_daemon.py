@@ -43,8 +43,16 @@ raise SystemExit(0 if ok else 3)
 """
 
 
-@pytest.fixture
-def home(tmp_path: Path) -> Iterator[Path]:
+@pytest.fixture(
+    params=["default", "plain"], ids=["sandbox as the machine allows", "plain fallback"]
+)
+def home(
+    tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
+    # The plain fallback has no /etc/hosts of its own: the Service name in the URL is
+    # rewritten to the daemon's address, which the serving certificate also names.
+    if request.param == "plain":
+        monkeypatch.setenv("KUBETRAIN_SANDBOX", "plain")
     path = tmp_path / "home"
     try:
         yield path
