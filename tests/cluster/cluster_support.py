@@ -1,11 +1,6 @@
-"""Helpers for the cluster tests: the embedded API server with kubetrain's admission plugged in,
-HTTPS clients that trust a test CA, and a tiny TokenReview authority.
-
-``RuntimeAdmission`` is the embedded API server's side of admission: the same
-``validate_trainjob``/``validate_runtime`` and the same ``TrainJobDefaulter`` the webhook
-server calls. TODO(H4's admission wiring): when ``kubetrain.local.apiserver`` ships its own
-runtime-backed admission, use that instead of this stand-in.
-"""
+"""Helpers for the cluster tests: HTTPS clients that trust a test CA, and a tiny TokenReview
+authority. The embedded API server's admission is ``kubetrain.runtime.admission.TrainerAdmission``,
+the same rules the webhook server applies."""
 
 from __future__ import annotations
 
@@ -19,49 +14,11 @@ from typing import Any
 from aiohttp import web
 from lightkube.config.kubeconfig import KubeConfig
 
-from kubetrain.api.errors import FieldError
 from kubetrain.controller.kube import KubeClient, connect
-from kubetrain.local.apiserver import ApiServer, ObjectReader, Operation, TrainJobDefaulter
-from kubetrain.runtime.core import runtime_ref
-from kubetrain.runtime.validate import runtime_webhook_enabled, validate_runtime, validate_trainjob
+from kubetrain.local.apiserver import ApiServer
 
 Obj = dict[str, Any]
 TRAINER = "trainer.kubeflow.org/v1alpha1"
-
-
-class RuntimeAdmission(TrainJobDefaulter):
-    """Trainer's validating webhooks, called in-process by the embedded API server."""
-
-    def validate(
-        self, operation: Operation, obj: Obj, old: Obj | None, *, reader: ObjectReader
-    ) -> tuple[list[FieldError], list[str]]:
-        kind = obj.get("kind")
-        if operation == "DELETE":
-            return [], []
-        if kind == "TrainJob":
-            namespace = str((obj.get("metadata") or {}).get("namespace") or "")
-            group, rkind, name = runtime_ref(obj)
-            runtime = None
-            if group == "trainer.kubeflow.org" and rkind in (
-                "TrainingRuntime",
-                "ClusterTrainingRuntime",
-            ):
-                runtime = reader.get(
-                    TRAINER, rkind, namespace if rkind == "TrainingRuntime" else None, name
-                )
-            jobset = None
-            if old is not None:
-                jobset = reader.get(
-                    "jobset.x-k8s.io/v1alpha2", "JobSet", namespace, str(obj["metadata"]["name"])
-                )
-            verdict = validate_trainjob(obj, runtime, old=old, jobset=jobset)
-            return verdict.errors, verdict.warnings
-        if kind in ("TrainingRuntime", "ClusterTrainingRuntime"):
-            verdict = validate_runtime(
-                obj, old=old, operation=operation, webhook=runtime_webhook_enabled(obj)
-            )
-            return verdict.errors, verdict.warnings
-        return [], []
 
 
 def client_for(server: ApiServer) -> KubeClient:

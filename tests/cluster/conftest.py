@@ -6,10 +6,11 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from cluster_support import RuntimeAdmission, client_for
+from cluster_support import client_for
 
 from kubetrain.controller.kube import KubeClient
 from kubetrain.local.apiserver import ApiServer
+from kubetrain.runtime.admission import TrainerAdmission
 
 
 @pytest.fixture(scope="session")
@@ -26,7 +27,7 @@ async def apiserver(tmp_path: Path, crds: list[dict[str, object]]) -> AsyncItera
     server = ApiServer(
         tmp_path / "home",
         crds=crds,
-        admission=RuntimeAdmission(),
+        admission=TrainerAdmission(),
         seed_objects=default_runtimes,
         in_memory=True,
         bookmark_interval=0.5,

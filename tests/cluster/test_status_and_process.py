@@ -119,15 +119,14 @@ WEBHOOK_KINDS = (
 @pytest.fixture
 async def cluster_server(tmp_path: Path, crds: list[Obj]) -> AsyncIterator[ApiServer]:
     """An embedded API server that also stores webhook configurations (as a cluster would)."""
-    from cluster_support import RuntimeAdmission
-
+    from kubetrain.runtime.admission import TrainerAdmission
     from kubetrain.runtime.defaults import default_runtimes
 
     server = ApiServer(
         tmp_path / "home",
         crds=crds,
         resources=WEBHOOK_KINDS,
-        admission=RuntimeAdmission(),
+        admission=TrainerAdmission(),
         seed_objects=default_runtimes,
         in_memory=True,
         bookmark_interval=0.5,

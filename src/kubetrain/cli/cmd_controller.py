@@ -20,38 +20,10 @@ __all__ = ["add_arguments", "admission_rules", "config_from_args", "run"]
 
 
 def admission_rules() -> AdmissionRules:
-    """The TrainJob mutating rule and the denial text, shared with the embedded API server.
-
-    Both live in ``kubetrain.local.apiserver`` today; the controller layer may not import it, so
-    the CLI (above both) hands them over. Nothing here is a second copy.
-    """
+    """The TrainJob mutating rule and the denial text, shared with the embedded API server."""
     from kubetrain.controller.webhook import AdmissionRules
-    from kubetrain.local.apiserver.admission import Operation, TrainJobDefaulter
-    from kubetrain.local.apiserver.errors import aggregate_text
 
-    defaulter = TrainJobDefaulter()
-
-    def mutate(
-        operation: str, obj: dict[str, object], old: dict[str, object] | None
-    ) -> dict[str, object]:
-        op: Operation = "UPDATE" if operation == "UPDATE" else "CREATE"
-        return defaulter.mutate(op, obj, old, reader=_NO_READER)
-
-    return AdmissionRules(mutate_trainjob=mutate, error_text=aggregate_text)
-
-
-class _NoReader:
-    # The defaulter never reads other objects; anything that asks gets nothing.
-    def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> None:
-        return None
-
-    def list(
-        self, api_version: str, kind: str, namespace: str | None = None
-    ) -> list[dict[str, object]]:
-        return []
-
-
-_NO_READER = _NoReader()
+    return AdmissionRules.default()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -4,9 +4,8 @@ In a cluster the kube-apiserver calls these endpoints (reference §1.5) before i
 TrainJob, TrainingRuntime or ClusterTrainingRuntime. Every decision is made by the same
 functions the embedded API server calls in-process: ``kubetrain.runtime.validate_trainjob`` /
 ``validate_runtime`` for the validating webhooks, and the TrainJob mutating rule (runtimePatches
-time stamps) for the defaulter. That rule and the text of a denial are passed in as
-``AdmissionRules``, because today they live above this layer (in ``kubetrain.local.apiserver``);
-``kubetrain.cli.cmd_controller.admission_rules()`` builds the one shared instance.
+time stamps) for the defaulter; ``AdmissionRules.default()`` names that rule and the text of a
+denial (``kubetrain.api.errors.aggregate_text``), the same ones the embedded API server uses.
 
 Answer shape (controller-runtime's, which upstream uses): a denial is ``allowed: false`` with
 ``status {code: 403, reason: Forbidden, message: <field errors>}``; the kube-apiserver then
@@ -25,11 +24,12 @@ import ssl
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from aiohttp import web
 
-from kubetrain.api.errors import FieldError
+from kubetrain.api.errors import FieldError, aggregate_text
 from kubetrain.api.types import Obj
 from kubetrain.controller.kube import TRANSPORT_ERRORS, ApiError, KubeClient
 from kubetrain.controller.resources import (
@@ -40,6 +40,7 @@ from kubetrain.controller.resources import (
     Kind,
 )
 from kubetrain.runtime.config import Environment, FeatureGates
+from kubetrain.runtime.validate import default_trainjob
 
 __all__ = [
     "ADMISSION_API_VERSION",
@@ -111,10 +112,21 @@ class AdmissionRules:
 
     ``mutate_trainjob(operation, trainjob, old)`` returns the TrainJob to store (it may change its
     argument); ``error_text(errors)`` is the text of a denial (Go's ``ErrorList.ToAggregate()``).
+    ``AdmissionRules.default()`` takes both from where they live once: ``kubetrain.runtime``'s
+    ``default_trainjob`` and ``kubetrain.api.errors.aggregate_text``.
     """
 
     mutate_trainjob: Callable[[str, Obj, Obj | None], Obj]
     error_text: Callable[[Sequence[FieldError]], str]
+
+    @classmethod
+    def default(cls) -> AdmissionRules:
+        def mutate(operation: str, obj: Obj, old: Obj | None) -> Obj:
+            return default_trainjob(
+                obj, old=old if operation == "UPDATE" else None, now=datetime.now(UTC)
+            )
+
+        return cls(mutate_trainjob=mutate, error_text=aggregate_text)
 
 
 def _escape(token: str) -> str:

@@ -10,7 +10,7 @@ whoever builds the server; this module ships a permissive default and Trainer's 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
@@ -107,11 +107,11 @@ def _now() -> str:
 
 
 class TrainJobDefaulter(PermissiveAdmission):
-    """Trainer's mutating webhook: stamp ``spec.runtimePatches[].time``.
+    """Trainer's mutating webhook alone: stamp ``spec.runtimePatches[].time``.
 
-    On CREATE every patch without a time gets now. On UPDATE a manager that was already there
-    keeps its old time when its patch is otherwise unchanged, and gets now when it changed; a
-    new manager without a time gets now.
+    The rule is ``kubetrain.runtime``'s ``default_trainjob`` (one copy, shared with the cluster
+    webhook); ``clock`` returns the RFC 3339 time to stamp. The daemon and ``kubetrain serve``
+    use ``kubetrain.runtime.admission.TrainerAdmission``, which adds the validating webhooks.
     """
 
     def __init__(self, clock: Callable[[], str] = _now) -> None:
@@ -127,32 +127,10 @@ class TrainJobDefaulter(PermissiveAdmission):
     ) -> dict[str, Any]:
         if obj.get("kind") != "TrainJob" or operation == "DELETE":
             return obj
-        patches = (obj.get("spec") or {}).get("runtimePatches")
-        if not isinstance(patches, list):
-            return obj
-        old_by_manager: dict[str, Mapping[str, Any]] = {}
-        if operation == "UPDATE" and old is not None:
-            for patch in (old.get("spec") or {}).get("runtimePatches") or ():
-                if isinstance(patch, Mapping) and "manager" in patch:
-                    old_by_manager[patch["manager"]] = patch
-        now = self._clock()
-        for patch in patches:
-            if not isinstance(patch, dict):
-                continue
-            before = old_by_manager.get(patch.get("manager", ""))
-            if before is not None:
-                unchanged = _without_time(before) == _without_time(patch)
-                if unchanged and "time" in before:
-                    patch["time"] = before["time"]
-                else:
-                    patch["time"] = now
-            elif "time" not in patch:
-                patch["time"] = now
-        return obj
+        from kubetrain.runtime.validate import default_trainjob
 
-
-def _without_time(patch: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in patch.items() if k != "time"}
+        now = datetime.fromisoformat(self._clock())
+        return default_trainjob(obj, old=old if operation == "UPDATE" else None, now=now)
 
 
 class ChainAdmission:

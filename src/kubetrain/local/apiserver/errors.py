@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kubetrain.api.errors import FieldError
+from kubetrain.api.errors import ERROR_TYPE_TEXT, FieldError, aggregate_text, field_error_text
 
 __all__ = [
     "ApiError",
@@ -27,19 +27,6 @@ __all__ = [
     "unauthorized",
     "unsupported_media_type",
 ]
-
-# field.ErrorType → the words Kubernetes prints and the cause reason it reports.
-_TYPE_TEXT = {
-    "Invalid": ("Invalid value", "FieldValueInvalid"),
-    "Required": ("Required value", "FieldValueRequired"),
-    "Forbidden": ("Forbidden", "FieldValueForbidden"),
-    "NotFound": ("Not found", "FieldValueNotFound"),
-    "Duplicate": ("Duplicate value", "FieldValueDuplicate"),
-    "NotSupported": ("Unsupported value", "FieldValueNotSupported"),
-    "TooMany": ("Too many", "FieldValueTooMany"),
-    "TooLong": ("Too long", "FieldValueTooLong"),
-}
-
 
 class ApiError(Exception):
     """An error answer: HTTP ``code``, Kubernetes ``reason`` and a human ``message``."""
@@ -127,28 +114,12 @@ def conflict(group: str, plural: str, name: str, why: str) -> ApiError:
     )
 
 
-def field_error_text(error: FieldError) -> str:
-    """One error the way Kubernetes prints it: ``spec.x: Invalid value: must be >= 1``."""
-    words = _TYPE_TEXT.get(error.type, (error.type, ""))[0]
-    if not error.path:
-        return error.reason
-    if any(error.reason.startswith(w) for w, _ in _TYPE_TEXT.values()):
-        return f"{error.path}: {error.reason}"  # the reason already says what kind of error
-    return f"{error.path}: {words}: {error.reason}" if error.reason else f"{error.path}: {words}"
-
-
-def aggregate_text(errors: Sequence[FieldError]) -> str:
-    """Several errors joined like Go's ``ErrorList.ToAggregate()``: bare when one, ``[a, b]`` when many."""
-    texts = [field_error_text(e) for e in errors]
-    return texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
-
-
 def invalid(group: str, kind: str, name: str, errors: Sequence[FieldError]) -> ApiError:
     """422 Invalid with one cause per field error; the message names every field."""
     qualified = f"{kind}.{group}" if group else kind
     causes = [
         {
-            "reason": _TYPE_TEXT.get(e.type, ("", "FieldValueInvalid"))[1],
+            "reason": ERROR_TYPE_TEXT.get(e.type, ("", "FieldValueInvalid"))[1],
             "message": field_error_text(e),
             "field": e.path,
         }
