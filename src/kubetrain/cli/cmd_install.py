@@ -33,15 +33,13 @@ __all__ = [
 Obj = dict[str, Any]
 
 NAMESPACE = "kubeflow-system"
+PUBLIC = "kubeflow-trainer-public"
 NAME = "kubeflow-trainer-controller-manager"  # Deployment, Service and ServiceAccount
 WEBHOOK_SECRET = "kubeflow-trainer-webhook-cert"
 CONFIG_MAP = "kubeflow-trainer-config"
 CONFIG_KEY = "controller_manager_config.yaml"
 CONFIG_DIR = "/etc/kubetrain"
 CERT_DIR = "/tmp/k8s-webhook-server/serving-certs"
-PUBLIC = "kubeflow-trainer-public"
-# The Trainer release whose API and behaviour kubetrain implements; the official SDK reads it.
-TRAINER_VERSION = "v2.3.0"
 IMAGE = "ghcr.io/kubetrain/controller"
 LABELS = {"app.kubernetes.io/name": "kubetrain", "app.kubernetes.io/component": "controller"}
 _GROUP = "trainer.kubeflow.org"
@@ -204,13 +202,12 @@ def _binding(
 
 def _public() -> list[Obj]:
     """The ConfigMap the official SDK reads, readable by every authenticated user."""
+    from kubetrain.runtime.defaults import public_config_map
+
+    public = public_config_map()
+    public["metadata"] = _meta(PUBLIC)
     return [
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": _meta(PUBLIC),
-            "data": {"kubeflow_trainer_version": TRAINER_VERSION},
-        },
+        public,
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",

@@ -1,13 +1,21 @@
-"""``kubetrain serve``: run the local control plane in the foreground.
+"""``kubetrain serve``: the local control plane in the foreground, as a Kubernetes API.
 
-At this stage that is the embedded API server alone. Once it answers, a kubeconfig with the
-context ``kubetrain-local`` is written (default ``$KUBETRAIN_HOME/kubeconfig``).
+It runs what the background daemon runs (API server, controller, executor, status server) for
+one ``KUBETRAIN_HOME``, in this terminal, until Ctrl-C. Once everything answers it writes a
+kubeconfig with the context ``kubetrain-local`` (``--kubeconfig PATH``, default
+``$KUBETRAIN_HOME/kubeconfig``), so kubectl and the official Kubeflow SDK can use it unchanged.
+Requests need the bearer token in that kubeconfig; the server listens on loopback only unless
+``--host`` says otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kubetrain.local.apiserver import ApiServer
 
 __all__ = ["add_arguments", "run"]
 
@@ -20,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="where to write the kubeconfig (default: $KUBETRAIN_HOME/kubeconfig)",
     )
     parser.add_argument(
-        "--port", type=int, default=0, help="port to listen on (default: a free one)"
+        "--port", type=int, default=None, help="port to listen on (default: the last one, else a free one)"
     )
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default: loopback only)"
@@ -35,39 +43,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import asyncio
-    import signal
+    import logging
     import sys
 
-    from kubetrain.api.schema import crd_manifests
-    from kubetrain.local.apiserver import ApiServer
-    from kubetrain.runtime.defaults import default_runtimes
+    from kubetrain.local.daemon import daemon_status, default_home
+    from kubetrain.local.daemon.main import ALREADY_RUNNING, run_daemon
 
-    async def main() -> int:
-        server = ApiServer(
-            args.home,
-            host=args.host,
-            port=args.port,
-            crds=crd_manifests(),
-            seed_objects=default_runtimes,
+    home: Path = args.home or default_home()
+    status = daemon_status(home)
+    if status.running:
+        print(
+            f"kubetrain serve: a daemon already serves {home} (pid {status.pid}) at {status.url};\n"
+            f"  use its kubeconfig {status.kubeconfig}, or stop it first: kubetrain daemon stop",
+            file=sys.stderr,
         )
-        try:
-            await server.start()
-        except OSError as exc:
-            print(
-                f"kubetrain serve: cannot listen on {args.host}:{args.port}: {exc.strerror}",
-                file=sys.stderr,
-            )
-            return 1
-        path = server.write_kubeconfig(args.kubeconfig)
-        print(f"kubetrain API server at {server.url}", flush=True)
-        print(f"kubeconfig: {path} (context kubetrain-local)", flush=True)
-        print(f"try: kubectl --kubeconfig {path} get trainjobs", flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await stop.wait()
-        await server.close()
-        return 0
+        return 1
 
-    return asyncio.run(main())
+    def ready(server: ApiServer) -> None:
+        path = server.write_kubeconfig(args.kubeconfig) if args.kubeconfig else home / "kubeconfig"
+        print(f"kubetrain control plane at {server.url} (home {home})", flush=True)
+        print(f"kubeconfig: {path} (context kubetrain-local)", flush=True)
+        print(f"try: kubectl --kubeconfig {path} get trainjobs,clustertrainingruntimes", flush=True)
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        code = asyncio.run(run_daemon(home, port=args.port, host=args.host, on_ready=ready))
+    except OSError as exc:
+        print(f"kubetrain serve: cannot listen on {args.host}:{args.port}: {exc.strerror}", file=sys.stderr)
+        return 1
+    if code == ALREADY_RUNNING:
+        return 1
+    return code

@@ -20,7 +20,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,10 +60,11 @@ def _previous_port(files: DaemonFiles) -> int:
     return int(port) if isinstance(port, int) else 0
 
 
-async def _start_server(home: Path, port: int) -> ApiServer:
+async def _start_server(home: Path, port: int, host: str = "127.0.0.1") -> ApiServer:
     from kubetrain.api.schema import crd_manifests
     from kubetrain.local.tokens import TokenAuthority
-    from kubetrain.runtime.defaults import default_runtimes
+    from kubetrain.runtime.admission import TrainerAdmission
+    from kubetrain.runtime.defaults import install_defaults
 
     # TokenRequest/TokenReview, as a cluster's API server serves them: pods get bound tokens
     # for the status server, which reviews them here.
@@ -77,9 +78,13 @@ async def _start_server(home: Path, port: int) -> ApiServer:
     for candidate in dict.fromkeys([port, 0]):
         server = ApiServer(
             home,
+            host=host,
             port=candidate,
             crds=crds,
-            seed_objects=default_runtimes,
+            # Trainer's webhooks, in-process: the same rules the cluster webhook server applies.
+            admission=TrainerAdmission(),
+            # What an install holds from its first start: default runtimes, public ConfigMap.
+            seed_objects=install_defaults,
             routes=authority.routes(),
         )
         authority.attach(server.reader)
@@ -94,8 +99,19 @@ async def _start_server(home: Path, port: int) -> ApiServer:
     raise last
 
 
-async def run_daemon(home: Path, *, executor_settings: ExecutorSettings | None = None) -> int:
-    """Run until SIGTERM/SIGINT; the process exit status."""
+async def run_daemon(
+    home: Path,
+    *,
+    executor_settings: ExecutorSettings | None = None,
+    port: int | None = None,
+    host: str = "127.0.0.1",
+    on_ready: Callable[[ApiServer], None] | None = None,
+) -> int:
+    """Run until SIGTERM/SIGINT; the process exit status.
+
+    ``port`` pins the API server's port (default: the previous daemon's, else a free one);
+    ``on_ready`` runs once everything answers (``kubetrain serve`` prints and writes there).
+    """
     files = DaemonFiles(home)
     lock_fd = _take_lock(files)
     if lock_fd is None:
@@ -110,7 +126,7 @@ async def run_daemon(home: Path, *, executor_settings: ExecutorSettings | None =
         files.stop_request.unlink()
     files.write_atomic(files.pid, f"{os.getpid()}\n")
     started = time.time()
-    server = await _start_server(home, _previous_port(files))
+    server = await _start_server(home, _previous_port(files) if port is None else port, host)
     kubeconfig = server.write_kubeconfig(files.kubeconfig)
     api = KubeApi.from_kubeconfig(kubeconfig)
     plane = await _start_status_plane(home, kubeconfig)
@@ -131,6 +147,8 @@ async def run_daemon(home: Path, *, executor_settings: ExecutorSettings | None =
         }
         files.write_atomic(files.info, json.dumps(info, indent=1))
         files.write_atomic(files.port, f"{server.port}\n")
+        if on_ready is not None:
+            on_ready(server)
         log.info(
             "kubetrain daemon ready at %s (pid %d, %.2fs)",
             server.url,

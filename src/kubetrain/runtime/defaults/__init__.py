@@ -21,9 +21,19 @@ import yaml
 __all__ = [
     "DATA_CACHE_RUNTIME_NAMES",
     "DEFAULT_RUNTIME_NAMES",
+    "OPERATOR_NAMESPACE",
+    "PUBLIC_CONFIG_MAP",
+    "TRAINER_RELEASE",
     "data_cache_runtimes",
     "default_runtimes",
+    "install_defaults",
+    "public_config_map",
 ]
+
+# The Trainer release whose API and behaviour kubetrain implements; the official SDK reads it.
+TRAINER_RELEASE = "v2.3.0"
+OPERATOR_NAMESPACE = "kubeflow-system"
+PUBLIC_CONFIG_MAP = "kubeflow-trainer-public"
 
 Obj = dict[str, Any]
 
@@ -62,3 +72,18 @@ def default_runtimes() -> list[Obj]:
 def data_cache_runtimes() -> list[Obj]:
     """Fresh copies of the runtimes upstream installs only with the data cache enabled."""
     return [copy.deepcopy(obj) for obj in _load(DATA_CACHE_RUNTIME_NAMES)]
+
+
+def public_config_map() -> Obj:
+    """The ConfigMap an install publishes for clients: the official SDK reads its version at start."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": PUBLIC_CONFIG_MAP, "namespace": OPERATOR_NAMESPACE},
+        "data": {"kubeflow_trainer_version": TRAINER_RELEASE},
+    }
+
+
+def install_defaults() -> list[Obj]:
+    """Every object an install holds from its first start: the default runtimes and the public ConfigMap."""
+    return [*default_runtimes(), public_config_map()]
