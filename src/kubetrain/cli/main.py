@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "describe": ("cmd_describe", "show one TrainJob: runtime, steps, conditions, events"),
     "logs": ("cmd_logs", "print or follow a TrainJob step's output"),
     "events": ("cmd_events", "list the Events of a TrainJob and its JobSet and pods"),
+    "metrics": ("cmd_metrics", "print or plot the progress reports (loss, metrics) a TrainJob sent"),
     "suspend": ("cmd_suspend", "suspend TrainJobs (their pods stop)"),
     "resume": ("cmd_resume", "resume suspended TrainJobs"),
     "delete": ("cmd_delete", "delete TrainJobs and wait until every process is gone"),
