@@ -15,6 +15,7 @@ import base64
 import copy
 import os
 import random
+import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -38,7 +39,15 @@ from kubetrain.runtime import Environment, render
 from kubetrain.runtime.defaults import default_runtimes
 from kubetrain.runtime.sshkeys import generate_ssh_keypair
 
-__all__ = ["Outcome", "OverlaySandbox", "default_runtime", "plan_objects", "run_trainjob"]
+__all__ = [
+    "Outcome",
+    "OverlaySandbox",
+    "default_runtime",
+    "plan_objects",
+    "run_trainjob",
+    "wait_wildcard_port",
+    "wildcard_port_free",
+]
 
 
 class OverlaySandbox(PodSandbox):
@@ -192,6 +201,33 @@ async def run_trainjob(
         failed_first=failed_first,
         alive_after=[host for host, sb in sandboxes.items() if sb.is_alive()],
     )
+
+
+def wildcard_port_free(port: int) -> bool:
+    """Whether ``0.0.0.0:port`` can be bound as torch's TCPStore binds it (SO_REUSEADDR)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+        return True
+
+
+def wait_wildcard_port(port: int, timeout: float = 65.0) -> bool:
+    """Wait until `wildcard_port_free`; False on timeout.
+
+    XGBoost's tracker closes its connections first and sets no SO_REUSEADDR, so for TCP's
+    TIME_WAIT (60 s) after a run its port cannot be bound on every address. All pods share
+    this machine's network, so the next job serving on 0.0.0.0:29500 (torchrun, DeepSpeed)
+    would fail; a cluster pod has the port to itself.
+    """
+    deadline = time.monotonic() + timeout
+    while not wildcard_port_free(port):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.5)
+    return True
 
 
 def bwrap_usable() -> bool:
