@@ -160,6 +160,7 @@ async def _no_live_pods(home: Path, name: str) -> None:
 
 
 async def test_the_mpi_example_completes_over_real_sshd(home: Path) -> None:
+    pytest.importorskip("mpi4py", reason="the MPI ranks use mpi4py")
     obj, logs, _ = await run(home, example("mpi"))
     assert condition(obj)["type"] == "Complete", logs
     assert "allreduce(rank + 1) = 21 (expected 21)" in logs
@@ -167,6 +168,7 @@ async def test_the_mpi_example_completes_over_real_sshd(home: Path) -> None:
 
 
 async def test_an_mpi_rank_that_dies_fails_the_trainjob_within_30_s(home: Path) -> None:
+    pytest.importorskip("mpi4py", reason="the MPI ranks use mpi4py")
     job = example("mpi")
     job["spec"]["trainer"]["command"] = [
         "mpirun", "python", "-c",

@@ -23,6 +23,12 @@ pytestmark = pytest.mark.skipif(
     not bwrap_usable(), reason="needs bubblewrap and /usr/sbin/sshd (openssh-server)"
 )
 
+
+@pytest.fixture
+def mpi4py() -> None:
+    pytest.importorskip("mpi4py", reason="the MPI tests' ranks use mpi4py")
+
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
@@ -51,7 +57,9 @@ def mpi_job(name: str, script: str, nodes: int, procs: int) -> dict[str, Any]:
     }
 
 
-async def test_mpi_example_runs_6_ranks_on_3_pods_over_real_sshd(tmp_path: Path) -> None:
+async def test_mpi_example_runs_6_ranks_on_3_pods_over_real_sshd(
+    tmp_path: Path, mpi4py: None
+) -> None:
     out = await run_trainjob(example("mpi"), tmp_path, timeout=60)
     launcher = out.log("launcher")
     assert out.results["mpi-launcher-0-0"].succeeded, launcher
@@ -64,7 +72,7 @@ async def test_mpi_example_runs_6_ranks_on_3_pods_over_real_sshd(tmp_path: Path)
 
 
 async def test_mpi_without_run_launcher_as_node_puts_every_rank_on_the_node_pods(
-    tmp_path: Path,
+    tmp_path: Path, mpi4py: None
 ) -> None:
     runtime = default_runtime("deepspeed-distributed")
     runtime["spec"]["mlPolicy"]["mpi"]["runLauncherAsNode"] = False
@@ -135,7 +143,9 @@ time.sleep(120)
 """
 
 
-async def test_a_rank_dying_on_a_node_fails_the_launcher_within_30_s(tmp_path: Path) -> None:
+async def test_a_rank_dying_on_a_node_fails_the_launcher_within_30_s(
+    tmp_path: Path, mpi4py: None
+) -> None:
     out = await run_trainjob(mpi_job("fail", _DIES_ON_A_NODE, 2, 2), tmp_path, timeout=60)
     result = out.results["fail-launcher-0-0"]
     assert result.containers["node"] != 0 and not result.terminated
@@ -144,7 +154,9 @@ async def test_a_rank_dying_on_a_node_fails_the_launcher_within_30_s(tmp_path: P
     assert out.alive_after == []
 
 
-async def test_a_node_pod_killed_mid_run_fails_the_launcher_within_30_s(tmp_path: Path) -> None:
+async def test_a_node_pod_killed_mid_run_fails_the_launcher_within_30_s(
+    tmp_path: Path, mpi4py: None
+) -> None:
     script = "import time\nfrom mpi4py import MPI\nMPI.COMM_WORLD.allreduce(1)\ntime.sleep(120)\n"
     killed_at: list[float] = []
 
