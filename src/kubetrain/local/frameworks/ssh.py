@@ -9,7 +9,7 @@ this machine lacks:
 
 - the sshd config named by ``-f``: port 2222 *on the pod's own loopback address* (all pods
   share the host's network namespace, so an sshd on 0.0.0.0:2222 would take the port from
-  every other pod), the mounted private key as host key, no pid file outside ``/tmp``, and
+  every other pod), the mounted private key as host key, no pid file, and
   ``SetEnv PATH=...`` so commands run over ssh find the image's programs first (sshd starts
   sessions with a fixed system PATH, which would miss the image's Python environment);
 - ``/etc/ssh/ssh_config`` for the client: port 2222, no host key checking, no known_hosts
@@ -18,7 +18,7 @@ this machine lacks:
   to root (group ``fsGroup``), so OpenSSH accepts the private key at mode 0640. In the
   sandbox's user namespace our own files appear owned by the pod user, and OpenSSH would
   reject a 0640 key as "too open"; as root we give them to ``nobody`` (the mode stays what
-  the Secret says), otherwise the key is served as a private 0600 copy.
+  the Secret says); otherwise the key is served as a copy only we can read (0400).
 
 The rejected alternative, an ``OMPI_MCA_plm_rsh_agent`` that enters the target sandbox, would
 need a server of our own in every node pod in place of the runtime's sshd: less faithful,
