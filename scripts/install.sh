@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs kubetrain into ./.venv with everything the local engine needs.
 #   scripts/install.sh          runtime install (torch CPU build included)
-#   scripts/install.sh --dev    also the test and lint tools
+#   scripts/install.sh --dev    also the test and lint tools and the other frameworks
+#                               (JAX, XGBoost, mpi4py, DeepSpeed, MLX) the e2e tests train with
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extra="torch"
@@ -12,6 +13,7 @@ need=()
 command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v mpirun >/dev/null || need+=(openmpi-bin libopenmpi-dev)
 command -v ssh >/dev/null || need+=(openssh-client)
+[[ -x /usr/sbin/sshd ]] || need+=(openssh-server)
 if ((${#need[@]})); then
   if [[ $(id -u) -eq 0 ]]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq
