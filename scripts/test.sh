@@ -7,4 +7,6 @@ export PATH="$PWD/.venv/bin:$PATH"
 echo "== ruff";          ruff check src tests benchmarks examples
 echo "== mypy --strict"; mypy
 echo "== import-linter"; lint-imports
-echo "== pytest";        pytest -q "$@"
+# Two workers: the end-to-end tests mostly wait on processes; tests that train with torch take
+# turns on port 29500 through the executor's machine-wide port reservation.
+echo "== pytest";        pytest -q -n 2 "$@"

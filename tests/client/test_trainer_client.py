@@ -56,7 +56,6 @@ def test_a_function_trains_on_two_nodes_with_keyword_arguments(client: TrainerCl
             func_args={"greeting": "hello", "punctuation": "!"},
             num_nodes=2,
             packages_to_install=["PyYAML"],  # installed already: no pip run
-            env={"PET_NPROC_PER_NODE": "1"},
         )
     )
     job = client.wait_for_job_status(name, timeout=280, polling_interval=0.5)
