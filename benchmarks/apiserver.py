@@ -78,6 +78,9 @@ def _trainjob(i: int) -> dict[str, Any]:
         "spec": {
             "runtimeRef": {"name": "torch-distributed"},
             "trainer": {"numNodes": 2, "image": "example/train:1"},
+            # `kubetrain serve` runs the whole control plane: suspended, the controller renders
+            # a JobSet per TrainJob (load the server also carries) but no pod process starts.
+            "suspend": True,
         },
     }
 
