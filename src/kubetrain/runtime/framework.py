@@ -62,7 +62,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime.config import Environment, FeatureGates
@@ -87,6 +87,7 @@ __all__ = [
     "Validator",
     "object_meta",
     "owner_reference",
+    "reserved_env_error",
 ]
 
 PHASES = (
@@ -328,3 +329,20 @@ class Framework:
         for b in self.builders:
             objects.extend(b.build(info, job, ctx))
         return objects
+
+
+def reserved_env_error(trainer: dict[str, Any] | None, reserved: frozenset[str]) -> FieldError | None:
+    """Upstream's error for ``spec.trainer.env`` naming variables a plugin sets itself (torch, MPI)."""
+    env = (trainer or {}).get("env")
+    names = {
+        e["name"]
+        for e in (env if isinstance(env, list) else [])
+        if isinstance(e, dict) and isinstance(e.get("name"), str)
+    }
+    clash = sorted(names & reserved)
+    if not clash:
+        return None
+    return FieldError(
+        "spec.trainer.env",
+        f"must not have reserved envs, invalid envs configured: [{' '.join(clash)}]",
+    )

@@ -22,7 +22,13 @@ import base64
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime.config import Environment
 from kubetrain.runtime.core import as_int
-from kubetrain.runtime.framework import BuildContext, RenderError, ValidationContext, object_meta
+from kubetrain.runtime.framework import (
+    BuildContext,
+    RenderError,
+    ValidationContext,
+    object_meta,
+    reserved_env_error,
+)
 from kubetrain.runtime.info import RuntimeInfo
 from kubetrain.runtime.podspec import Obj, upsert_env, upsert_volume, upsert_volume_mount
 from kubetrain.runtime.resources import gpu_count
@@ -111,22 +117,9 @@ class MPI:
                     " have either launcher and node",
                 )
             )
-        if trainer is not None:
-            env = trainer.get("env")
-            names = {
-                e["name"]
-                for e in (env if isinstance(env, list) else [])
-                if isinstance(e, dict) and isinstance(e.get("name"), str)
-            }
-            reserved = sorted(names & RESERVED_ENV)
-            if reserved:
-                errors.append(
-                    FieldError(
-                        "spec.trainer.env",
-                        "must not have reserved envs, invalid envs configured:"
-                        f" [{' '.join(reserved)}]",
-                    )
-                )
+        reserved_error = reserved_env_error(trainer, RESERVED_ENV)
+        if reserved_error is not None:
+            errors.append(reserved_error)
         return errors
 
     # --- phase 2 ------------------------------------------------------------------------------

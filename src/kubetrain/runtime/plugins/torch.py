@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime.core import as_int, convert_env_list, runtime_ref
-from kubetrain.runtime.framework import RenderError, ValidationContext
+from kubetrain.runtime.framework import RenderError, ValidationContext, reserved_env_error
 from kubetrain.runtime.info import RuntimeInfo
 from kubetrain.runtime.podspec import Obj, env_field_ref, env_value, upsert_env, upsert_port
 from kubetrain.runtime.resources import cpu_count, gpu_count
@@ -73,33 +73,21 @@ class Torch:
             if _find_target(info, j, c) is None
         ]
         trainer = info.trainer
-        if trainer is not None:
-            env = trainer.get("env")
-            names = {
-                e["name"]
-                for e in (env if isinstance(env, list) else [])
-                if isinstance(e, dict) and isinstance(e.get("name"), str)
-            }
-            reserved = sorted(names & RESERVED_ENV)
-            if reserved:
-                errors.append(
-                    FieldError(
-                        "spec.trainer.env",
-                        f"must not have reserved envs, invalid envs configured: [{' '.join(reserved)}]",
-                    )
-                )
-            if trainer.get("command") == TORCHTUNE_ENTRYPOINT:
-                from kubetrain.runtime.torchtune import validate_torchtune
+        reserved_error = reserved_env_error(trainer, RESERVED_ENV)
+        if reserved_error is not None:
+            errors.append(reserved_error)
+        if trainer is not None and trainer.get("command") == TORCHTUNE_ENTRYPOINT:
+            from kubetrain.runtime.torchtune import validate_torchtune
 
-                ps = info.trainer_pod_set()
-                node = ps.container("node") if ps is not None else None
-                errors.extend(
-                    validate_torchtune(
-                        runtime_name=runtime_ref(job)[2],
-                        trainer=trainer,
-                        runtime_resources=_dict_or_none(node.get("resources") if node else None),
-                    )
+            ps = info.trainer_pod_set()
+            node = ps.container("node") if ps is not None else None
+            errors.extend(
+                validate_torchtune(
+                    runtime_name=runtime_ref(job)[2],
+                    trainer=trainer,
+                    runtime_resources=_dict_or_none(node.get("resources") if node else None),
                 )
+            )
         return errors
 
     def enforce_ml_policy(self, info: RuntimeInfo, job: Obj) -> None:
