@@ -11,6 +11,18 @@ if TYPE_CHECKING:
 __all__ = ["add_arguments", "describe_job", "run"]
 
 
+def _short_command(command: list[object]) -> str:
+    """The command on one line: an embedded script (a heredoc, ``python -c``) shows its first line
+    and how many follow; ``kubetrain get trainjob NAME -o yaml`` prints it whole."""
+    import shlex
+
+    if not command:
+        return ""
+    text = shlex.join(str(c) for c in command)
+    first, *rest = text.splitlines()
+    return f"{first} … ({len(rest)} more lines)" if rest else first
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from kubetrain.client.connection import add_connection_arguments
 
@@ -59,8 +71,6 @@ def _kv(pairs: list[tuple[str, Any]], indent: str = "") -> list[str]:
 
 def describe_job(view: JobView, pods: list[dict[str, Any]], events: list[dict[str, Any]]) -> str:
     """The describe text: summary, spec, progress, conditions, jobs, steps, pods, events."""
-    import shlex
-
     from kubetrain.client.present import eta, event_rows, pod_row
     from kubetrain.client.view import age
 
@@ -93,7 +103,7 @@ def describe_job(view: JobView, pods: list[dict[str, Any]], events: list[dict[st
             ("Nodes", view.num_nodes if view.num_nodes is not None else "-"),
             ("Procs per node", trainer.get("numProcPerNode")),
             ("Image", trainer.get("image")),
-            ("Command", shlex.join(str(c) for c in command) if command else ""),
+            ("Command", _short_command(command)),
             ("Resources", ", ".join(f"{k}={v}" for k, v in limits.items())),
             ("Env", ", ".join(str(e.get("name")) for e in trainer.get("env") or [])),
         ],
