@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import time
 import uuid
@@ -82,9 +83,15 @@ async def test_a_two_pod_jobset_completes_and_looks_as_on_a_cluster(plane: Plane
     # Source addresses stay 127.0.0.1: pods share the host network namespace.
     assert "got js-node-0-1 from" in log0
 
-    events = await plane.events()
-    reasons = {(e["involvedObject"]["kind"], e["reason"]) for e in events}
-    assert {("Pod", "Scheduled"), ("Pod", "Started"), ("JobSet", "AllJobsCompleted")} <= reasons
+    # The JobSet's event is recorded right after its terminal status; give it a moment to land.
+    wanted = {("Pod", "Scheduled"), ("Pod", "Started"), ("JobSet", "AllJobsCompleted")}
+    for _ in range(50):
+        events = await plane.events()
+        reasons = {(e["involvedObject"]["kind"], e["reason"]) for e in events}
+        if wanted <= reasons:
+            break
+        await asyncio.sleep(0.1)
+    assert wanted <= reasons
     assert all(e["firstTimestamp"] for e in events)
 
 
