@@ -7,9 +7,6 @@ server URL is ``https``, so bearer-token auth needs it. The CA signs one certifi
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
-import os
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,78 +26,14 @@ class ServingCert:
         return ctx
 
 
-def _write(path: Path, data: bytes, mode: int) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-
-
 def ensure_serving_cert(folder: Path) -> ServingCert:
-    """Reuse the CA and certificate in ``folder`` when present, else make them (valid 10 years)."""
-    ca_path, cert_path, key_path = (
-        folder / "ca.crt",
-        folder / "apiserver.crt",
-        folder / "apiserver.key",
-    )
-    if ca_path.exists() and cert_path.exists() and key_path.exists():
-        return ServingCert(ca_path.read_bytes(), cert_path, key_path)
-    # Imported here: cryptography is only needed the first time a home is set up.
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+    """Reuse the CA and certificate in ``folder`` when present, else make them (valid 10 years).
 
-    folder.mkdir(parents=True, exist_ok=True)
-    now = datetime.datetime.now(datetime.UTC) - datetime.timedelta(minutes=5)
-    until = now + datetime.timedelta(days=3650)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubetrain-local-ca")])
-    ca_cert = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now)
-        .not_valid_after(until)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-        .add_extension(
-            x509.KeyUsage(
-                digital_signature=True, key_cert_sign=True, crl_sign=True, content_commitment=False,
-                key_encipherment=False, data_encipherment=False, key_agreement=False,
-                encipher_only=False, decipher_only=False,
-            ),
-            critical=True,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )  # fmt: skip
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubetrain-apiserver")]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now)
-        .not_valid_after(until)
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [
-                    x509.DNSName("localhost"),
-                    x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-                    x509.IPAddress(ipaddress.ip_address("::1")),
-                ]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    ca_pem = ca_cert.public_bytes(serialization.Encoding.PEM)
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    _write(key_path, key_pem, 0o600)
-    _write(cert_path, cert.public_bytes(serialization.Encoding.PEM), 0o644)
-    _write(ca_path, ca_pem, 0o644)
-    return ServingCert(ca_pem, cert_path, key_path)
+    The certificates themselves come from ``kubetrain.controller.pki``, which also serves the
+    status and webhook servers: one way to make a CA and a serving certificate.
+    """
+    # Imported here: cryptography is only needed when a server starts.
+    from kubetrain.controller.pki import ensure_serving_cert as make
+
+    cert = make(folder, ["localhost"], ["127.0.0.1", "::1"])
+    return ServingCert(cert.ca_pem.encode(), cert.cert_file, cert.key_file)
