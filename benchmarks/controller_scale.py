@@ -1,8 +1,9 @@
 """Benchmark of ``kubetrain controller`` at scale: N TrainJobs, no executor.
 
-The embedded API server runs as ``kubetrain serve`` does (own process, https, SQLite on disk);
-the controller runs as ``kubetrain controller`` does in a cluster (own process, leader election,
-webhook and status servers up, certificate in a Secret), watching one namespace. This process
+The embedded API server runs as ``kubetrain serve --api-only`` does (own process, https, SQLite
+on disk, no controller or executor of its own); the controller runs as ``kubetrain controller``
+does in a cluster (own process, leader election, webhook and status servers up, certificate in a
+Secret), watching one namespace. This process
 creates N TrainJobs as fast as the server takes them and measures:
 
 - settled: seconds from the first create until every TrainJob has its JobSet, every TrainJob has
@@ -40,6 +41,7 @@ SERVE = (
     "sys.exit(cmd_serve.run(p.parse_args(sys.argv[1:])))\n"
 )
 TRAINER = "trainer.kubeflow.org/v1alpha1"
+JOBSET = "jobset.x-k8s.io/v1alpha2"
 NAMESPACE = "bench"
 
 
@@ -95,7 +97,7 @@ async def _run_once(
     from kubetrain.controller.kube import connect
 
     server = subprocess.Popen(
-        [sys.executable, "-c", SERVE, "--home", str(home)],
+        [sys.executable, "-c", SERVE, "--home", str(home), "--api-only"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
@@ -166,37 +168,58 @@ async def _run_once(
                 async with gate:
                     await kube.create(TRAINER, "trainjobs", body)
 
+            # JobSets are counted from one watch, not by listing: relisting thousands of
+            # JobSets several times a second would load the API server more than the
+            # controller under test does.
+            jobset_owners: dict[str, str] = {}
+
+            async def follow_jobsets() -> None:
+                async for event_type, obj in kube.watch(JOBSET, "jobsets", namespace=NAMESPACE):
+                    meta = obj.get("metadata") or {}
+                    if event_type == "DELETED":
+                        jobset_owners.pop(meta.get("name", ""), None)
+                    elif event_type in ("ADDED", "MODIFIED"):
+                        owner = (meta.get("ownerReferences") or [{}])[0].get("uid", "")
+                        jobset_owners[meta["name"]] = owner
+
+            watcher = asyncio.create_task(follow_jobsets())
             started = time.monotonic()
             await asyncio.gather(*(create(i) for i in range(n)))
             created = time.monotonic() - started
             last_report = started
-            while True:
-                jobsets, _ = await kube.list(
-                    "jobset.x-k8s.io/v1alpha2", "jobsets", namespace=NAMESPACE
-                )
-                text = await metrics()
-                # Without an executor no JobSet gets a status, so a TrainJob's status stays
-                # empty: settled means every JobSet exists, every TrainJob was reconciled at
-                # least once and the controller's queue is empty.
-                done = (
-                    len(jobsets) == n
-                    and _metric(text, "kubetrain_reconcile_total") >= n
-                    and _metric(text, "kubetrain_workqueue_depth") == 0
-                )
-                if done:
-                    break
-                if verbose and time.monotonic() - last_report > 5:
-                    last_report = time.monotonic()
-                    print(
-                        f"  {last_report - started:5.1f}s: {len(jobsets)} JobSets,"
-                        f" {_metric(text, 'kubetrain_reconcile_total'):.0f} reconciles,"
-                        f" queue {_metric(text, 'kubetrain_workqueue_depth'):.0f}",
-                        file=sys.stderr,
+            try:
+                while True:
+                    if watcher.done():
+                        watcher.result()  # the watch failed: raise its error
+                        raise RuntimeError("the JobSet watch ended early")
+                    text = await metrics()
+                    # Without an executor no JobSet gets a status, so a TrainJob's status stays
+                    # empty: settled means every JobSet exists, every TrainJob was reconciled at
+                    # least once and the controller's queue is empty.
+                    done = (
+                        len(jobset_owners) == n
+                        and _metric(text, "kubetrain_reconcile_total") >= n
+                        and _metric(text, "kubetrain_workqueue_depth") == 0
                     )
-                if time.monotonic() - started > 600:
-                    raise RuntimeError(f"not settled after 600 s: {len(jobsets)} JobSets")
-                await asyncio.sleep(0.25)
-            settled = time.monotonic() - started
+                    if done:
+                        break
+                    if verbose and time.monotonic() - last_report > 5:
+                        last_report = time.monotonic()
+                        print(
+                            f"  {last_report - started:5.1f}s: {len(jobset_owners)} JobSets,"
+                            f" {_metric(text, 'kubetrain_reconcile_total'):.0f} reconciles,"
+                            f" queue {_metric(text, 'kubetrain_workqueue_depth'):.0f}",
+                            file=sys.stderr,
+                        )
+                    if time.monotonic() - started > 600:
+                        raise RuntimeError(f"not settled after 600 s: {len(jobset_owners)} JobSets")
+                    await asyncio.sleep(0.25)
+                settled = time.monotonic() - started
+            finally:
+                watcher.cancel()
+            # The watch's count is checked against the server's own list, once.
+            jobsets, _ = await kube.list(JOBSET, "jobsets", namespace=NAMESPACE)
+            assert len(jobsets) == n, f"{len(jobsets)} JobSets listed, {n} expected"
             reconciles = _metric(text, "kubetrain_reconcile_total")
             busy = _metric(text, "kubetrain_reconcile_seconds_sum")
         owners = {js["metadata"]["ownerReferences"][0]["uid"] for js in jobsets}

@@ -1,7 +1,8 @@
 """``kubetrain serve``: the local control plane in the foreground, as a Kubernetes API.
 
 It runs what the background daemon runs (API server, controller, executor, status server) for
-one ``KUBETRAIN_HOME``, in this terminal, until Ctrl-C. Once everything answers it writes a
+one ``KUBETRAIN_HOME``, in this terminal, until Ctrl-C; ``--api-only`` runs the API server alone,
+for ``kubetrain controller`` to run against as it would in a cluster. Once everything answers it writes a
 kubeconfig with the context ``kubetrain-local`` (``--kubeconfig PATH``, default
 ``$KUBETRAIN_HOME/kubeconfig``), so kubectl and the official Kubeflow SDK can use it unchanged.
 Requests need the bearer token in that kubeconfig; the server listens on loopback only unless
@@ -39,6 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="state directory (default: $KUBETRAIN_HOME or ~/.kubetrain)",
     )
+    parser.add_argument(
+        "--api-only",
+        action="store_true",
+        help="serve the API alone (no controller, executor or status server): a stand-in "
+        "cluster for `kubetrain controller --kubeconfig`",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,13 +68,16 @@ def run(args: argparse.Namespace) -> int:
 
     def ready(server: ApiServer) -> None:
         path = server.write_kubeconfig(args.kubeconfig) if args.kubeconfig else home / "kubeconfig"
-        print(f"kubetrain control plane at {server.url} (home {home})", flush=True)
+        what = "API server (no controller, no executor)" if args.api_only else "control plane"
+        print(f"kubetrain {what} at {server.url} (home {home})", flush=True)
         print(f"kubeconfig: {path} (context kubetrain-local)", flush=True)
         print(f"try: kubectl --kubeconfig {path} get trainjobs,clustertrainingruntimes", flush=True)
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
-        code = asyncio.run(run_daemon(home, port=args.port, host=args.host, on_ready=ready))
+        code = asyncio.run(run_daemon(
+                home, port=args.port, host=args.host, on_ready=ready, api_only=args.api_only
+            ))
     except OSError as exc:
         print(f"kubetrain serve: cannot listen on {args.host}:{args.port}: {exc.strerror}", file=sys.stderr)
         return 1

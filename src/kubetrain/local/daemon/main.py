@@ -106,11 +106,15 @@ async def run_daemon(
     port: int | None = None,
     host: str = "127.0.0.1",
     on_ready: Callable[[ApiServer], None] | None = None,
+    api_only: bool = False,
 ) -> int:
     """Run until SIGTERM/SIGINT; the process exit status.
 
     ``port`` pins the API server's port (default: the previous daemon's, else a free one);
     ``on_ready`` runs once everything answers (``kubetrain serve`` prints and writes there).
+    ``api_only``: the API server alone, without controller, executor or status server, to run
+    ``kubetrain controller`` against as in a cluster (two controllers would fight over every
+    object they both apply).
     """
     files = DaemonFiles(home)
     lock_fd = _take_lock(files)
@@ -129,15 +133,18 @@ async def run_daemon(
     server = await _start_server(home, _previous_port(files) if port is None else port, host)
     kubeconfig = server.write_kubeconfig(files.kubeconfig)
     api = KubeApi.from_kubeconfig(kubeconfig)
-    plane = await _start_status_plane(home, kubeconfig)
-    executor = Executor(api, executor_settings or _executor_settings(home, api, plane))
+    plane = None if api_only else await _start_status_plane(home, kubeconfig)
+    executor = None if api_only else Executor(
+        api, executor_settings or _executor_settings(home, api, plane)
+    )
     controller_task: asyncio.Task[None] | None = None
     try:
-        await executor.start()
-        environment = plane.environment() if plane is not None else None
-        controller_task = asyncio.create_task(
-            _run_controller(kubeconfig, stop, environment), name="controller"
-        )
+        if executor is not None:
+            await executor.start()
+            environment = plane.environment() if plane is not None else None
+            controller_task = asyncio.create_task(
+                _run_controller(kubeconfig, stop, environment), name="controller"
+            )
         info = {
             "pid": os.getpid(),
             "url": server.url,
@@ -163,7 +170,8 @@ async def run_daemon(
         if controller_task is not None:
             with contextlib.suppress(asyncio.TimeoutError, Exception):
                 await asyncio.wait_for(controller_task, timeout=5)
-        await executor.stop(kill_pods=kill_pods)
+        if executor is not None:
+            await executor.stop(kill_pods=kill_pods)
         if plane is not None:
             with contextlib.suppress(Exception):
                 await plane.close()
