@@ -18,7 +18,14 @@ __all__ = [
 
 # The reasons Kubernetes' field.ErrorType knows; admission answers and 422 causes use them.
 ErrorType = Literal[
-    "Invalid", "Required", "Forbidden", "NotFound", "Duplicate", "NotSupported", "TooMany", "TooLong"
+    "Invalid",
+    "Required",
+    "Forbidden",
+    "NotFound",
+    "Duplicate",
+    "NotSupported",
+    "TooMany",
+    "TooLong",
 ]
 
 

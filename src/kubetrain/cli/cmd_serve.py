@@ -29,7 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="where to write the kubeconfig (default: $KUBETRAIN_HOME/kubeconfig)",
     )
     parser.add_argument(
-        "--port", type=int, default=None, help="port to listen on (default: the last one, else a free one)"
+        "--port",
+        type=int,
+        default=None,
+        help="port to listen on (default: the last one, else a free one)",
     )
     parser.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default: loopback only)"
@@ -73,13 +76,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"kubeconfig: {path} (context kubetrain-local)", flush=True)
         print(f"try: kubectl --kubeconfig {path} get trainjobs,clustertrainingruntimes", flush=True)
 
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
+    )
     try:
-        code = asyncio.run(run_daemon(
-                home, port=args.port, host=args.host, on_ready=ready, api_only=args.api_only
-            ))
+        code = asyncio.run(
+            run_daemon(home, port=args.port, host=args.host, on_ready=ready, api_only=args.api_only)
+        )
     except OSError as exc:
-        print(f"kubetrain serve: cannot listen on {args.host}:{args.port}: {exc.strerror}", file=sys.stderr)
+        print(
+            f"kubetrain serve: cannot listen on {args.host}:{args.port}: {exc.strerror}",
+            file=sys.stderr,
+        )
         return 1
     if code == ALREADY_RUNNING:
         return 1

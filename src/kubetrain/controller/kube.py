@@ -1,24 +1,36 @@
 """A small dict-level Kubernetes REST client for the controller.
 
-Built on lightkube's kubeconfig handling and its httpx2 transport (auth, TLS, in-cluster config),
-but speaking plain dicts and explicit paths: the controller applies the Plan's objects as they are,
-of any kind, and must never fall into lightkube's defaults that break on custom resources
-(strategic-merge patches answer 415) or its error mapping that needs an exact
+It reads kubeconfigs with lightkube (contexts, certificates, in-cluster config, exec plugins) and
+speaks HTTP with aiohttp, in plain dicts and explicit paths: the controller applies the Plan's
+objects as they are, of any kind, and must never fall into lightkube's defaults that break on
+custom resources (strategic-merge patches answer 415) or its error mapping that needs an exact
 ``application/json`` content type. Every patch here names its content type.
+
+Why aiohttp and not lightkube's httpx2 client: a request costs about a quarter of the CPU
+(0.28 ms against 1.0 ms for a small GET against the embedded API server), and a controller
+applying thousands of objects is bound by exactly that.
 """
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
-from collections.abc import AsyncIterator, Mapping
+import ssl
+import urllib.parse
+import urllib.request
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
 from typing import Any, Literal
 
+import aiohttp
 import httpx2
+import msgspec
 from lightkube.config import client_adapter
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
+from lightkube.core.exceptions import ConfigError
 
 from kubetrain.api.types import Obj
 
@@ -36,8 +48,9 @@ __all__ = [
 # for the environment (in-cluster service account, $KUBECONFIG, ~/.kube/config).
 KubeConfigLike = KubeConfig | SingleConfig | Mapping[str, Any] | str | PathLike[str] | None
 
-# What a request raises when the server cannot be reached or the connection breaks.
-TRANSPORT_ERRORS: tuple[type[Exception], ...] = (httpx2.HTTPError, OSError)
+# What a request raises when the server cannot be reached or the connection breaks (a timeout
+# is an OSError too).
+TRANSPORT_ERRORS: tuple[type[Exception], ...] = (aiohttp.ClientError, OSError)
 
 PatchType = Literal["merge", "json", "apply"]
 _CONTENT_TYPES: dict[PatchType, str] = {
@@ -46,6 +59,7 @@ _CONTENT_TYPES: dict[PatchType, str] = {
     # JSON is YAML, so an apply body can be sent as JSON under the YAML apply type.
     "apply": "application/apply-patch+yaml",
 }
+_JSON_ERRORS = (msgspec.DecodeError, ValueError)
 
 
 class ApiError(Exception):
@@ -81,15 +95,16 @@ class ApiError(Exception):
         )
 
     @classmethod
-    def from_response(cls, resp: httpx2.Response) -> ApiError:
-        # Decode any Status body whatever its content type says (some servers add a charset).
+    def from_body(cls, code: int, reason: str | None, body: bytes) -> ApiError:
+        """From an error answer: its ``Status`` whatever the content type says (some servers add
+        a charset), else the start of its text."""
         try:
-            body = json.loads(resp.content)
-        except ValueError:
-            body = None
-        if isinstance(body, dict) and body.get("kind") == "Status":
-            return cls.from_status(body, resp.status_code)
-        return cls(resp.status_code, resp.reason_phrase or "Unknown", resp.text[:500])
+            status = _decode(body)
+        except _JSON_ERRORS:
+            status = None
+        if isinstance(status, dict) and status.get("kind") == "Status":
+            return cls.from_status(status, code)
+        return cls(code, reason or "Unknown", body[:500].decode(errors="replace"))
 
 
 def load_config(config: KubeConfigLike, context: str | None = None) -> SingleConfig:
@@ -113,9 +128,202 @@ def connect(
 ) -> KubeClient:
     """A client for the cluster named by ``config`` (see ``load_config``)."""
     single = load_config(config, context)
-    params = client_adapter.ConnectionParams(timeout=httpx2.Timeout(timeout))
-    http = client_adapter.AsyncClient(single, params)
+    if single.user is None:
+        raise ConfigError("kubeconfig context has no user")
+    tls = client_adapter.verify_cluster(single.cluster, single.user, single.abs_file)
+    http = _Http(single.cluster.server, tls, _auth_for(single), timeout)
     return KubeClient(http, default_namespace=single.namespace)
+
+
+def _encode(body: Any) -> bytes:
+    try:
+        return msgspec.json.encode(body)
+    except TypeError:  # e.g. non-string keys: let json decide (and explain)
+        return json.dumps(body).encode()
+
+
+def _decode(data: bytes) -> Any:
+    return msgspec.json.decode(data)
+
+
+class _Auth:
+    """The ``Authorization`` header a kubeconfig user calls for.
+
+    A static token or basic credentials are a fixed header; a token file (in-cluster service
+    account, rotated by the kubelet) is read once and again after a 401; exec plugins run
+    through lightkube's implementation (run again after a 401), as do any other schemes it knows.
+    """
+
+    def __init__(self, header: str | None = None, *, token_file: str | None = None,
+                 flow: httpx2.Auth | None = None) -> None:  # fmt: skip
+        self._header = header
+        self._token_file = token_file
+        self._flow = flow
+
+    async def header(self, *, renew: bool = False) -> str | None:
+        if self._token_file is not None and (renew or self._header is None):
+            try:
+                token = Path(self._token_file).read_text().strip()
+            except OSError as err:
+                raise ConfigError(f"token file {self._token_file}: {err}") from err
+            self._header = f"Bearer {token}"
+        elif self._flow is not None and (renew or self._header is None):
+            self._header = await _run_flow(self._flow, renew=renew)
+        return self._header
+
+    @property
+    def renewable(self) -> bool:
+        return self._token_file is not None or self._flow is not None
+
+
+async def _run_flow(auth: httpx2.Auth, *, renew: bool) -> str | None:
+    """The header lightkube's httpx auth flow would set; ``renew`` answers its first request
+    with a 401 so that it fetches a new credential."""
+    flow = auth.async_auth_flow(httpx2.Request("GET", "https://kubernetes.invalid/"))
+    request = await flow.__anext__()
+    if renew:
+        with contextlib.suppress(StopAsyncIteration):
+            request = await flow.asend(httpx2.Response(401))
+    await flow.aclose()
+    return request.headers.get("Authorization")
+
+
+def _auth_for(single: SingleConfig) -> _Auth:
+    user = single.user
+    if user is None:
+        return _Auth()
+    if user.token_file is not None:
+        return _Auth(token_file=str(single.abs_file(user.token_file)))
+    if user.token is not None:
+        return _Auth(f"Bearer {user.token}")
+    if user.username and user.password:
+        credentials = base64.b64encode(f"{user.username}:{user.password}".encode()).decode()
+        return _Auth(f"Basic {credentials}")
+    flow = client_adapter.user_auth(user)  # exec plugins; raises for unsupported schemes
+    return _Auth(flow=flow) if flow is not None else _Auth()
+
+
+def _proxy_for(server: str) -> str | None:
+    """The proxy for ``server`` from HTTPS_PROXY/HTTP_PROXY and NO_PROXY, as kubectl reads them."""
+    scheme = urllib.parse.urlsplit(server).scheme or "https"
+    proxy = urllib.request.getproxies_environment().get(scheme)
+    host = urllib.parse.urlsplit(server).hostname or ""
+    if proxy is None or urllib.request.proxy_bypass(host):
+        return None
+    return proxy
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    status: int
+    reason: str | None
+    body: bytes
+
+
+class _Http:
+    """One aiohttp session (created in the loop of the first request) and the user's auth."""
+
+    def __init__(self, server: str, tls: ssl.SSLContext, auth: _Auth, timeout: float) -> None:
+        self._server = server.rstrip("/")
+        self._tls = tls
+        self._auth = auth
+        self.timeout = timeout
+        self._proxy = _proxy_for(self._server)
+        self._session: aiohttp.ClientSession | None = None
+        self._closed = False
+
+    def _open(self) -> aiohttp.ClientSession:
+        if self._closed:
+            raise RuntimeError("the client has been closed")
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=self._tls, limit=64),
+                timeout=aiohttp.ClientTimeout(
+                    total=None, sock_connect=self.timeout, sock_read=self.timeout
+                ),
+                # aiohttp's trust_env reads .netrc and the proxy variables in a thread for every
+                # request; the proxy is decided once instead (_proxy_for).
+                trust_env=False,
+            )
+        return self._session
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def _headers(self, base: Mapping[str, str], renew: bool = False) -> dict[str, str]:
+        headers = dict(base)
+        auth = await self._auth.header(renew=renew)
+        if auth is not None:
+            headers["Authorization"] = auth
+        return headers
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str],
+        content: bytes | None,
+        headers: Mapping[str, str],
+    ) -> _Answer:
+        session = self._open()
+        url = self._server + path
+
+        async def send(renew: bool) -> _Answer:
+            sent = await self._headers(headers, renew=renew)
+            async with session.request(
+                method, url, params=params, data=content, headers=sent, proxy=self._proxy
+            ) as resp:
+                return _Answer(resp.status, resp.reason, await resp.read())
+
+        answer = await send(renew=False)
+        if answer.status == 401 and self._auth.renewable:
+            # A rotated service-account token or an expired exec credential: fetch it again.
+            answer = await send(renew=True)
+        return answer
+
+    async def stream_lines(
+        self, path: str, *, params: Mapping[str, str], read_timeout: float
+    ) -> AsyncGenerator[bytes, None]:
+        """The non-empty lines of a streamed GET; raises ``ApiError`` for an error answer."""
+        session = self._open()
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=self.timeout, sock_read=read_timeout
+        )
+        for attempt in range(2):
+            sent = await self._headers({"Accept": "application/json"}, renew=attempt > 0)
+            async with session.get(
+                self._server + path, params=params, headers=sent, timeout=timeout, proxy=self._proxy
+            ) as resp:
+                if resp.status >= 400:
+                    body = await resp.read()
+                    if resp.status == 401 and attempt == 0 and self._auth.renewable:
+                        continue
+                    raise ApiError.from_body(resp.status, resp.reason, body)
+                finished = False
+                try:
+                    pending = bytearray()
+                    async for chunk in resp.content.iter_any():
+                        pending += chunk
+                        while (end := pending.find(b"\n")) >= 0:
+                            line = bytes(pending[:end])
+                            del pending[: end + 1]
+                            if line.strip():
+                                yield line
+                    if pending.strip():
+                        yield bytes(pending)
+                    finished = True
+                finally:
+                    if not finished and resp.connection is not None:
+                        # A stream left early (cancelled, closed) cannot be reused; abort it
+                        # instead of a TLS close that needs loop turns nobody may give it.
+                        transport = resp.connection.transport
+                        if transport is not None:
+                            transport.abort()
+                return
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,13 +354,12 @@ class KubeClient:
     (or all namespaces for list and watch).
     """
 
-    def __init__(self, http: httpx2.AsyncClient, *, default_namespace: str = "default") -> None:
+    def __init__(self, http: _Http, *, default_namespace: str = "default") -> None:
         self._http = http
         self.default_namespace = default_namespace
-        self._connect_timeout = http.timeout.connect
 
     async def close(self) -> None:
-        await self._http.aclose()
+        await self._http.close()
 
     async def _request(
         self,
@@ -163,18 +370,21 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
     ) -> Obj:
-        content = None if body is None else json.dumps(body).encode()
+        content = None if body is None else _encode(body)
         headers = {"Accept": "application/json"}
         if content is not None:
             headers["Content-Type"] = content_type
-        resp = await self._http.request(
-            method, path.url(), params=dict(params or {}), content=content, headers=headers
+        answer = await self._http.request(
+            method, path.url(), params=params or {}, content=content, headers=headers
         )
-        if resp.status_code >= 400:
-            raise ApiError.from_response(resp)
-        if not resp.content:
+        if answer.status >= 400:
+            raise ApiError.from_body(answer.status, answer.reason, answer.body)
+        if not answer.body:
             return {}
-        data = resp.json()
+        try:
+            data = _decode(answer.body)
+        except _JSON_ERRORS as err:
+            raise ApiError(502, "BadGateway", f"the server answered no JSON: {err}") from err
         return data if isinstance(data, dict) else {}
 
     async def get(
@@ -232,23 +442,21 @@ class KubeClient:
         path = _Path(api_version, plural, namespace)
         # The server ends the watch after timeoutSeconds; silence well past that means a dead
         # connection (no FIN ever came), so reading gives up and the informer watches again.
-        timeout = httpx2.Timeout(self._connect_timeout, read=timeout_seconds + 30.0)
-        request = self._http.build_request("GET", path.url(), params=params, timeout=timeout)
-        resp = await self._http.send(request, stream=True)
+        lines = self._http.stream_lines(
+            path.url(), params=params, read_timeout=timeout_seconds + 30.0
+        )
         try:
-            if resp.status_code >= 400:
-                await resp.aread()
-                raise ApiError.from_response(resp)
-            async for line in resp.aiter_lines():
-                if not line.strip():
-                    continue
-                event = json.loads(line)
+            async for line in lines:
+                try:
+                    event = _decode(line)
+                except _JSON_ERRORS as err:
+                    raise ApiError(502, "BadGateway", f"unreadable watch event: {err}") from err
                 kind, obj = str(event.get("type")), event.get("object") or {}
                 if kind == "ERROR":
                     raise ApiError.from_status(obj)
                 yield kind, obj
         finally:
-            await resp.aclose()
+            await lines.aclose()
 
     async def create(self, api_version: str, plural: str, obj: Obj) -> Obj:
         namespace = (obj.get("metadata") or {}).get("namespace")

@@ -22,13 +22,13 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-import httpx2
-
 from kubetrain.api.types import Obj
-from kubetrain.controller.kube import ApiError, KubeClient
+from kubetrain.controller.kube import TRANSPORT_ERRORS, ApiError, KubeClient
 from kubetrain.controller.resources import LEASE
 
 __all__ = ["LeaderElector", "default_identity"]
+
+_FAILURES: tuple[type[Exception], ...] = (ApiError, *TRANSPORT_ERRORS)
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ class LeaderElector:
         lease["spec"] = spec
         try:
             await self._client.replace(LEASE.api_version, LEASE.plural, lease)
-        except (ApiError, httpx2.HTTPError, OSError) as err:
+        except _FAILURES as err:
             log.info("could not release lease: %s", err)
 
     async def _try_acquire_or_renew(self) -> bool:
@@ -138,7 +138,7 @@ class LeaderElector:
                 log.info("reading lease: %s", err)
                 return False
             return await self._create(now)
-        except (httpx2.HTTPError, OSError) as err:
+        except TRANSPORT_ERRORS as err:
             log.info("reading lease: %s", err)
             return False
         spec = dict(lease.get("spec") or {})
@@ -162,7 +162,7 @@ class LeaderElector:
         updated = {**lease, "spec": new_spec}
         try:
             written = await self._client.replace(LEASE.api_version, LEASE.plural, updated)
-        except (ApiError, httpx2.HTTPError, OSError) as err:
+        except _FAILURES as err:
             log.info("updating lease: %s", err)  # 409: another candidate won this round
             return False
         self._remember(written)
@@ -183,7 +183,7 @@ class LeaderElector:
         }
         try:
             written = await self._client.create(LEASE.api_version, LEASE.plural, lease)
-        except (ApiError, httpx2.HTTPError, OSError) as err:
+        except _FAILURES as err:
             log.info("creating lease: %s", err)  # 409: another candidate created it first
             return False
         self._remember(written)

@@ -77,6 +77,7 @@ from kubetrain.controller.resources import (
     Kind,
     kind_for,
 )
+from kubetrain.runtime.render import parse_snapshot
 
 __all__ = [
     "CREATION_FAILED",
@@ -546,31 +547,14 @@ def _sooner(a: float | None, b: float | None) -> float | None:
     return b if a is None else a if b is None else min(a, b)
 
 
-_SNAPSHOT_CACHE: dict[tuple[str, str], Obj] = {}
-_SNAPSHOT_CACHE_SIZE = 4096
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built with it
-
-
 def _snapshot_runtime(snapshot: Obj | None) -> Obj:
     """The runtime inside a snapshot, for deciding which extra children to read; a broken
-    snapshot gives {} here and render reports it properly. Snapshots never change, so the
-    parse is remembered per (uid, resourceVersion)."""
-    meta = (snapshot or {}).get("metadata") or {}
-    key = (str(meta.get("uid")), str(meta.get("resourceVersion")))
-    cached = _SNAPSHOT_CACHE.get(key)
-    if cached is not None:
-        return cached
+    snapshot gives {} here and render reports it properly."""
     try:
-        text = ((snapshot or {}).get("data") or {}).get("runtime") or ""
-        runtime = yaml.load(text, Loader=_YAML_LOADER)
+        runtime = parse_snapshot(str(((snapshot or {}).get("data") or {}).get("runtime") or ""))
     except yaml.YAMLError:
         return {}
-    if not isinstance(runtime, dict):
-        return {}
-    if len(_SNAPSHOT_CACHE) >= _SNAPSHOT_CACHE_SIZE:
-        del _SNAPSHOT_CACHE[next(iter(_SNAPSHOT_CACHE))]
-    _SNAPSHOT_CACHE[key] = runtime
-    return runtime
+    return runtime if isinstance(runtime, dict) else {}
 
 
 def _note(err: object) -> str:

@@ -46,9 +46,13 @@ PRIORITY_CLASS_API = ("scheduling.k8s.io/v1", "PriorityClass")
 class Lookup(Protocol):
     """Read access to the cluster's objects (the embedded API server's store satisfies it)."""
 
-    def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> dict[str, Any] | None: ...
+    def get(
+        self, api_version: str, kind: str, namespace: str | None, name: str
+    ) -> dict[str, Any] | None: ...
 
-    def list(self, api_version: str, kind: str, namespace: str | None = None) -> list[dict[str, Any]]: ...
+    def list(
+        self, api_version: str, kind: str, namespace: str | None = None
+    ) -> list[dict[str, Any]]: ...
 
 
 def priority_class_names(lookup: Lookup) -> set[str]:
@@ -97,7 +101,9 @@ class TrainerAdmission:
             return self._trainjob(obj, old if operation == "UPDATE" else None, reader)
         if kind in (TRAINING_RUNTIME, CLUSTER_TRAINING_RUNTIME):
             verdict = validate_runtime(
-                obj, old=old, operation="UPDATE" if operation == "UPDATE" else "CREATE",
+                obj,
+                old=old,
+                operation="UPDATE" if operation == "UPDATE" else "CREATE",
                 webhook=runtime_webhook_enabled(obj),
             )
             return list(verdict.errors), list(verdict.warnings)
@@ -118,7 +124,12 @@ class TrainerAdmission:
             jobset = reader.get(JOBSET_API_VERSION, "JobSet", namespace, str(meta["name"]))
         priority_classes = priority_class_names(reader) if _uses_volcano(runtime) else None
         verdict = validate_trainjob(
-            job, runtime, old=old, jobset=jobset, gates=self._gates,
-            priority_classes=priority_classes, environment=self._environment,
+            job,
+            runtime,
+            old=old,
+            jobset=jobset,
+            gates=self._gates,
+            priority_classes=priority_classes,
+            environment=self._environment,
         )
         return list(verdict.errors), list(verdict.warnings)

@@ -331,7 +331,9 @@ class Framework:
         return objects
 
 
-def reserved_env_error(trainer: dict[str, Any] | None, reserved: frozenset[str]) -> FieldError | None:
+def reserved_env_error(
+    trainer: dict[str, Any] | None, reserved: frozenset[str]
+) -> FieldError | None:
     """Upstream's error for ``spec.trainer.env`` naming variables a plugin sets itself (torch, MPI)."""
     env = (trainer or {}).get("env")
     names = {

@@ -9,6 +9,7 @@ last).
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -38,7 +39,14 @@ from kubetrain.runtime.podspec import Obj
 from kubetrain.runtime.quantity_canon import canonicalize_jobset
 from kubetrain.runtime.status import derive, is_finished
 
-__all__ = ["SUPPORTED_RUNTIME_KEYS", "Plan", "render", "runtime_not_found", "snapshot_configmap"]
+__all__ = [
+    "SUPPORTED_RUNTIME_KEYS",
+    "Plan",
+    "parse_snapshot",
+    "render",
+    "runtime_not_found",
+    "snapshot_configmap",
+]
 
 SUPPORTED_RUNTIME_KEYS = (
     f"{TRAINING_RUNTIME}.{TRAINER_GROUP}",
@@ -80,6 +88,24 @@ def runtime_not_found(kind: str, name: str) -> str:
 
 def _d(value: Any) -> Obj:
     return value if isinstance(value, dict) else {}
+
+
+def parse_snapshot(text: str) -> Any:
+    """The YAML document of a snapshot ConfigMap's ``runtime`` key; raises ``yaml.YAMLError``.
+
+    Every TrainJob of one runtime snapshots the same text and it is read on every reconcile
+    after the first, so parses are remembered by text (each caller gets its own copy).
+    """
+    parsed = _SNAPSHOT_PARSES.get(text)
+    if parsed is None:
+        parsed = yaml.load(text, Loader=_Loader)
+        if len(_SNAPSHOT_PARSES) >= 64:
+            _SNAPSHOT_PARSES.pop(next(iter(_SNAPSHOT_PARSES)))
+        _SNAPSHOT_PARSES[text] = parsed
+    return copy.deepcopy(parsed)
+
+
+_SNAPSHOT_PARSES: dict[str, Any] = {}
 
 
 def _runtime_yaml(runtime: Obj) -> str:
@@ -167,7 +193,7 @@ def _read_snapshot(job: Obj, cm: Obj, uid: str) -> Obj:
             )
         )
     try:
-        runtime = yaml.load(text, Loader=_Loader)
+        runtime = parse_snapshot(text)
     except yaml.YAMLError as exc:
         raise RenderError(
             FieldError("", f"invalid runtime snapshot: unable to unmarshal the snapshot: {exc}")

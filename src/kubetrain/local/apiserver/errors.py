@@ -28,6 +28,7 @@ __all__ = [
     "unsupported_media_type",
 ]
 
+
 class ApiError(Exception):
     """An error answer: HTTP ``code``, Kubernetes ``reason`` and a human ``message``."""
 

@@ -134,8 +134,10 @@ async def run_daemon(
     kubeconfig = server.write_kubeconfig(files.kubeconfig)
     api = KubeApi.from_kubeconfig(kubeconfig)
     plane = None if api_only else await _start_status_plane(home, kubeconfig)
-    executor = None if api_only else Executor(
-        api, executor_settings or _executor_settings(home, api, plane)
+    executor = (
+        None
+        if api_only
+        else Executor(api, executor_settings or _executor_settings(home, api, plane))
     )
     controller_task: asyncio.Task[None] | None = None
     try:
