@@ -110,9 +110,18 @@ async def test_max_restarts_two_restarts_the_set_exactly_twice_then_fails(plane:
     assert (status["restarts"], status["restartsCountTowardsMax"]) == (2, 2)
     pods = await plane.pods("crash")
     assert {p["metadata"]["labels"][LBL + "restart-attempt"] for p in pods} == {"2"}
-    assert {
-        p["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] for p in pods
-    } == {3}
+
+    async def exit_codes() -> set[int] | None:
+        # The JobSet fails with its first failed pod; the other one's exit is reported after.
+        states = [
+            (p.get("status") or {}).get("containerStatuses", [{}])[0].get("state") or {}
+            for p in await plane.pods("crash")
+        ]
+        if all("terminated" in state for state in states):
+            return {state["terminated"]["exitCode"] for state in states}
+        return None
+
+    assert await plane.wait_for(exit_codes, 10) == {3}
     events = await plane.events()
     assert [e["reason"] for e in events].count("RestartJobSetFailurePolicyAction") == 2
 
