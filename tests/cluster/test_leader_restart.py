@@ -1,6 +1,7 @@
-"""Real ``kubetrain controller`` processes against the embedded API server (its own process too):
-leader election hands over when the leader is killed with SIGKILL, and a controller killed in the
-middle of 1,000 TrainJobs finishes after a restart; in both, exactly one JobSet per TrainJob."""
+"""Real ``kubetrain controller`` processes against the embedded API server (``kubetrain serve
+--api-only``, its own process, with no controller of its own): leader election hands over when
+the leader is killed with SIGKILL, and a controller killed in the middle of 1,000 TrainJobs
+finishes after a restart; in both, exactly one JobSet per TrainJob."""
 
 from __future__ import annotations
 
@@ -128,7 +129,8 @@ async def until(probe: Any, timeout: float, what: str) -> Any:
 def server(tmp_path: Path) -> Iterator[Path]:
     home = tmp_path / "home"
     proc = subprocess.Popen(
-        [sys.executable, "-c", SERVE, "--home", str(home)],
+        # The API server alone: the JobSets counted below are the controllers' under test.
+        [sys.executable, "-c", SERVE, "--home", str(home), "--api-only"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env={**os.environ, "KUBETRAIN_HOME": str(home)},
@@ -161,6 +163,16 @@ async def plane(server: Path) -> AsyncIterator[Plane]:
                 proc.kill()
             proc.wait(10)
         await kube.close()
+
+
+async def test_serve_api_only_runs_no_controller_and_no_pods(plane: Plane) -> None:
+    await plane.create_trainjobs(3)
+    await asyncio.sleep(2.0)  # a controller would have applied every JobSet by now
+    assert await plane.jobsets() == []
+    pods, _ = await plane.kube.list("v1", "pods")
+    assert pods == []
+    jobs, _ = await plane.kube.list(TRAINER, "trainjobs", namespace=NAMESPACE)
+    assert len(jobs) == 3 and all(not j.get("status") for j in jobs)
 
 
 async def test_follower_takes_over_when_the_leader_is_killed(plane: Plane) -> None:
