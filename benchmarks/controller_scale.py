@@ -3,11 +3,14 @@
 The embedded API server runs as ``kubetrain serve --api-only`` does (own process, https, SQLite
 on disk, no controller or executor of its own); the controller runs as ``kubetrain controller``
 does in a cluster (own process, leader election, webhook and status servers up, certificate in a
-Secret), watching one namespace. This process
-creates N TrainJobs as fast as the server takes them and measures:
+Secret), watching one namespace. This process creates N TrainJobs as fast as the server takes
+them and measures:
 
-- settled: seconds from the first create until every TrainJob has its JobSet, every TrainJob has
-  a status written by the controller, and the controller's work queue is empty;
+- settled: seconds from the first create until every TrainJob has its JobSet, every TrainJob
+  carries the status this process writes into its JobSet as a JobSet controller would
+  (``jobsStatus``), the controller has reconciled at least N times and its work queue is empty
+  (followed through watches); then one list checks that every JobSet belongs to a different
+  TrainJob and every TrainJob has that status;
 - the controller's peak RSS (``VmHWM`` of its process);
 - reconciles per second (``kubetrain_reconcile_total`` over the settle time).
 
@@ -168,10 +171,22 @@ async def _run_once(
                 async with gate:
                     await kube.create(TRAINER, "trainjobs", body)
 
-            # JobSets are counted from one watch, not by listing: relisting thousands of
-            # JobSets several times a second would load the API server more than the
-            # controller under test does.
+            # This process plays the JobSet controller: each new JobSet gets the status a
+            # cluster's JobSet controller writes once its Jobs exist (one active Job), which
+            # the TrainJob controller must carry into the TrainJob's jobsStatus. Progress is
+            # followed through watches, not by listing: relisting thousands of objects several
+            # times a second would load the API server more than the controller under test.
             jobset_owners: dict[str, str] = {}
+            with_status: set[str] = set()
+            marking: set[asyncio.Task[None]] = set()
+            mark_gate = asyncio.Semaphore(16)
+
+            async def mark_active(name: str) -> None:
+                status = {"replicatedJobsStatus": [{"name": "node", "ready": 0, "succeeded": 0,
+                          "failed": 0, "active": 1, "suspended": 0}]}  # fmt: skip
+                async with mark_gate:
+                    await kube.patch(JOBSET, "jobsets", name, {"status": status},
+                                     namespace=NAMESPACE, subresource="status")  # fmt: skip
 
             async def follow_jobsets() -> None:
                 async for event_type, obj in kube.watch(JOBSET, "jobsets", namespace=NAMESPACE):
@@ -180,24 +195,41 @@ async def _run_once(
                         jobset_owners.pop(meta.get("name", ""), None)
                     elif event_type in ("ADDED", "MODIFIED"):
                         owner = (meta.get("ownerReferences") or [{}])[0].get("uid", "")
+                        if meta["name"] not in jobset_owners:
+                            task = asyncio.create_task(mark_active(meta["name"]))
+                            marking.add(task)
+                            task.add_done_callback(marking.discard)
                         jobset_owners[meta["name"]] = owner
 
-            watcher = asyncio.create_task(follow_jobsets())
+            async def follow_trainjobs() -> None:
+                async for event_type, obj in kube.watch(TRAINER, "trainjobs", namespace=NAMESPACE):
+                    name = (obj.get("metadata") or {}).get("name", "")
+                    if event_type != "DELETED" and (obj.get("status") or {}).get("jobsStatus"):
+                        with_status.add(name)
+                    else:
+                        with_status.discard(name)
+
+            watchers = [
+                asyncio.create_task(follow_jobsets()),
+                asyncio.create_task(follow_trainjobs()),
+            ]
             started = time.monotonic()
             await asyncio.gather(*(create(i) for i in range(n)))
             created = time.monotonic() - started
             last_report = started
             try:
                 while True:
-                    if watcher.done():
-                        watcher.result()  # the watch failed: raise its error
-                        raise RuntimeError("the JobSet watch ended early")
+                    for watcher in watchers:
+                        if watcher.done():
+                            watcher.result()  # the watch failed: raise its error
+                            raise RuntimeError("a watch ended early")
+                    for task in list(marking):
+                        if task.done():
+                            task.result()  # a status write failed: raise its error
                     text = await metrics()
-                    # Without an executor no JobSet gets a status, so a TrainJob's status stays
-                    # empty: settled means every JobSet exists, every TrainJob was reconciled at
-                    # least once and the controller's queue is empty.
                     done = (
                         len(jobset_owners) == n
+                        and len(with_status) == n
                         and _metric(text, "kubetrain_reconcile_total") >= n
                         and _metric(text, "kubetrain_workqueue_depth") == 0
                     )
@@ -207,16 +239,21 @@ async def _run_once(
                         last_report = time.monotonic()
                         print(
                             f"  {last_report - started:5.1f}s: {len(jobset_owners)} JobSets,"
+                            f" {len(with_status)} TrainJob statuses,"
                             f" {_metric(text, 'kubetrain_reconcile_total'):.0f} reconciles,"
                             f" queue {_metric(text, 'kubetrain_workqueue_depth'):.0f}",
                             file=sys.stderr,
                         )
                     if time.monotonic() - started > 600:
-                        raise RuntimeError(f"not settled after 600 s: {len(jobset_owners)} JobSets")
+                        raise RuntimeError(
+                            f"not settled after 600 s: {len(jobset_owners)} JobSets,"
+                            f" {len(with_status)} TrainJob statuses"
+                        )
                     await asyncio.sleep(0.25)
                 settled = time.monotonic() - started
             finally:
-                watcher.cancel()
+                for watcher in watchers:
+                    watcher.cancel()
             # The watch's count is checked against the server's own list, once.
             jobsets, _ = await kube.list(JOBSET, "jobsets", namespace=NAMESPACE)
             assert len(jobsets) == n, f"{len(jobsets)} JobSets listed, {n} expected"
@@ -224,6 +261,9 @@ async def _run_once(
             busy = _metric(text, "kubetrain_reconcile_seconds_sum")
         owners = {js["metadata"]["ownerReferences"][0]["uid"] for js in jobsets}
         assert len(owners) == n, "every JobSet belongs to a different TrainJob"
+        trainjobs, _ = await kube.list(TRAINER, "trainjobs", namespace=NAMESPACE)
+        with_status = sum(1 for job in trainjobs if (job.get("status") or {}).get("jobsStatus"))
+        assert with_status == n, f"{with_status} of {n} TrainJobs have a status"
         rss = _peak_rss_mb(controller.pid)
         controller_cpu, server_cpu = _cpu_s(controller.pid), _cpu_s(server.pid)
         await kube.close()

@@ -9,12 +9,12 @@ whoever builds the server; this module ships a permissive default and Trainer's 
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
 from kubetrain.api.errors import FieldError
+from kubetrain.local.apiserver import codec
 
 __all__ = [
     "Admission",
@@ -162,7 +162,7 @@ class ChainAdmission:
         errors: list[FieldError] = []
         warnings: list[str] = []
         for link in self._links:
-            e, w = link.validate(operation, copy.deepcopy(obj), old, reader=reader)
+            e, w = link.validate(operation, codec.clone(obj), old, reader=reader)
             errors += e
             warnings += w
         return errors, warnings

@@ -3,12 +3,13 @@ the writer thread's encoding (which holds the GIL). msgspec comes with lightkube
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
 import msgspec
 
-__all__ = ["DecodeError", "dumps", "loads"]
+__all__ = ["DecodeError", "clone", "dumps", "loads"]
 
 DecodeError = (msgspec.DecodeError, ValueError)
 
@@ -24,3 +25,12 @@ def dumps(obj: Any) -> bytes:
 def loads(data: bytes | str) -> Any:
     """Parse JSON; raises one of ``DecodeError``."""
     return msgspec.json.decode(data)
+
+
+def clone(obj: Any) -> Any:
+    """A deep copy of JSON data: a msgspec round trip, several times faster than
+    ``copy.deepcopy`` on API objects (falls back to it for anything JSON cannot carry)."""
+    try:
+        return msgspec.json.decode(msgspec.json.encode(obj))
+    except (TypeError, msgspec.DecodeError, ValueError):
+        return copy.deepcopy(obj)

@@ -8,11 +8,11 @@ controller see a settled state as soon as the DELETE is answered.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from kubetrain.api.errors import FieldError
+from kubetrain.local.apiserver import codec
 from kubetrain.local.apiserver import errors as E
 from kubetrain.local.apiserver.ops import Op, Result
 from kubetrain.local.apiserver.resources import Registry, ResourceDef
@@ -135,11 +135,11 @@ class Deletion:
             finalizers.append("foregroundDeletion")
         if not finalizers:
             rv = self.store.next_rv()
-            gone = copy.deepcopy(obj)
+            gone = codec.clone(obj)
             gone["metadata"]["resourceVersion"] = str(rv)
             self._remove(op, res, gone, rv)
             return Result(gone, 200)
-        marked = copy.deepcopy(obj)
+        marked = codec.clone(obj)
         marked["metadata"]["deletionTimestamp"] = self.clock()
         marked["metadata"]["deletionGracePeriodSeconds"] = 0
         marked["metadata"]["finalizers"] = finalizers
@@ -164,7 +164,7 @@ class Deletion:
             dep = self.store.get(resource, ns, name)
             if dep is None:
                 continue
-            new = copy.deepcopy(dep)
+            new = codec.clone(dep)
             refs = [r for r in new["metadata"].get("ownerReferences") or () if r.get("uid") != uid]
             if refs:
                 new["metadata"]["ownerReferences"] = refs
@@ -226,7 +226,7 @@ class Deletion:
         res = self._resource_of(where[0])
         if res is None:
             return
-        new = copy.deepcopy(owner)
+        new = codec.clone(owner)
         new["metadata"]["finalizers"] = [f for f in finalizers if f != "foregroundDeletion"]
         rv = self.store.next_rv()
         new["metadata"]["resourceVersion"] = str(rv)
@@ -245,7 +245,7 @@ class Deletion:
                 {"name": name, "kind": "namespaces"},
             )
         if not ns_obj["metadata"].get("deletionTimestamp"):
-            marked = copy.deepcopy(ns_obj)
+            marked = codec.clone(ns_obj)
             marked["metadata"]["deletionTimestamp"] = self.clock()
             marked.setdefault("status", {})["phase"] = "Terminating"
             rv = self.store.next_rv()
@@ -273,7 +273,7 @@ class Deletion:
         if res is None or ns_obj["metadata"].get("finalizers"):
             return
         rv = self.store.next_rv()
-        gone = copy.deepcopy(ns_obj)
+        gone = codec.clone(ns_obj)
         gone["metadata"]["resourceVersion"] = str(rv)
         op.futures.append(
             self.store.put(Change(rv, "DELETED", res.key, "", namespace, gone, ns_obj))

@@ -11,15 +11,14 @@ admission → schema and metadata validation (422) → validating admission (403
 from __future__ import annotations
 
 import base64
-import copy
 import json
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kubetrain.api.errors import FieldError
+from kubetrain.local.apiserver import codec, ssa
 from kubetrain.local.apiserver import errors as E
-from kubetrain.local.apiserver import ssa
 from kubetrain.local.apiserver.admission import (
     Admission,
     Operation,
@@ -77,7 +76,7 @@ class _Reader:
         if res is None:
             return None
         obj = self._store.get(res.key, (namespace or "") if res.namespaced else "", name)
-        return copy.deepcopy(obj) if obj is not None else None
+        return codec.clone(obj) if obj is not None else None
 
     def list(
         self, api_version: str, kind: str, namespace: str | None = None
@@ -85,7 +84,10 @@ class _Reader:
         res = self._registry.by_kind(api_version, kind)
         if res is None:
             return []
-        return copy.deepcopy(self._store.items(res.key, namespace if res.namespaced else None))
+        items: list[dict[str, Any]] = codec.clone(
+            self._store.items(res.key, namespace if res.namespaced else None)
+        )
+        return items
 
 
 class Engine(Deletion):
@@ -212,9 +214,9 @@ class Engine(Deletion):
         if res.has_status or res.initial_status is not None:
             obj.pop("status", None)
         if res.initial_status is not None:
-            obj["status"] = copy.deepcopy(dict(res.initial_status))
+            obj["status"] = codec.clone(dict(res.initial_status))
         for key, value in (res.create_defaults or {}).items():
-            obj.setdefault(key, copy.deepcopy(value))
+            obj.setdefault(key, codec.clone(value))
         if res.kind == "Namespace" and res.group == "":
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         # An applier owns what it applied, not what defaulting and admission added.
@@ -393,7 +395,7 @@ class Engine(Deletion):
                     raise E.bad_request("a merge patch must be a JSON object")
                 candidate = merge_patch(old, patch)
             elif content_type == JSON_PATCH:
-                candidate = apply_json_patch(copy.deepcopy(old), patch)
+                candidate = apply_json_patch(codec.clone(old), patch)
             elif content_type == STRATEGIC:
                 if res.custom:
                     raise E.unsupported_media_type(content_type)
@@ -403,7 +405,7 @@ class Engine(Deletion):
             else:
                 raise E.unsupported_media_type(content_type)
             result = self._update(
-                op, res, old, copy.deepcopy(candidate), subresource, opts, "Update", None
+                op, res, old, codec.clone(candidate), subresource, opts, "Update", None
             )
         await op.done()
         return result
@@ -437,7 +439,7 @@ class Engine(Deletion):
         if old is None:
             if subresource:
                 raise E.not_found(res.group, res.plural, name)
-            return self._create(op, res, namespace, copy.deepcopy(applied), opts, "Apply")
+            return self._create(op, res, namespace, codec.clone(applied), opts, "Apply")
         if subresource == "status":
             config = {"status": applied.get("status") or {}}
         else:
@@ -451,7 +453,7 @@ class Engine(Deletion):
         others = manager_paths(old["metadata"], exclude=opts.field_manager)
         if not opts.force:
             self._apply_conflicts(res, old, config, new_paths, others, opts.field_manager)
-        candidate = ssa.apply_merge(copy.deepcopy(old), copy.deepcopy(config), schema)
+        candidate = ssa.apply_merge(codec.clone(old), codec.clone(config), schema)
         owned_by_others = set().union(*others.values()) if others else set()
         # Longest first, so an element's fields go before (and may empty) the element itself.
         for path in sorted(mine - new_paths - owned_by_others, key=len, reverse=True):
@@ -524,7 +526,7 @@ class Engine(Deletion):
             )
         if subresource == "status":
             status = new.get("status")
-            new = copy.deepcopy(old)
+            new = codec.clone(old)
             if status is None:
                 new.pop("status", None)
             else:
@@ -533,12 +535,12 @@ class Engine(Deletion):
         else:
             if res.has_status:
                 if "status" in old:
-                    new["status"] = copy.deepcopy(old["status"])
+                    new["status"] = codec.clone(old["status"])
                 else:
                     new.pop("status", None)
             for key in SERVER_FIELDS:
                 if key in old_meta:
-                    meta[key] = copy.deepcopy(old_meta[key])
+                    meta[key] = codec.clone(old_meta[key])
                 else:
                     meta.pop(key, None)
             meta["name"] = name
@@ -565,7 +567,7 @@ class Engine(Deletion):
         new, warnings = self._admit(res, "UPDATE", new, old, opts, subresource)
         meta = new["metadata"]
         meta["resourceVersion"] = old_meta["resourceVersion"]
-        meta["managedFields"] = copy.deepcopy(old_meta.get("managedFields", []))
+        meta["managedFields"] = codec.clone(old_meta.get("managedFields", []))
         manager = opts.field_manager or "unknown"
         if new == old and (
             apply_paths is None
@@ -613,7 +615,7 @@ class Engine(Deletion):
             if self.store.get(res.key, ns, meta.get("name", "")) is not None:
                 continue
             await self.create(
-                res, ns or None, copy.deepcopy(dict(obj)), WriteOptions(field_manager=manager)
+                res, ns or None, codec.clone(dict(obj)), WriteOptions(field_manager=manager)
             )
             created.append(f"{res.kind}/{meta.get('name')}")
         return created

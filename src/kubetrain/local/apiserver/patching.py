@@ -8,12 +8,12 @@ in ``ssa``; the managedFields ``fieldsV1`` encoding of field paths is here.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
 import jsonpatch
 
+from kubetrain.local.apiserver import codec
 from kubetrain.local.apiserver.errors import ApiError
 
 __all__ = [
@@ -29,7 +29,7 @@ __all__ = [
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386: objects merge, ``null`` deletes, anything else replaces."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return codec.clone(patch)
     result = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
@@ -73,9 +73,9 @@ def _named(items: list[Any]) -> bool:
 def strategic_merge_patch(target: Any, patch: Any) -> Any:
     """The approximation described in the module docstring."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return codec.clone(patch)
     if patch.get("$patch") == "replace":
-        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
+        return {k: codec.clone(v) for k, v in patch.items() if k != "$patch"}
     result = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if key.startswith("$"):
