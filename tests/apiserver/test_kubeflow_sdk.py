@@ -11,7 +11,6 @@ import pytest
 from apiserver_support import TRAINER, Cluster
 
 # The SDK's own models use pydantic's deprecated class-based config; that is not ours to fix.
-pytestmark = pytest.mark.filterwarnings("ignore:Support for class-based:DeprecationWarning")
 
 
 @pytest.fixture

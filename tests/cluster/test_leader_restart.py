@@ -126,11 +126,16 @@ async def until(probe: Any, timeout: float, what: str) -> Any:
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[Path]:
+def serve_options() -> list[str]:
+    # The API server alone: the JobSets counted below are the controllers' under test.
+    return ["--api-only"]
+
+
+@pytest.fixture
+def server(tmp_path: Path, serve_options: list[str]) -> Iterator[Path]:
     home = tmp_path / "home"
     proc = subprocess.Popen(
-        # The API server alone: the JobSets counted below are the controllers' under test.
-        [sys.executable, "-c", SERVE, "--home", str(home), "--api-only"],
+        [sys.executable, "-c", SERVE, "--home", str(home), *serve_options],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env={**os.environ, "KUBETRAIN_HOME": str(home)},
@@ -163,6 +168,29 @@ async def plane(server: Path) -> AsyncIterator[Plane]:
                 proc.kill()
             proc.wait(10)
         await kube.close()
+
+
+@pytest.mark.parametrize("serve_options", [[]], ids=["the full local control plane"])
+async def test_a_controller_pointed_at_the_local_engine_waits_instead_of_fighting_it(
+    plane: Plane,
+) -> None:
+    # The daemon's own controller holds the Lease; an extra one must not apply anything.
+    daemon = await until(plane.holder, 30, "the local controller to take the Lease")
+    assert daemon.startswith("kubetrain-daemon-")
+    plane.start_controller("intruder")
+    await until(lambda: _contains(plane.log, "intruder", "waits as a follower"), 30, "a follower")
+    await plane.create_trainjobs(1)
+    await until(lambda: _at_least(plane.jobsets(), 1), 30, "the JobSet")
+
+    async def tls_config_version() -> str:
+        cm = await plane.kube.get("v1", "configmaps", "job-0000-tls-config", namespace=NAMESPACE)
+        return str(cm["metadata"]["resourceVersion"])
+
+    first = await until(tls_config_version, 10, "the TLS ConfigMap")
+    await asyncio.sleep(2.0)  # two controllers would re-apply it with their own CAs meanwhile
+    assert await tls_config_version() == first
+    assert await plane.holder() == daemon
+    assert plane.procs[0].poll() is None, "the follower keeps waiting"
 
 
 async def test_serve_api_only_runs_no_controller_and_no_pods(plane: Plane) -> None:
@@ -229,6 +257,10 @@ async def test_restart_in_the_middle_of_1000_trainjobs(plane: Plane) -> None:
 
 async def _is(value: Any, wanted: str) -> bool:
     return bool(await value == wanted)
+
+
+async def _contains(read: Any, identity: str, text: str) -> bool:
+    return text in read(identity)
 
 
 async def _at_least(items: Any, n: int) -> bool:

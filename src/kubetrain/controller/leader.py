@@ -69,6 +69,7 @@ class LeaderElector:
         self._observed_spec: Obj | None = None
         self._observed_at = 0.0
         self.is_leader = False
+        self._waiting_for: str | None = None  # the holder last reported while we wait
 
     async def acquire(self, stop: asyncio.Event) -> bool:
         """Wait until this candidate holds the Lease (True) or ``stop`` is set (False)."""
@@ -149,7 +150,14 @@ class LeaderElector:
         holder = spec.get("holderIdentity")
         duration = float(spec.get("leaseDurationSeconds") or self._duration)
         if holder and holder != self.identity and time.monotonic() < self._observed_at + duration:
+            if holder != self._waiting_for:
+                self._waiting_for = holder
+                log.info(
+                    "lease %s/%s is held by %s; %s waits as a follower",
+                    self._namespace, self._name, holder, self.identity,
+                )  # fmt: skip
             return False  # someone else holds it and renewed it recently
+        self._waiting_for = None
         new_spec = dict(spec)
         if holder != self.identity:
             new_spec["acquireTime"] = _micro_time(now)

@@ -291,6 +291,7 @@ async def run_controller(
     concurrency: int = 5,
     stop_event: asyncio.Event | None = None,
     ready: Callable[[Controller], None] | None = None,
+    lease_identity: str | None = None,
 ) -> None:
     """Run the controller against the API server of ``config`` until ``stop_event`` is set.
 
@@ -298,15 +299,22 @@ async def run_controller(
     environment (in-cluster service account, ``$KUBECONFIG``, ``~/.kube/config``).
     ``namespace``: watch one namespace (None: all). ``ready`` is called with the ``Controller``
     once it is built (before its caches sync), for callers that want its metrics or events.
+    ``lease_identity``: reconcile only while holding the Lease every controller of this API
+    uses (``kubeflow-system/trainer.kubeflow.org``) under this identity; a stable identity
+    takes the Lease back at once after a restart. Raises ``LeadershipLost`` when it goes.
     """
     client = connect(config, context=context)
     try:
+        leader = None
+        if lease_identity is not None:
+            leader = LeaderElector(client, namespace="kubeflow-system", identity=lease_identity)
         controller = Controller(
             client,
             namespace=namespace,
             gates=gates,
             environment=environment,
             concurrency=concurrency,
+            leader=leader,
         )
         if ready is not None:
             ready(controller)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -145,7 +146,7 @@ async def run_daemon(
             await executor.start()
             environment = plane.environment() if plane is not None else None
             controller_task = asyncio.create_task(
-                _run_controller(kubeconfig, stop, environment), name="controller"
+                _run_controller(home, kubeconfig, stop, environment), name="controller"
             )
         info = {
             "pid": os.getpid(),
@@ -224,16 +225,26 @@ def _stop_mode(files: DaemonFiles) -> str:
 
 
 async def _run_controller(
-    kubeconfig: Path, stop: asyncio.Event, environment: Environment | None
+    home: Path, kubeconfig: Path, stop: asyncio.Event, environment: Environment | None
 ) -> None:
-    from kubetrain.controller import run_controller
+    from kubetrain.controller import LeadershipLost, run_controller
 
+    # The Lease every Trainer controller of an API server takes: a `kubetrain controller`
+    # pointed at this server by mistake waits as a follower instead of fighting this one over
+    # every object (each would apply its own status-server CA). The identity is stable per
+    # home, so a restarted daemon takes its Lease back at once.
+    digest = hashlib.sha1(str(home.resolve()).encode(), usedforsecurity=False).hexdigest()
+    identity = f"kubetrain-daemon-{digest[:10]}"
     while not stop.is_set():
         try:
             # The environment carries the status server's CA and port into every render.
-            await run_controller(kubeconfig, stop_event=stop, environment=environment)
+            await run_controller(
+                kubeconfig, stop_event=stop, environment=environment, lease_identity=identity
+            )
         except asyncio.CancelledError:
             raise
+        except LeadershipLost:
+            log.warning("another controller took the Lease of this API server; waiting for it")
         except Exception:
             # The controller must not take the API server and the pods down with it.
             log.exception("controller crashed; restarting in 1 s")
