@@ -86,7 +86,9 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     """Wall time of ``cmd`` and the time its stdout showed the first step."""
     start = time.perf_counter()
     first = float("nan")
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     assert proc.stdout is not None
     tail: list[str] = []
     for line in proc.stdout:
@@ -108,7 +110,12 @@ def main() -> None:
     home = work / "home"
     script = work / "bench.py"
     script.write_text(SCRIPT)
-    env = {**os.environ, "KUBETRAIN_HOME": str(home), "STEPS": str(args.steps), "OMP_NUM_THREADS": "1"}
+    env = {
+        **os.environ,
+        "KUBETRAIN_HOME": str(home),
+        "STEPS": str(args.steps),
+        "OMP_NUM_THREADS": "1",
+    }
     plain_cmd = [TORCHRUN, "--nproc-per-node", "4", str(script)]
 
     results: dict[str, list[tuple[float, float]]] = {"plain": [], "warm": [], "cold": []}
@@ -119,14 +126,19 @@ def main() -> None:
                 results[mode].append(timed(plain_cmd, env))
                 continue
             if mode == "cold":
-                subprocess.run([KUBETRAIN, "daemon", "stop"], env=env, check=True, capture_output=True)
+                subprocess.run(
+                    [KUBETRAIN, "daemon", "stop"], env=env, check=True, capture_output=True
+                )
             job = work / f"{mode}-{i}.yaml"
             job.write_text(trainjob(f"bench-{mode}-{i}", args.steps))
             results[mode].append(timed([KUBETRAIN, "run", "-f", str(job)], env))
             subprocess.run([KUBETRAIN, "delete", f"bench-{mode}-{i}"], env=env, capture_output=True)
         print(
             f"round {i + 1}: "
-            + "  ".join(f"{m} {results[m][-1][0]:.2f}s (first step {results[m][-1][1]:.2f}s)" for m in results),
+            + "  ".join(
+                f"{m} {results[m][-1][0]:.2f}s (first step {results[m][-1][1]:.2f}s)"
+                for m in results
+            ),
             flush=True,
         )
     subprocess.run([KUBETRAIN, "daemon", "stop", "--kill-pods"], env=env, capture_output=True)

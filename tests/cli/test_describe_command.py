@@ -11,7 +11,9 @@ from kubetrain.cli.cmd_describe import _short_command
     ("command", "shown"),
     [
         pytest.param([], "", id="no command shows nothing"),
-        pytest.param(["torchrun", "train.py"], "torchrun train.py", id="a one-line command is shown whole"),
+        pytest.param(
+            ["torchrun", "train.py"], "torchrun train.py", id="a one-line command is shown whole"
+        ),
         pytest.param(
             ["bash", "-c", "cat > /tmp/t.py <<'PY'\nprint(1)\nPY\ntorchrun /tmp/t.py"],
             "bash -c 'cat > /tmp/t.py <<'\"'\"'PY'\"'\"' … (3 more lines)",

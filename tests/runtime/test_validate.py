@@ -618,7 +618,9 @@ def test_default_trainjob_stamps_patch_times() -> None:
     assert created["spec"]["runtimePatches"][0]["time"] == "2026-01-01T00:00:00Z"
     assert "time" not in job["spec"]["runtimePatches"][0]  # the input is not touched
     same = default_trainjob(
-        make_trainjob().pod_patch("a.io/m", "node", {"nodeSelector": {"a": "1"}}).obj(), old=created, now=t2
+        make_trainjob().pod_patch("a.io/m", "node", {"nodeSelector": {"a": "1"}}).obj(),
+        old=created,
+        now=t2,
     )
     assert same["spec"]["runtimePatches"][0]["time"] == "2026-01-01T00:00:00Z"
     changed = default_trainjob(
