@@ -30,5 +30,6 @@ def test_run_controller_keeps_its_keyword_only_options() -> None:
         "concurrency",
         "stop_event",
         "ready",
+        "lease_identity",
     ]
     assert all(p.kind is p.KEYWORD_ONLY for name, p in params.items() if name != "config")
