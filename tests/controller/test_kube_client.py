@@ -17,7 +17,13 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from kubetrain.controller.kube import ApiError, KubeClient, _proxy_for, connect
+from kubetrain.controller.kube import (
+    TRANSPORT_ERRORS,
+    ApiError,
+    KubeClient,
+    _proxy_for,
+    connect,
+)
 
 NAMESPACE = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}
 
@@ -113,6 +119,15 @@ async def test_a_rotated_token_file_is_read_again_after_a_401(
     finally:
         await client.close()
     assert fake.seen == ["Bearer old", "Bearer old", "Bearer new"]
+
+
+async def test_an_unreadable_token_file_is_a_transport_error_callers_retry(
+    fake: FakeApiServer, tmp_path: Path
+) -> None:
+    client = connect(kubeconfig(fake.url, {"tokenFile": str(tmp_path / "missing")}))
+    with pytest.raises(TRANSPORT_ERRORS, match=r"reading token file .*missing"):
+        await get_namespace(client)
+    assert fake.seen == [], "nothing is sent without the credential"
 
 
 async def test_an_exec_plugin_credential_is_used_and_fetched_again_after_a_401(

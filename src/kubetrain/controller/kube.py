@@ -165,7 +165,10 @@ class _Auth:
             try:
                 token = Path(self._token_file).read_text().strip()
             except OSError as err:
-                raise ConfigError(f"token file {self._token_file}: {err}") from err
+                # An OSError, like a failed connection: callers retry with backoff.
+                raise OSError(
+                    err.errno, f"reading token file {self._token_file}: {err.strerror}"
+                ) from err
             self._header = f"Bearer {token}"
         elif self._flow is not None and (renew or self._header is None):
             self._header = await _run_flow(self._flow, renew=renew)
