@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import json
 import ssl
 import urllib.parse
 import urllib.request
@@ -27,11 +26,11 @@ from typing import Any, Literal
 
 import aiohttp
 import httpx2
-import msgspec
 from lightkube.config import client_adapter
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 from lightkube.core.exceptions import ConfigError
 
+from kubetrain.api import codec
 from kubetrain.api.types import Obj
 
 __all__ = [
@@ -59,7 +58,6 @@ _CONTENT_TYPES: dict[PatchType, str] = {
     # JSON is YAML, so an apply body can be sent as JSON under the YAML apply type.
     "apply": "application/apply-patch+yaml",
 }
-_JSON_ERRORS = (msgspec.DecodeError, ValueError)
 
 
 class ApiError(Exception):
@@ -99,8 +97,8 @@ class ApiError(Exception):
         """From an error answer: its ``Status`` whatever the content type says (some servers add
         a charset), else the start of its text."""
         try:
-            status = _decode(body)
-        except _JSON_ERRORS:
+            status = codec.loads(body)
+        except codec.DecodeError:
             status = None
         if isinstance(status, dict) and status.get("kind") == "Status":
             return cls.from_status(status, code)
@@ -133,17 +131,6 @@ def connect(
     tls = client_adapter.verify_cluster(single.cluster, single.user, single.abs_file)
     http = _Http(single.cluster.server, tls, _auth_for(single), timeout)
     return KubeClient(http, default_namespace=single.namespace)
-
-
-def _encode(body: Any) -> bytes:
-    try:
-        return msgspec.json.encode(body)
-    except TypeError:  # e.g. non-string keys: let json decide (and explain)
-        return json.dumps(body).encode()
-
-
-def _decode(data: bytes) -> Any:
-    return msgspec.json.decode(data)
 
 
 class _Auth:
@@ -263,6 +250,32 @@ class _Http:
             headers["Authorization"] = auth
         return headers
 
+    @contextlib.asynccontextmanager
+    async def _response(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str],
+        headers: Mapping[str, str],
+        content: bytes | None = None,
+        timeout: aiohttp.ClientTimeout | None = None,
+    ) -> AsyncIterator[aiohttp.ClientResponse]:
+        """The open response; a 401 fetches the credential again (a rotated service-account
+        token, an expired exec credential) and repeats the request once."""
+        session = self._open()
+        options: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
+        for renew in (False, True):
+            sent = await self._headers(headers, renew=renew)
+            async with session.request(
+                method, self._server + path, params=params, data=content, headers=sent,
+                proxy=self._proxy, **options,
+            ) as resp:  # fmt: skip
+                if resp.status == 401 and not renew and self._auth.renewable:
+                    continue
+                yield resp
+                return
+
     async def request(
         self,
         method: str,
@@ -272,61 +285,44 @@ class _Http:
         content: bytes | None,
         headers: Mapping[str, str],
     ) -> _Answer:
-        session = self._open()
-        url = self._server + path
-
-        async def send(renew: bool) -> _Answer:
-            sent = await self._headers(headers, renew=renew)
-            async with session.request(
-                method, url, params=params, data=content, headers=sent, proxy=self._proxy
-            ) as resp:
-                return _Answer(resp.status, resp.reason, await resp.read())
-
-        answer = await send(renew=False)
-        if answer.status == 401 and self._auth.renewable:
-            # A rotated service-account token or an expired exec credential: fetch it again.
-            answer = await send(renew=True)
-        return answer
+        async with self._response(
+            method, path, params=params, headers=headers, content=content
+        ) as resp:
+            return _Answer(resp.status, resp.reason, await resp.read())
 
     async def stream_lines(
         self, path: str, *, params: Mapping[str, str], read_timeout: float
     ) -> AsyncGenerator[bytes, None]:
         """The non-empty lines of a streamed GET; raises ``ApiError`` for an error answer."""
-        session = self._open()
         timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=self.timeout, sock_read=read_timeout
         )
-        for attempt in range(2):
-            sent = await self._headers({"Accept": "application/json"}, renew=attempt > 0)
-            async with session.get(
-                self._server + path, params=params, headers=sent, timeout=timeout, proxy=self._proxy
-            ) as resp:
-                if resp.status >= 400:
-                    body = await resp.read()
-                    if resp.status == 401 and attempt == 0 and self._auth.renewable:
-                        continue
-                    raise ApiError.from_body(resp.status, resp.reason, body)
-                finished = False
-                try:
-                    pending = bytearray()
-                    async for chunk in resp.content.iter_any():
-                        pending += chunk
-                        while (end := pending.find(b"\n")) >= 0:
-                            line = bytes(pending[:end])
-                            del pending[: end + 1]
-                            if line.strip():
-                                yield line
-                    if pending.strip():
-                        yield bytes(pending)
-                    finished = True
-                finally:
-                    if not finished and resp.connection is not None:
-                        # A stream left early (cancelled, closed) cannot be reused; abort it
-                        # instead of a TLS close that needs loop turns nobody may give it.
-                        transport = resp.connection.transport
-                        if transport is not None:
-                            transport.abort()
-                return
+        headers = {"Accept": "application/json"}
+        async with self._response(
+            "GET", path, params=params, headers=headers, timeout=timeout
+        ) as resp:
+            if resp.status >= 400:
+                raise ApiError.from_body(resp.status, resp.reason, await resp.read())
+            finished = False
+            try:
+                pending = bytearray()
+                async for chunk in resp.content.iter_any():
+                    pending += chunk
+                    while (end := pending.find(b"\n")) >= 0:
+                        line = bytes(pending[:end])
+                        del pending[: end + 1]
+                        if line.strip():
+                            yield line
+                if pending.strip():
+                    yield bytes(pending)
+                finished = True
+            finally:
+                if not finished and resp.connection is not None:
+                    # A stream left early (cancelled, closed) cannot be reused; abort it
+                    # instead of a TLS close that needs loop turns nobody may give it.
+                    transport = resp.connection.transport
+                    if transport is not None:
+                        transport.abort()
 
 
 @dataclass(frozen=True, slots=True)
@@ -373,7 +369,7 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
     ) -> Obj:
-        content = None if body is None else _encode(body)
+        content = None if body is None else codec.dumps(body)
         headers = {"Accept": "application/json"}
         if content is not None:
             headers["Content-Type"] = content_type
@@ -385,8 +381,8 @@ class KubeClient:
         if not answer.body:
             return {}
         try:
-            data = _decode(answer.body)
-        except _JSON_ERRORS as err:
+            data = codec.loads(answer.body)
+        except codec.DecodeError as err:
             raise ApiError(502, "BadGateway", f"the server answered no JSON: {err}") from err
         return data if isinstance(data, dict) else {}
 
@@ -451,8 +447,8 @@ class KubeClient:
         try:
             async for line in lines:
                 try:
-                    event = _decode(line)
-                except _JSON_ERRORS as err:
+                    event = codec.loads(line)
+                except codec.DecodeError as err:
                     raise ApiError(502, "BadGateway", f"unreadable watch event: {err}") from err
                 kind, obj = str(event.get("type")), event.get("object") or {}
                 if kind == "ERROR":

@@ -37,6 +37,7 @@ from kubetrain.controller.runtimes import RuntimeFinalizerReconciler
 from kubetrain.controller.trainjob import Caches, ReconcileError, TrainJobReconciler
 from kubetrain.controller.workqueue import QueueShutDown, RateLimit, WorkQueue
 from kubetrain.runtime.config import Environment, FeatureGates
+from kubetrain.runtime.defaults import OPERATOR_NAMESPACE
 
 __all__ = ["Controller", "Key", "LeadershipLost", "run_controller"]
 
@@ -307,7 +308,7 @@ async def run_controller(
     try:
         leader = None
         if lease_identity is not None:
-            leader = LeaderElector(client, namespace="kubeflow-system", identity=lease_identity)
+            leader = LeaderElector(client, namespace=OPERATOR_NAMESPACE, identity=lease_identity)
         controller = Controller(
             client,
             namespace=namespace,

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
+from kubetrain.api import codec
 from kubetrain.api.errors import FieldError
-from kubetrain.local.apiserver import codec
 
 __all__ = [
     "Admission",

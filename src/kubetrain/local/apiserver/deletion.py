@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kubetrain.api import codec
 from kubetrain.api.errors import FieldError
-from kubetrain.local.apiserver import codec
 from kubetrain.local.apiserver import errors as E
 from kubetrain.local.apiserver.ops import Op, Result
 from kubetrain.local.apiserver.resources import Registry, ResourceDef

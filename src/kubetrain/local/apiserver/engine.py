@@ -16,9 +16,10 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from kubetrain.api import codec
 from kubetrain.api.errors import FieldError
-from kubetrain.local.apiserver import codec, ssa
 from kubetrain.local.apiserver import errors as E
+from kubetrain.local.apiserver import ssa
 from kubetrain.local.apiserver.admission import (
     Admission,
     Operation,

@@ -18,8 +18,9 @@ import yaml
 from aiohttp import web
 from multidict import CIMultiDict
 
-from kubetrain.local.apiserver import codec, protobuf
+from kubetrain.api import codec
 from kubetrain.local.apiserver import errors as E
+from kubetrain.local.apiserver import protobuf
 from kubetrain.local.apiserver.conversions import VIEWS
 from kubetrain.local.apiserver.discovery import (
     api_group,

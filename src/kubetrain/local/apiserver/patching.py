@@ -13,7 +13,7 @@ from typing import Any
 
 import jsonpatch
 
-from kubetrain.local.apiserver import codec
+from kubetrain.api import codec
 from kubetrain.local.apiserver.errors import ApiError
 
 __all__ = [

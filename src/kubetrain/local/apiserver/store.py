@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubetrain.local.apiserver import codec
+from kubetrain.api import codec
 
 __all__ = ["Change", "Store"]
 

@@ -1,5 +1,6 @@
-"""JSON in and out through msgspec: several times faster than ``json`` for large lists and for
-the writer thread's encoding (which holds the GIL). msgspec comes with lightkube."""
+"""JSON in and out through msgspec: several times faster than ``json`` for large lists, for the
+embedded API server's writer thread (which holds the GIL) and for the controller's requests.
+msgspec comes with lightkube."""
 
 from __future__ import annotations
 
