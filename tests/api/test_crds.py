@@ -1,4 +1,4 @@
-"""Our generated CRDs against upstream's published ones (read from ../shared at run time).
+"""Our generated CRDs against upstream's published ones (found at run time by upstream_data).
 
 Our CRDs are written by tools/gen_crds.py from kubetrain.api.types and Kubernetes' OpenAPI
 definitions; upstream's are controller-gen output from Go. Apart from descriptions (prose, ours
@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from kubetrain.api import crd_for, crd_manifests, schema_for
+from upstream_data import require
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -35,8 +36,8 @@ UPSTREAM_FILES = {
 ALLOWED_DIFFERENCES: dict[str, str] = {}
 
 
-def _upstream(shared: Path, kind: str) -> dict[str, Any]:
-    text = (shared / "upstream-crds" / UPSTREAM_FILES[kind]).read_text()
+def _upstream(kind: str) -> dict[str, Any]:
+    text = (require("upstream-crds") / UPSTREAM_FILES[kind]).read_text()
     docs = [d for d in yaml.load_all(text, Loader=yaml.CSafeLoader) if d]
     assert len(docs) == 1
     crd: dict[str, Any] = docs[0]
@@ -83,19 +84,19 @@ KINDS = list(UPSTREAM_FILES)
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_names_scope_and_group_match_upstream(shared: Path, kind: str) -> None:
-    ours, theirs = _ours(kind)["spec"], _upstream(shared, kind)["spec"]
+def test_names_scope_and_group_match_upstream(kind: str) -> None:
+    ours, theirs = _ours(kind)["spec"], _upstream(kind)["spec"]
     assert ours["group"] == theirs["group"]
     assert ours["names"] == theirs["names"]  # kind, listKind, plural, singular, no shortNames
     assert ours["scope"] == theirs["scope"]
     assert ours.get("names", {}).get("shortNames") == theirs.get("names", {}).get("shortNames")
-    assert _ours(kind)["metadata"]["name"] == _upstream(shared, kind)["metadata"]["name"]
+    assert _ours(kind)["metadata"]["name"] == _upstream(kind)["metadata"]["name"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_versions_subresources_and_printer_columns_match_upstream(shared: Path, kind: str) -> None:
+def test_versions_subresources_and_printer_columns_match_upstream(kind: str) -> None:
     (ours,) = _ours(kind)["spec"]["versions"]
-    (theirs,) = _upstream(shared, kind)["spec"]["versions"]
+    (theirs,) = _upstream(kind)["spec"]["versions"]
     for key in ("name", "served", "storage"):
         assert ours[key] == theirs[key]
     assert ours.get("subresources") == theirs.get("subresources")
@@ -103,9 +104,9 @@ def test_versions_subresources_and_printer_columns_match_upstream(shared: Path, 
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_schema_matches_upstream_apart_from_descriptions(shared: Path, kind: str) -> None:
+def test_schema_matches_upstream_apart_from_descriptions(kind: str) -> None:
     (ours,) = _ours(kind)["spec"]["versions"]
-    (theirs,) = _upstream(shared, kind)["spec"]["versions"]
+    (theirs,) = _upstream(kind)["spec"]["versions"]
     out: list[str] = []
     _diff(
         _strip(ours["schema"]["openAPIV3Schema"]),

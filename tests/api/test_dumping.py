@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from kubetrain.api import clean, dump_json, dump_yaml, load_objects
+from upstream_data import require
 
 TJ = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob"}
 RT = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainingRuntime"}
@@ -146,15 +146,15 @@ def test_dump_json_writes_one_object_or_a_v1_list() -> None:
     assert dump_json(one, indent=None) == '{"apiVersion": "v1", "kind": "ConfigMap"}\n'
 
 
-def test_sdk_bodies_survive_load_dump_load(shared: Path) -> None:
-    for f in sorted((shared / "reference" / "sdk-trainjobs").glob("*.yaml")):
+def test_sdk_bodies_survive_load_dump_load() -> None:
+    for f in sorted(require("reference/sdk-trainjobs").glob("*.yaml")):
         objs = load_objects(f.read_text(), source=str(f))
         assert load_objects(dump_yaml(objs), source="again") == objs
         assert load_objects(dump_json(objs), source="again") == objs
 
 
-def test_dumping_is_fast(shared: Path) -> None:
-    text = (shared / "upstream-runtimes" / "torch_distributed.yaml").read_text()
+def test_dumping_is_fast() -> None:
+    text = require("upstream-runtimes/torch_distributed.yaml").read_text()
     (obj,) = load_objects(text, source="t")
     dump_yaml(obj)
     start = time.perf_counter()

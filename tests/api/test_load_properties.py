@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -12,8 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubetrain.api import LoadError, dump_yaml, load_objects
-
-SHARED = Path(__file__).resolve().parents[3] / "shared"
+from upstream_data import find
 
 scalars = st.one_of(
     st.none(),
@@ -35,7 +33,8 @@ json_values = st.recursive(
 def _base_documents() -> list[dict[str, Any]]:
     docs: list[dict[str, Any]] = []
     for folder in ("reference/sdk-trainjobs", "upstream-runtimes"):
-        for f in sorted((SHARED / folder).glob("*.yaml")):
+        found = find(folder)
+        for f in sorted(found.glob("*.yaml")) if found is not None else ():
             docs.extend(d for d in yaml.load_all(f.read_text(), Loader=yaml.CSafeLoader) if d)
     docs.append(
         {

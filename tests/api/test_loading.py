@@ -16,6 +16,7 @@ from kubetrain.api import (
     load_files,
     load_objects,
 )
+from upstream_data import require
 
 
 def _trainjob(spec: str = "", meta: str = "") -> str:
@@ -36,8 +37,8 @@ def _errors(text: str) -> list[FieldError]:
 # --- upstream's own documents load cleanly ------------------------------------------------------
 
 
-def test_every_sdk_trainjob_body_loads_cleanly(shared: Path) -> None:
-    files = sorted((shared / "reference" / "sdk-trainjobs").glob("*.yaml"))
+def test_every_sdk_trainjob_body_loads_cleanly() -> None:
+    files = sorted(require("reference/sdk-trainjobs").glob("*.yaml"))
     assert len(files) == 5
     for f in files:
         (job,) = load_objects(f.read_text(), source=str(f))
@@ -47,14 +48,14 @@ def test_every_sdk_trainjob_body_loads_cleanly(shared: Path) -> None:
         assert job["spec"]["managedBy"] == DEFAULT_MANAGED_BY
 
 
-def test_every_upstream_runtime_loads_cleanly(shared: Path) -> None:
-    objs = load_files([shared / "upstream-runtimes"])
-    assert len(objs) == len(list((shared / "upstream-runtimes").glob("*.yaml")))
+def test_every_upstream_runtime_loads_cleanly() -> None:
+    objs = load_files([require("upstream-runtimes")])
+    assert len(objs) == len(list(require("upstream-runtimes").glob("*.yaml")))
     assert {o["kind"] for o in objs} == {"ClusterTrainingRuntime"}
 
 
-def test_sdk_float_quantities_are_kept_as_given(shared: Path) -> None:
-    f = shared / "reference" / "sdk-trainjobs" / "01-custom-trainer-torch-distributed.yaml"
+def test_sdk_float_quantities_are_kept_as_given() -> None:
+    f = require("reference/sdk-trainjobs/01-custom-trainer-torch-distributed.yaml")
     (job,) = load_objects(f.read_text(), source=str(f))
     assert job["spec"]["trainer"]["resourcesPerNode"]["limits"] == {"cpu": 2.0, "memory": "4Gi"}
 
@@ -432,10 +433,8 @@ def test_load_files_reports_every_broken_file(tmp_path: Path) -> None:
 # --- speed --------------------------------------------------------------------------------------
 
 
-def test_loading_a_typical_trainjob_takes_well_under_5_ms(shared: Path) -> None:
-    text = (
-        shared / "reference" / "sdk-trainjobs" / "01-custom-trainer-torch-distributed.yaml"
-    ).read_text()
+def test_loading_a_typical_trainjob_takes_well_under_5_ms() -> None:
+    text = (require("reference/sdk-trainjobs/01-custom-trainer-torch-distributed.yaml")).read_text()
     load_objects(text, source="warm-up")
     runs = 50
     start = time.perf_counter()

@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kubetrain.runtime.defaults import default_runtimes
+
 REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared"
 JOB = """\
 apiVersion: trainer.kubeflow.org/v1alpha1
 kind: TrainJob
@@ -74,9 +75,9 @@ def test_render_is_byte_for_byte_reproducible(job_file: Path) -> None:
 def test_render_takes_folders_and_runtimes_from_files(tmp_path: Path) -> None:
     (tmp_path / "a-job.yaml").write_text(JOB.replace("torch-distributed", "mine"))
     (tmp_path / "b-runtime.yaml").write_text(
-        (SHARED / "upstream-runtimes" / "torch_distributed.yaml")
-        .read_text()
-        .replace("name: torch-distributed", "name: mine")
+        yaml.safe_dump(
+            next(r for r in default_runtimes() if r["metadata"]["name"] == "torch-distributed")
+        ).replace("name: torch-distributed", "name: mine")
     )
     out = kubetrain("render", "-f", str(tmp_path))
     assert out.returncode == 0, out.stderr

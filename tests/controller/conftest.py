@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-import yaml
 
 from kubetrain.api.types import Obj
 from kubetrain.controller import Controller, KubeClient, connect
@@ -32,14 +31,16 @@ JOBSETS = ("jobset.x-k8s.io/v1alpha2", "jobsets")
 TRAINJOBS = (TRAINER, "trainjobs")
 CONFIGMAPS = ("v1", "configmaps")
 EVENTS = ("v1", "events")
-RUNTIME_FILE = "upstream-runtimes/torch_distributed.yaml"
 # Fast retries: tests wait for convergence, not for production backoff.
 FAST = RateLimit(base_delay=0.01, max_delay=0.5, qps=1000, burst=1000)
 
 
 @pytest.fixture(scope="session")
-def torch_runtime(shared: Path) -> Obj:
-    runtime: Obj = yaml.safe_load((shared / RUNTIME_FILE).read_text())
+def torch_runtime() -> Obj:
+    """kubetrain's own ``torch-distributed`` (upstream's file, compared in tests/runtime)."""
+    from kubetrain.runtime.defaults import default_runtimes
+
+    (runtime,) = [r for r in default_runtimes() if r["metadata"]["name"] == "torch-distributed"]
     return runtime
 
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from pathlib import Path
+import copy
 
 import pytest
-import yaml
 
 from conftest import CONFIGMAPS, JOBSETS, TRAINJOBS, Plane, condition, eventually
 from kubetrain.api.types import Obj
@@ -444,8 +443,12 @@ async def test_a_recreated_trainjob_waits_for_the_old_jobset_instead_of_adopting
     assert jobset["metadata"]["ownerReferences"][0]["uid"] == new["metadata"]["uid"]
 
 
-async def test_an_mpi_job_gets_its_ssh_secret_once_and_keeps_it(plane: Plane, shared: Path) -> None:
-    runtime = yaml.safe_load((shared / "upstream-runtimes/deepspeed_distributed.yaml").read_text())
+async def test_an_mpi_job_gets_its_ssh_secret_once_and_keeps_it(plane: Plane) -> None:
+    from kubetrain.runtime.defaults import default_runtimes
+
+    (runtime,) = copy.deepcopy(
+        [r for r in default_runtimes() if r["metadata"]["name"] == "deepspeed-distributed"]
+    )
     runtime["kind"] = "TrainingRuntime"
     runtime["metadata"] = {**runtime["metadata"], "namespace": plane.namespace}
     await plane.kube.create("trainer.kubeflow.org/v1alpha1", "trainingruntimes", runtime)

@@ -13,9 +13,9 @@ from frameworks_plane import default_runtime, plan_objects
 from kubetrain.local.frameworks import REFUSAL_REASON, local_refusal
 from kubetrain.local.frameworks.refusal import __all__ as refusal_all
 from kubetrain.runtime import validate_trainjob
+from upstream_data import require
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-SHARED = Path(__file__).resolve().parents[3] / "shared"
 RUNNABLE = ["mpi", "jax", "xgboost", "mlx", "deepspeed"]
 
 
@@ -50,9 +50,7 @@ def test_the_example_script_in_the_trainjob_is_train_py_verbatim(name: str) -> N
 def test_the_example_is_valid_under_upstreams_trainjob_schema(name: str) -> None:
     import jsonschema  # type: ignore[import-untyped]  # no stubs in the venv
 
-    crd = yaml.safe_load(
-        (SHARED / "upstream-crds" / "trainer.kubeflow.org_trainjobs.yaml").read_text()
-    )
+    crd = yaml.safe_load(require("upstream-crds/trainer.kubeflow.org_trainjobs.yaml").read_text())
     schema = next(v for v in crd["spec"]["versions"] if v["name"] == "v1alpha1")
     jsonschema.validate(load(name), schema["schema"]["openAPIV3Schema"])
     runtime = (

@@ -28,9 +28,9 @@ from kubetrain.runtime import Environment, Existing, FeatureGates, render, valid
 from kubetrain.runtime.defaults import default_runtimes
 from kubetrain.runtime.podspec import tree_copy
 from kubetrain.runtime.sshkeys import ssh_keypair_from_seed
+from upstream_data import jobset_crd
 
 HERE = Path(__file__).parent
-SHARED = HERE.parents[1].parent / "shared"
 CASES = sorted(p.name for p in HERE.iterdir() if (p / "trainjob.yaml").is_file())
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 CA = "-----BEGIN CERTIFICATE-----\nGOLDEN-CA\n-----END CERTIFICATE-----\n"
@@ -97,7 +97,7 @@ def test_golden(case: str, jobset_validator: Any) -> None:
 def jobset_validator() -> Any:
     import jsonschema
 
-    with (SHARED / "upstream-crds" / "jobset.x-k8s.io_jobsets.yaml").open() as f:
+    with jobset_crd().open() as f:
         crd = yaml.load(f, Loader=yaml.CSafeLoader)
     version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1alpha2")
     return jsonschema.Draft7Validator(version["schema"]["openAPIV3Schema"])

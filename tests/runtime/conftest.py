@@ -7,10 +7,11 @@ from typing import Any
 
 import pytest
 import yaml
-from runtime_helpers import SHARED, TEST_ENV, UPSTREAM, Obj
+from runtime_helpers import TEST_ENV, UPSTREAM, Obj
 
 from kubetrain.runtime import render
 from kubetrain.runtime.render import Plan
+from upstream_data import jobset_crd
 
 
 @pytest.fixture(scope="session")
@@ -18,8 +19,7 @@ def jobset_validator() -> Any:
     """A jsonschema validator for upstream's JobSet CRD (v1alpha2), parsed once per session."""
     import jsonschema
 
-    path = SHARED / "upstream-crds" / "jobset.x-k8s.io_jobsets.yaml"
-    with path.open() as f:
+    with jobset_crd().open() as f:
         crd = yaml.load(f, Loader=yaml.CSafeLoader)
     version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1alpha2")
     return jsonschema.Draft7Validator(version["schema"]["openAPIV3Schema"])

@@ -340,9 +340,10 @@ def _jobset_validator() -> Any:
     if not _VALIDATOR:
         import jsonschema
         import yaml
-        from runtime_helpers import SHARED
 
-        with (SHARED / "upstream-crds" / "jobset.x-k8s.io_jobsets.yaml").open() as f:
+        from upstream_data import jobset_crd
+
+        with jobset_crd().open() as f:
             crd = yaml.load(f, Loader=yaml.CSafeLoader)
         schema = next(v for v in crd["spec"]["versions"] if v["name"] == "v1alpha2")["schema"][
             "openAPIV3Schema"

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runtime_helpers import SHARED, container, jobset
+from runtime_helpers import container, jobset
 
 from kubetrain.api.load import load_files
 from kubetrain.api.schema import apply_defaults
@@ -16,10 +16,11 @@ from kubetrain.runtime.defaults import default_runtimes
 from kubetrain.runtime.podspec import tree_copy
 from kubetrain.runtime.render import Plan
 from kubetrain.testing import make_trainjob
+from upstream_data import params
 
 Render = Callable[..., Plan]
-SDK_BODIES = sorted((SHARED / "reference" / "sdk-trainjobs").glob("*.yaml"))
-UPSTREAM_RUNTIMES = sorted((SHARED / "upstream-runtimes").glob("*.yaml"))
+SDK_BODIES = params("reference/sdk-trainjobs")
+UPSTREAM_RUNTIMES = params("upstream-runtimes")
 
 # Upstream's webhook rejects two of the SDK's own bodies (reference §1.5): the stock runtimes
 # have no initializer jobs, and the SDK's RuntimePatch sets env on the node container.
@@ -35,13 +36,17 @@ SDK_REJECTED = {
 }
 
 
+def _name(path: Path) -> str:
+    return path.name
+
+
 def stored_default(name: str) -> dict[str, Any]:
     rt = next(r for r in default_runtimes() if r["metadata"]["name"] == name)
     out: dict[str, Any] = apply_defaults(tree_copy(rt))
     return out
 
 
-@pytest.mark.parametrize("path", SDK_BODIES, ids=[p.name for p in SDK_BODIES])
+@pytest.mark.parametrize("path", SDK_BODIES, ids=_name)
 def test_sdk_bodies_render_against_the_default_runtimes(path: Path, checked_render: Render) -> None:
     (job,) = load_files([path])
     runtime = stored_default(job["spec"]["runtimeRef"]["name"])
@@ -63,7 +68,7 @@ def test_sdk_bodies_render_against_the_default_runtimes(path: Path, checked_rend
     assert [str(e) for e in verdict.errors] == SDK_REJECTED.get(path.name, [])
 
 
-@pytest.mark.parametrize("path", UPSTREAM_RUNTIMES, ids=[p.name for p in UPSTREAM_RUNTIMES])
+@pytest.mark.parametrize("path", UPSTREAM_RUNTIMES, ids=_name)
 def test_each_upstream_runtime_renders_a_trainjob(path: Path, checked_render: Render) -> None:
     (runtime,) = load_files([path])
     name = runtime["metadata"]["name"]

@@ -10,6 +10,8 @@ import pytest
 import yaml
 from test_sandbox_torch import run_two, torch_pod
 
+from upstream_data import require
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "torch-ddp"
 
 
@@ -60,11 +62,9 @@ def _unknown_fields(obj: Any, schema: dict[str, Any], path: str) -> list[str]:
     return []
 
 
-def test_the_trainjob_is_valid_for_upstream_trainer(shared: Path) -> None:
+def test_the_trainjob_is_valid_for_upstream_trainer() -> None:
     jsonschema = pytest.importorskip("jsonschema")
-    crd = yaml.safe_load(
-        (shared / "upstream-crds" / "trainer.kubeflow.org_trainjobs.yaml").read_text()
-    )
+    crd = yaml.safe_load(require("upstream-crds/trainer.kubeflow.org_trainjobs.yaml").read_text())
     schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     tj = trainjob()
     jsonschema.validate(tj, schema)

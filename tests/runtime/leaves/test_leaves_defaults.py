@@ -1,6 +1,6 @@
 """The default ClusterTrainingRuntimes against upstream's published files (reference §6.1).
 
-Upstream's files are read from ../shared/upstream-runtimes at test time. The whole ``spec`` must
+Upstream's files are found at test time by upstream_data. The whole ``spec`` must
 match; the only differences allowed are listed in ``normalise`` with their reasons.
 """
 
@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +19,7 @@ from kubetrain.runtime.defaults import (
     data_cache_runtimes,
     default_runtimes,
 )
+from upstream_data import require
 
 WEBHOOK_LABEL = "trainer.kubeflow.org/webhook-validation"
 FRAMEWORK_LABEL = "trainer.kubeflow.org/framework"
@@ -38,9 +38,9 @@ EXPECTED_FRAMEWORK = {
 }
 
 
-def upstream_runtimes(shared: Path) -> dict[str, dict[str, Any]]:
+def upstream_runtimes() -> dict[str, dict[str, Any]]:
     found = {}
-    for path in sorted((shared / "upstream-runtimes").glob("*.yaml")):
+    for path in sorted(require("upstream-runtimes").glob("*.yaml")):
         obj = yaml.safe_load(path.read_text())
         found[obj["metadata"]["name"]] = obj
     return found
@@ -91,16 +91,14 @@ def test_default_runtime_names_and_order() -> None:
     assert [r["metadata"]["name"] for r in data_cache_runtimes()] == list(DATA_CACHE_RUNTIME_NAMES)
 
 
-def test_every_upstream_runtime_is_covered(shared: Path) -> None:
-    assert set(upstream_runtimes(shared)) == set(DEFAULT_RUNTIME_NAMES) | set(
-        DATA_CACHE_RUNTIME_NAMES
-    )
+def test_every_upstream_runtime_is_covered() -> None:
+    assert set(upstream_runtimes()) == set(DEFAULT_RUNTIME_NAMES) | set(DATA_CACHE_RUNTIME_NAMES)
 
 
 @pytest.mark.parametrize("name", [*DEFAULT_RUNTIME_NAMES, *DATA_CACHE_RUNTIME_NAMES])
-def test_runtime_matches_upstream(shared: Path, name: str) -> None:
+def test_runtime_matches_upstream(name: str) -> None:
     ours = {r["metadata"]["name"]: r for r in default_runtimes() + data_cache_runtimes()}[name]
-    upstream = upstream_runtimes(shared)[name]
+    upstream = upstream_runtimes()[name]
     assert ours["metadata"]["labels"][WEBHOOK_LABEL] == "disabled"
     assert ours["metadata"]["labels"][FRAMEWORK_LABEL] == EXPECTED_FRAMEWORK[name]
     normalised = normalise(ours, upstream)

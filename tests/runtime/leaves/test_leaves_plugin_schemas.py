@@ -1,9 +1,8 @@
-"""JobSets shaped by the leaf plugins still satisfy upstream's JobSet CRD schema (read from
-../shared/upstream-crds at test time)."""
+"""JobSets shaped by the leaf plugins still satisfy the JobSet CRD schema (upstream's where present,
+see ``upstream_data.jobset_crd``)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,15 +14,16 @@ from kubetrain.runtime.config import Environment, FeatureGates
 from kubetrain.runtime.defaults import default_runtimes
 from kubetrain.runtime.render import render
 from kubetrain.runtime.sshkeys import ssh_keypair_from_seed
+from upstream_data import jobset_crd
 
 ENV = Environment(ssh_keypair=lambda: ssh_keypair_from_seed(b"schema"))
 
 
 @pytest.fixture(scope="module")
-def validator(shared: Path) -> Any:
+def validator() -> Any:
     import jsonschema
 
-    crd = yaml.safe_load((shared / "upstream-crds" / "jobset.x-k8s.io_jobsets.yaml").read_text())
+    crd = yaml.safe_load(jobset_crd().read_text())
     version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1alpha2")
     return jsonschema.Draft7Validator(version["schema"]["openAPIV3Schema"])
 
