@@ -1,5 +1,5 @@
 """The official Kubeflow SDK (``kubeflow`` 0.5.0) against the server alone, no controller:
-every call it makes (reference kubeflow-sdk.md §6) gets an answer its pydantic models accept."""
+every call it makes (reference kubeflow/sdk 0.5.0 kubeflow/trainer/backends/kubernetes/backend.py) gets an answer its pydantic models accept."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The 33 semantic probes of the test-harness reference (§2.2), with the official ``kubernetes``
+"""The 33 semantic probes of the test-harness reference (trainer v2.3.0 pkg/controller/trainjob_controller.go), with the official ``kubernetes``
 client, as the Kubeflow SDK uses it. Probe → test:
 
 1 create returns the object (201) ............................ test_create_returns_the_created_object

@@ -2,7 +2,7 @@
 
 The SDK shows Complete/Failed only from a True condition of that type, needs
 ``lastTransitionTime`` on every condition, and drops events without ``firstTimestamp``
-(kubeflow-sdk.md §6.1-6.2); these tests hold the controller to that.
+(kubeflow/sdk 0.5.0 kubeflow/trainer/backends/kubernetes/backend.py-6.2); these tests hold the controller to that.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ every applied object, then the TrainJob with its status after the reconcile (wha
 render`` prints). A case with ``expected-errors.txt`` is a rejection instead: admission must
 return exactly those ``<field path>: <reason>`` lines.
 
-Each expected file was reviewed by hand against reference §2-§4 (the case's comment says what it
+Each expected file was reviewed by hand against upstream v2.3.0 (pkg/runtime/) (the case's comment says what it
 shows). To regenerate after a deliberate change run ``KUBETRAIN_UPDATE_GOLDEN=1 pytest
 tests/golden`` and review the diff line by line before committing: a golden file that merely
 records our output proves nothing. Without ``runtime.yaml`` the TrainJob's runtime

@@ -1,4 +1,4 @@
-"""render(): the objects upstream v2.3 applies, rule by rule (reference §2.3-§3.7, §4)."""
+"""render(): the objects upstream v2.3 applies, rule by rule (trainer v2.3.0 pkg/runtime/)."""
 
 from __future__ import annotations
 

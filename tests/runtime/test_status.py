@@ -1,4 +1,4 @@
-"""derive_status: upstream's reconcile steps 3-7 (reference §2.2) and the JobState table."""
+"""derive_status: upstream's reconcile steps 3-7 (trainer v2.3.0 pkg/controller/trainjob_controller.go) and the JobState table."""
 
 from __future__ import annotations
 

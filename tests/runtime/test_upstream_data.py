@@ -22,7 +22,7 @@ Render = Callable[..., Plan]
 SDK_BODIES = params("reference/sdk-trainjobs")
 UPSTREAM_RUNTIMES = params("upstream-runtimes")
 
-# Upstream's webhook rejects two of the SDK's own bodies (reference §1.5): the stock runtimes
+# Upstream's webhook rejects two of the SDK's own bodies (trainer v2.3.0 pkg/webhooks/): the stock runtimes
 # have no initializer jobs, and the SDK's RuntimePatch sets env on the node container.
 SDK_REJECTED = {
     "02-custom-trainer-initializer-options.yaml": [

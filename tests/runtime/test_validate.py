@@ -1,4 +1,4 @@
-"""Admission: every rule of reference §1 as (path, reason), all errors at once."""
+"""Admission: every rule of trainer v2.3.0 pkg/webhooks/ as (path, reason), all errors at once."""
 
 from __future__ import annotations
 

@@ -71,7 +71,7 @@ def torch_hosts() -> dict[str, str]:
 
 
 # torch 2.13 + gloo sometimes aborts a rank at exit even after barrier + destroy
-# (reference/kubeflow-sdk.md §4); one such abort earns a single retry, nothing else does.
+# (reference/kubeflow/sdk 0.5.0 kubeflow/trainer/backends/kubernetes/backend.py); one such abort earns a single retry, nothing else does.
 TEARDOWN_FLAKE = "terminate called without an active exception"
 
 

@@ -67,7 +67,7 @@ def _meta(name: str, namespace: str | None = NAMESPACE, **extra: Any) -> Obj:
 
 
 def controller_configuration(*, cert_management: bool = True) -> Obj:
-    """Upstream's ``Configuration`` with its shipped values (reference §8.4), TrainJobStatus on."""
+    """Upstream's ``Configuration`` with its shipped values (trainer v2.3.0 manifests/base/manager/controller_manager_config.yaml), TrainJobStatus on."""
     return {
         "apiVersion": "config.trainer.kubeflow.org/v1alpha1",
         "kind": "Configuration",
@@ -125,7 +125,7 @@ def _rule(
 
 
 def _cluster_role() -> Obj:
-    """Exactly what the controller process calls, cluster-wide (reference §8.5, trimmed to it).
+    """Exactly what the controller process calls, cluster-wide (trainer v2.3.0 manifests/base/rbac/role.yaml, trimmed to it).
 
     Why each verb: informers list+watch; ``get`` for objects read on demand; server-side apply
     is ``patch`` (plus ``create`` where it creates); the JobSet is deleted at the active

@@ -1,6 +1,6 @@
 """``kubetrain controller`` in a cluster: one process, four listeners, one leader.
 
-Start order (upstream's, reference §2.1): read the Configuration, serve ``/healthz`` at once;
+Start order (upstream's, trainer v2.3.0 cmd/trainer-controller-manager/main.go): read the Configuration, serve ``/healthz`` at once;
 make sure the webhook certificate exists (self-managed: CA and serving cert kept in Secret
 ``kubeflow-trainer-webhook-cert`` and their CA injected into both webhook configurations; with
 cert-manager: the mounted files), then start the webhook server, the status server (when the
@@ -110,7 +110,7 @@ def operator_namespace(default: str = "kubeflow-system") -> str:
 
 @dataclass(frozen=True, slots=True)
 class ControllerConfig:
-    """Everything ``kubetrain controller`` can be told; defaults are upstream's (reference §8.4).
+    """Everything ``kubetrain controller`` can be told; defaults are upstream's (trainer v2.3.0 manifests/base/manager/controller_manager_config.yaml).
 
     ``namespace`` (kubetrain only) limits the controller to one namespace; None watches all.
     Ports of 0 pick free ports (tests); ``metrics_port`` or ``health_port`` < 0 turns that

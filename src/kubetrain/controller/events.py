@@ -3,7 +3,7 @@
 Written as core/v1 Events with ``firstTimestamp``, ``lastTimestamp`` and ``count`` (the shape
 client-go's classic recorder writes), because the official SDK drops every event without
 ``firstTimestamp`` and ``kubectl describe`` reads these fields. Upstream writes through the
-events.k8s.io recorder instead, whose events the SDK therefore never shows (kubeflow-sdk.md §6.1).
+events.k8s.io recorder instead, whose events the SDK therefore never shows (kubeflow/sdk 0.5.0 kubeflow/trainer/backends/kubernetes/backend.py).
 
 A repeat of the same (object, type, reason, message) bumps ``count`` and ``lastTimestamp`` of the
 event already written instead of creating another one. Recording never raises into a reconcile:

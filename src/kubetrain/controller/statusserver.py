@@ -1,6 +1,6 @@
 """The TrainJobStatus server: training code POSTs progress and metrics, it lands in the TrainJob status.
 
-Upstream's wire protocol (reference §4): ``POST /apis/trainer.kubeflow.org/v1alpha1/namespaces/
+Upstream's wire protocol (trainer v2.3.0 pkg/statusserver/): ``POST /apis/trainer.kubeflow.org/v1alpha1/namespaces/
 {ns}/trainjobs/{name}/status`` over HTTPS with a bearer token whose audience is exactly that
 path (without the leading slash); the body is ``{"trainerStatus": {...}}`` and is written by
 server-side apply to the ``status`` subresource with field manager ``trainer-status``.

@@ -15,7 +15,7 @@ One reconcile, for the TrainJob as the cache holds it:
    never touching ``trainerStatus`` (owned by the status server's manager ``trainer-status``);
 6. Events for each transition; requeue after the deadline's remaining time.
 
-Divergences from upstream (reference/upstream-trainer.md §2.2), each on purpose:
+Divergences from upstream (trainer v2.3.0 pkg/controller/trainjob_controller.go), each on purpose:
 - Terminal is terminal. Upstream drops a non-deadline ``Failed`` at the start of every reconcile
   and re-applies the Plan, so deleting a finished TrainJob's JobSet re-creates it and runs the job
   again (upstream bugs #3737, #3779). Here a TrainJob with ``Complete`` or ``Failed`` True is never

@@ -1,6 +1,6 @@
 """The admission webhook server: AdmissionReview v1 over HTTPS, for a real kube-apiserver.
 
-In a cluster the kube-apiserver calls these endpoints (reference §1.5) before it stores a
+In a cluster the kube-apiserver calls these endpoints (trainer v2.3.0 pkg/webhooks/) before it stores a
 TrainJob, TrainingRuntime or ClusterTrainingRuntime. Every decision is made by the same
 functions the embedded API server calls in-process: ``kubetrain.runtime.validate_trainjob`` /
 ``validate_runtime`` for the validating webhooks, and the TrainJob mutating rule (runtimePatches
@@ -70,7 +70,7 @@ Operation = Literal["CREATE", "UPDATE", "DELETE", "CONNECT"]
 
 @dataclass(frozen=True, slots=True)
 class Webhook:
-    """One webhook of upstream's two configurations (reference §1.5)."""
+    """One webhook of upstream's two configurations (trainer v2.3.0 pkg/webhooks/)."""
 
     name: str
     path: str

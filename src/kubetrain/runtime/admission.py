@@ -65,7 +65,7 @@ def _uses_volcano(runtime: dict[str, Any] | None) -> bool:
 
 
 class TrainerAdmission:
-    """Upstream's webhooks for the embedded API server (reference §1.5).
+    """Upstream's webhooks for the embedded API server (trainer v2.3.0 pkg/webhooks/).
 
     Runtimes labelled ``trainer.kubeflow.org/webhook-validation: disabled`` skip the runtime
     webhooks (the webhook configurations' objectSelector) but keep their CRD rules.

@@ -39,7 +39,7 @@ class FeatureGates:
     """Which optional upstream features are on. Hashable, so it can key caches."""
 
     trainjob_status: bool = DEFAULT_GATES["TrainJobStatus"]
-    """``TrainJobStatus``: progress env vars, token volume and ``TJ-tls-config`` (reference §4)."""
+    """``TrainJobStatus``: progress env vars, token volume and ``TJ-tls-config`` (trainer v2.3.0 pkg/statusserver/)."""
 
     @classmethod
     def parse(cls, text: str, *, base: FeatureGates | None = None) -> FeatureGates:

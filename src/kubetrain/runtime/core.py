@@ -1,6 +1,6 @@
 """Building a ``RuntimeInfo`` from a TrainJob and its runtime (upstream ``newRuntimeInfo``).
 
-Steps, in upstream's order (reference §1.3, §2.4 "Info construction"):
+Steps, in upstream's order (trainer v2.3.0 pkg/runtime/core/trainingruntime.go):
 
 1. JobSet labels/annotations: the runtime template's, then each patch's overlaid in list order;
    the JobSet spec: the runtime's with every patch strategically merged (``smp``), replicatedJobs

@@ -1,4 +1,4 @@
-"""What the Flux plugin writes next to the JobSet (reference §3.8): two scripts and a CURVE cert.
+"""What the Flux plugin writes next to the JobSet (trainer v2.3.0 pkg/runtime/framework/plugins/flux/flux.go): two scripts and a CURVE cert.
 
 - ``<trainjob>-flux-entrypoint`` ConfigMap: ``init.sh`` runs in the ``flux-installer`` init
   container (the flux-view image) and stages Flux plus its broker configuration into the shared

@@ -151,7 +151,7 @@ class RuntimeInfo:
                     yield job
 
     def trainer_resources(self) -> Obj:
-        """Resources used for GPU/CPU arithmetic (reference §3 "GPU/CPU helpers").
+        """Resources used for GPU/CPU arithmetic (trainer v2.3.0 pkg/runtime/runtime.go).
 
         ``spec.trainer.resourcesPerNode`` when set, else the ``node`` container resources of the
         first replicatedJob named ``node`` or with the trainer ancestor. A replacement, not a

@@ -1,4 +1,4 @@
-"""Pod resource requests and PodGroup totals, computed the way Kubernetes and upstream do (§5).
+"""Pod resource requests and PodGroup totals, computed the way Kubernetes and upstream do (trainer v2.3.0 pkg/runtime/runtime.go).
 
 A PodGroup (coscheduling or volcano) carries ``minMember`` = the number of pods of every PodSet
 (initializers, launcher, nodes) and ``minResources`` = the sum of one pod's requests times that

@@ -155,7 +155,7 @@ def _dump_runtime(runtime: Obj) -> str:
 
 
 def snapshot_configmap(info: RuntimeInfo, runtime: Obj) -> Obj:
-    """ConfigMap ``TJ-runtime-snapshot`` holding the whole runtime as YAML (v2.3, §2.6)."""
+    """ConfigMap ``TJ-runtime-snapshot`` holding the whole runtime as YAML (v2.3, trainer v2.3.0 pkg/runtime/core/snapshot.go)."""
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",

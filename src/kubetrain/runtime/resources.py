@@ -1,4 +1,4 @@
-"""GPU and CPU arithmetic on ``resourcesPerNode`` (reference §3, "GPU/CPU helpers").
+"""GPU and CPU arithmetic on ``resourcesPerNode`` (trainer v2.3.0 pkg/runtime/runtime.go, "GPU/CPU helpers").
 
 - GPU count: the first resource whose name contains "gpu" (case-insensitive) in ``requests``;
   if that is 0, the same in ``limits``. Value() semantics: rounded *up* to an integer.

@@ -2,8 +2,8 @@
 
 Upstream Trainer v2.3 merges each ``spec.runtimePatches[].trainingRuntimeSpec.template.spec`` into
 the runtime's JobSet spec with ``strategicpatch.StrategicMergePatch(runtime, patch, JobSetSpec{})``
-(reference §1.3), and merges ``spec.trainer.resourcesPerNode`` onto the runtime's ``node``
-container resources the same way (§2.4). This module reproduces that merge without Go types: the
+(trainer v2.3.0 pkg/apis/trainer/v1alpha1/trainjob_types.go), and merges ``spec.trainer.resourcesPerNode`` onto the runtime's ``node``
+container resources the same way (trainer v2.3.0 pkg/runtime/core/trainingruntime.go). This module reproduces that merge without Go types: the
 per-field patch strategies that Go reads from struct tags are written down here as data
 (:data:`MERGE_KEYS`).
 
@@ -159,7 +159,7 @@ def merge_resources(base: Obj | None, override: Obj) -> Obj:
 
 
 def apply_runtime_patches(template: Obj, patches: list[Obj]) -> Obj:
-    """Apply a TrainJob's ``spec.runtimePatches`` to a runtime's ``spec.template`` (reference §1.3).
+    """Apply a TrainJob's ``spec.runtimePatches`` to a runtime's ``spec.template`` (trainer v2.3.0 pkg/apis/trainer/v1alpha1/trainjob_types.go).
 
     Returns a new JobSetTemplateSpec (``{"metadata": ..., "spec": ...}``):
 

@@ -1,4 +1,4 @@
-"""The SSH key pair in the MPI plugin's ``<trainjob>-mpi-ssh-auth`` Secret (reference §3.3).
+"""The SSH key pair in the MPI plugin's ``<trainjob>-mpi-ssh-auth`` Secret (trainer v2.3.0 pkg/runtime/framework/plugins/mpi/mpi.go).
 
 Upstream generates an ECDSA P-521 key once per TrainJob and stores the private key as PEM
 ``EC PRIVATE KEY`` (SEC 1, Go's ``x509.MarshalECPrivateKey``) and the public key as an

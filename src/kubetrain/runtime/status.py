@@ -1,10 +1,10 @@
-"""TrainJob status as upstream's reconcile computes it (reference §2.2 steps 3-7), and one state enum.
+"""TrainJob status as upstream's reconcile computes it (trainer v2.3.0 pkg/controller/trainjob_controller.go steps 3-7), and one state enum.
 
 ``derive`` is pure: the current TrainJob, its JobSet (or None) and ``now`` in; the new status, the
 deadline's requeue delay and whether the JobSet must be deleted out. Conditions follow
 ``meta.SetStatusCondition``: an existing condition keeps its ``lastTransitionTime`` unless its
 status flips. Only upstream's condition types appear (Suspended, Complete, Failed), so the
-official SDK shows a running job as Running (kubeflow-sdk.md §6.2).
+official SDK shows a running job as Running (kubeflow/sdk 0.5.0 kubeflow/trainer/backends/kubernetes/backend.py).
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ def derive(
     now: datetime,
     unsupported_runtime: str | None = None,
 ) -> StatusUpdate:
-    """Reference §2.2 steps 3 and 5-7 (and step 4's unsupported-runtime condition).
+    """trainer v2.3.0 pkg/controller/trainjob_controller.go steps 3 and 5-7 (and step 4's unsupported-runtime condition).
 
     ``unsupported_runtime`` is the registry key when the runtimeRef names no known runtime kind.
     """

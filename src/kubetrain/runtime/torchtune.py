@@ -1,4 +1,4 @@
-"""TorchTune: the torch plugin's special case for ``spec.trainer.command == ["tune", "run"]`` (§3.2).
+"""TorchTune: the torch plugin's special case for ``spec.trainer.command == ["tune", "run"]`` (trainer v2.3.0 pkg/runtime/framework/plugins/torch/torchtune.go).
 
 The torchtune runtimes ship a complete ``tune run`` command. A TrainJob that asks for ``tune run``
 gets that command rebuilt for its shape: the rendezvous endpoint when more than one process

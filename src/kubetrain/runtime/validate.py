@@ -2,7 +2,7 @@
 
 Order is the API server's: schema + CEL first (422 Invalid); only an object that passes them
 reaches the validating webhooks (403 Forbidden), which return every plugin's errors together.
-Paths and messages are upstream's (reference §1.2-§1.5), including its quirks (``spec.RuntimeRef``
+Paths and messages are upstream's (trainer v2.3.0 pkg/webhooks/), including its quirks (``spec.RuntimeRef``
 with a capital R, ``<nil>`` as the path of the CRD's root-level rules).
 """
 
@@ -251,7 +251,7 @@ def validate_trainjob(
 
 
 def default_trainjob(trainjob: Obj, *, old: Obj | None = None, now: datetime) -> Obj:
-    """The mutating webhook (reference §1.3): stamp ``runtimePatches[].time``; returns a copy.
+    """The mutating webhook (trainer v2.3.0 pkg/webhooks/trainjob_webhook.go): stamp ``runtimePatches[].time``; returns a copy.
 
     CREATE: every patch without a time gets ``now``. UPDATE: a manager already present keeps
     its old time when the entry is otherwise unchanged, else gets ``now``; new managers get

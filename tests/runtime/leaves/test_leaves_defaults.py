@@ -1,4 +1,4 @@
-"""The default ClusterTrainingRuntimes against upstream's published files (reference §6.1).
+"""The default ClusterTrainingRuntimes against upstream's published files (trainer v2.3.0 manifests/base/runtimes/).
 
 Upstream's files are found at test time by upstream_data. The whole ``spec`` must
 match; the only differences allowed are listed in ``normalise`` with their reasons.

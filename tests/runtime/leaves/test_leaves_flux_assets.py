@@ -1,4 +1,4 @@
-"""Flux scripts and CURVE certificate (reference §3.8)."""
+"""Flux scripts and CURVE certificate (trainer v2.3.0 pkg/runtime/framework/plugins/flux/flux.go)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Flux plugin (reference §3.8): command wrap, init container, volumes, ConfigMap, Secret, checks."""
+"""Flux plugin (trainer v2.3.0 pkg/runtime/framework/plugins/flux/flux.go): command wrap, init container, volumes, ConfigMap, Secret, checks."""
 
 from __future__ import annotations
 

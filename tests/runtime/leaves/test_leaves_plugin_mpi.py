@@ -1,4 +1,4 @@
-"""MPI plugin (reference §3.3): counts, slots, hostfile, SSH Secret, volumes, env, validation.
+"""MPI plugin (trainer v2.3.0 pkg/runtime/framework/plugins/mpi/mpi.go): counts, slots, hostfile, SSH Secret, volumes, env, validation.
 
 Expectations are written from the reference by hand; rendering goes through the real pipeline.
 """
@@ -97,7 +97,7 @@ def test_counts(
 
 
 def test_hostfile_of_the_reference_example() -> None:
-    # Reference §3.3: job alpha, 2 nodes, 8 slots (launcher not a rank).
+    # trainer v2.3.0 pkg/runtime/framework/plugins/mpi/mpi.go: job alpha, 2 nodes, 8 slots (launcher not a rank).
     runtime = launcher_first_runtime(launcher_as_node=False, slots=8)
     cm = objects(trainjob(numNodes=2), runtime)[("ConfigMap", "alpha-mpi-hostfile")]
     assert cm["data"] == {

@@ -1,4 +1,4 @@
-"""Coscheduling and Volcano PodGroups (reference §5) and Volcano's admission checks (§1.5)."""
+"""Coscheduling and Volcano PodGroups (trainer v2.3.0 pkg/runtime/framework/plugins/coscheduling/) and Volcano's admission checks (trainer v2.3.0 pkg/webhooks/)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pod requests and PodGroup totals (reference §5) with Kubernetes' quantity formatting."""
+"""Pod requests and PodGroup totals (trainer v2.3.0 pkg/runtime/framework/plugins/coscheduling/) with Kubernetes' quantity formatting."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Strategic merge patch and runtimePatches (reference §1.3): expectations written from the
+"""Strategic merge patch and runtimePatches (trainer v2.3.0 pkg/apis/trainer/v1alpha1/trainjob_types.go): expectations written from the
 apimachinery rules by hand, plus properties over random JSON trees."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The MPI SSH key pair (reference §3.3): ECDSA P-521, SEC 1 PEM, authorized_keys line."""
+"""The MPI SSH key pair (trainer v2.3.0 pkg/runtime/framework/plugins/mpi/mpi.go): ECDSA P-521, SEC 1 PEM, authorized_keys line."""
 
 from __future__ import annotations
 

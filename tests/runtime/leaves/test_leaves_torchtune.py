@@ -1,4 +1,4 @@
-"""TorchTune command rewrite and validation (reference §3.2), expectations written by hand."""
+"""TorchTune command rewrite and validation (trainer v2.3.0 pkg/runtime/framework/plugins/torch/torchtune.go), expectations written by hand."""
 
 from __future__ import annotations
 

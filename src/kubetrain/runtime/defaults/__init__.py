@@ -1,4 +1,4 @@
-"""The ClusterTrainingRuntimes upstream Trainer v2.3 installs by default (reference §6.1), as data.
+"""The ClusterTrainingRuntimes upstream Trainer v2.3 installs by default (trainer v2.3.0 manifests/base/runtimes/), as data.
 
 Written for kubetrain from the published runtime semantics: images carry the ``v2.3.0`` tag that
 upstream's release overlay puts on every ``ghcr.io/kubeflow/trainer/*`` image, and every runtime

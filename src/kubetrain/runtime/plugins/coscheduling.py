@@ -1,5 +1,5 @@
 """Coscheduling (scheduler-plugins): a ``scheduling.x-k8s.io/v1alpha1`` PodGroup per TrainJob and
-the pod-group label on every pod (reference §5).
+the pod-group label on every pod (trainer v2.3.0 pkg/runtime/framework/plugins/coscheduling/).
 
 The PodGroup counts every pod of every PodSet (initializers, launcher, nodes) and their summed
 requests (:mod:`kubetrain.runtime.podgroup`). It is created when missing and re-applied only

@@ -1,4 +1,4 @@
-"""Flux: run the trainer command inside a Flux instance spanning the ``node`` pods (reference §3.8).
+"""Flux: run the trainer command inside a Flux instance spanning the ``node`` pods (trainer v2.3.0 pkg/runtime/framework/plugins/flux/flux.go).
 
 Phase 2 wraps the trainer command in ``/etc/flux-config/entrypoint.sh`` (its arguments are the
 original command and args joined into one string; args are cleared), adds the ``flux-installer``

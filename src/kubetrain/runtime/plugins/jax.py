@@ -1,4 +1,4 @@
-"""JAX: process count, process id and coordinator address for the trainer container (§3.5).
+"""JAX: process count, process id and coordinator address for the trainer container (trainer v2.3.0 pkg/runtime/framework/plugins/jax/jax.go).
 
 ``spec.trainer.env`` reaches the container through the JobSet builder, after these.
 """

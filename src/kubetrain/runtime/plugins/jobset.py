@@ -1,5 +1,5 @@
 """JobSet plugin: validation of runtime/initializer/patch wiring, pod network, the JobSet itself,
-and TrainJob status from the JobSet (reference §1.5 "JobSet plugin", §2.2, §2.4).
+and TrainJob status from the JobSet (trainer v2.3.0 pkg/runtime/framework/plugins/jobset/).
 """
 
 from __future__ import annotations
@@ -251,7 +251,7 @@ class JobSetPlugin:
         suspend = spec.get("suspend") is True
         old = ctx.existing.get("JobSet", info.trainjob_name)
         if old is not None and not suspend and _d(old.get("spec")).get("suspend") is not True:
-            # A running JobSet is never updated (reference §2.4, §8.6).
+            # A running JobSet is never updated (trainer v2.3.0 pkg/runtime/framework/plugins/jobset/jobset.go).
             return []
         launcher_as_node = _d(info.policy("mpi")).get("runLauncherAsNode") is True
         initializer = _d(spec.get("initializer"))

@@ -1,5 +1,5 @@
 """MPI: launcher/node counts, slots, the SSH Secret and hostfile ConfigMap, their volumes and the
-OpenMPI environment (reference §3.3); also used by the DeepSpeed and MLX runtimes (§3.4).
+OpenMPI environment (trainer v2.3.0 pkg/runtime/framework/plugins/mpi/mpi.go); also used by the DeepSpeed and MLX runtimes (trainer v2.3.0 manifests/base/runtimes/deepspeed_distributed.yaml).
 
 Phase 2 edits the ``node`` and ``launcher`` pod specs:
 

@@ -1,5 +1,5 @@
 """PlainML: trainer count and ``spec.trainer.env`` for runtimes without a torch/mpi/jax policy
-(xgboost, flux, or no mlPolicy at all), reference §3.7.
+(xgboost, flux, or no mlPolicy at all), trainer v2.3.0 pkg/runtime/framework/plugins/plainml/plainml.go.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Torch: torchrun's PET_* env, numProcPerNode, envInjection targets, TorchTune (§3.1, §3.2, §1.5).
+"""Torch: torchrun's PET_* env, numProcPerNode, envInjection targets, TorchTune (trainer v2.3.0
+pkg/runtime/framework/plugins/torch/).
 
 Order inside the trainer container matches upstream: runtime env, then ``spec.trainer.env``, then
 PET_NNODES, PET_NPROC_PER_NODE, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT (the last two

@@ -1,5 +1,5 @@
 """TrainJobStatus (feature gate): status-server env vars, projected token + CA volume, and the
-``TJ-tls-config`` ConfigMap (reference §4). Registered only with the gate on.
+``TJ-tls-config`` ConfigMap (trainer v2.3.0 pkg/statusserver/). Registered only with the gate on.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Volcano: a ``scheduling.volcano.sh/v1beta1`` PodGroup per TrainJob and the group-name
-annotation on every pod (reference §5), plus the queue and PriorityClass checks (§1.5).
+annotation on every pod (trainer v2.3.0 pkg/runtime/framework/plugins/volcano/), plus the queue and PriorityClass checks (trainer v2.3.0 pkg/webhooks/).
 
 The PodGroup carries the gang totals (see :func:`coscheduling.gang_totals`), the queue from the
 JobSet-level annotation ``scheduling.volcano.sh/queue-name`` when present, the

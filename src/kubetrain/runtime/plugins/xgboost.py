@@ -1,4 +1,4 @@
-"""XGBoost: Rabit tracker address, task id and worker count (§3.6), reserved env checks (§1.5).
+"""XGBoost: Rabit tracker address, task id and worker count (trainer v2.3.0 pkg/runtime/framework/plugins/xgboost/xgboost.go), reserved env checks (trainer v2.3.0 pkg/webhooks/).
 
 Runs after PlainML (``PLUGIN_ORDER``), so ``spec.trainer.env`` precedes the DMLC_* vars.
 """
