@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from kubetrain.runtime import Environment, FeatureGateError, FeatureGates
-from kubetrain.runtime.framework import Framework, FrameworkError
-from kubetrain.runtime.plugins import PLUGIN_ORDER
+from kubetrain.runtime.framework import Framework, FrameworkError, ObjectRef
+from kubetrain.runtime.plugins import PLUGIN_ORDER, REGISTRY
 from kubetrain.runtime.podspec import (
     tree_copy,
     upsert_env,
@@ -16,6 +16,7 @@ from kubetrain.runtime.podspec import (
     upsert_volume,
     upsert_volume_mount,
 )
+from kubetrain.runtime.render import existing_refs
 
 
 class Named:
@@ -62,6 +63,43 @@ def test_registered_plugins_follow_plugin_order() -> None:
     assert names == [n for n in PLUGIN_ORDER if n in names]
     assert fw.status_provider is not None and fw.status_provider.name == "jobset"
     assert "trainjobstatus" in names
+
+
+def test_each_registry_entry_builds_the_plugin_of_its_name() -> None:
+    for name, new in REGISTRY:
+        plugin = new(FeatureGates(), Environment())
+        assert plugin is not None and plugin.name == name
+
+
+@pytest.mark.parametrize(
+    ("runtime_spec", "expected"),
+    [
+        pytest.param(
+            {"mlPolicy": {"mpi": {"numProcPerNode": 1}}},
+            [ObjectRef("v1", "Secret", "job-mpi-ssh-auth")],
+            id="an MPI runtime reads back its SSH Secret",
+        ),
+        pytest.param(
+            {"podGroupPolicy": {"coscheduling": {}}},
+            [ObjectRef("scheduling.x-k8s.io/v1alpha1", "PodGroup", "job")],
+            id="a coscheduling runtime reads back its PodGroup",
+        ),
+        pytest.param(
+            {"podGroupPolicy": {"volcano": {}}, "mlPolicy": {"mpi": {}}},
+            [
+                ObjectRef("v1", "Secret", "job-mpi-ssh-auth"),
+                ObjectRef("scheduling.volcano.sh/v1beta1", "PodGroup", "job"),
+            ],
+            id="MPI with Volcano reads back both, in plugin order",
+        ),
+        pytest.param({"mlPolicy": {"torch": {}}}, [], id="a torch runtime reads back nothing"),
+    ],
+)
+def test_plugins_name_the_uncached_children_they_read_back(
+    runtime_spec: dict[str, Any], expected: list[ObjectRef]
+) -> None:
+    job = {"metadata": {"name": "job", "namespace": "ns"}}
+    assert existing_refs(job, {"spec": runtime_spec}) == expected
 
 
 def test_trainjobstatus_is_registered_only_with_its_gate() -> None:

@@ -14,8 +14,8 @@ from datetime import datetime
 
 from kubetrain.api.types import Obj
 from kubetrain.runtime.config import Environment, FeatureGates
-from kubetrain.runtime.framework import Existing, RenderError
-from kubetrain.runtime.render import render, runtime_not_found
+from kubetrain.runtime.framework import Existing, ObjectRef, RenderError
+from kubetrain.runtime.render import existing_refs, render, runtime_not_found
 from kubetrain.runtime.status import derive
 
 __all__ = ["Outcome", "RenderFailed", "Renderer", "with_ssh_keys"]
@@ -60,6 +60,10 @@ class Renderer:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "environment", with_ssh_keys(self.environment))
+
+    def existing_refs(self, trainjob: Obj, runtime: Obj) -> list[ObjectRef]:
+        """The uncached children ``render`` needs to see (named by the plugins)."""
+        return existing_refs(trainjob, runtime, gates=self.gates, environment=self.environment)
 
     def render(
         self, trainjob: Obj, runtime: Obj | None, existing: Sequence[Obj], now: datetime

@@ -71,7 +71,6 @@ from kubetrain.controller.resources import (
     CLUSTER_TRAINING_RUNTIME,
     CONFIGMAP,
     JOBSET,
-    SECRET,
     TRAINING_RUNTIME,
     TRAINJOB,
     Kind,
@@ -404,19 +403,12 @@ class TrainJobReconciler:
             raise ReconcileError(f"reading {kind.kind} {name}: {err}") from err
 
     async def _extra_existing(self, trainjob: Obj, runtime: Obj) -> list[Obj]:
-        """Children not cached by an informer that rendering must know about: the MPI SSH
-        Secret (created once, immutable) and the PodGroup (re-applied only while suspended)."""
-        meta = trainjob.get("metadata") or {}
-        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name"))
-        spec = runtime.get("spec") or {}
-        wanted: list[tuple[Kind, str]] = []
-        if (spec.get("mlPolicy") or {}).get("mpi") is not None:
-            wanted.append((SECRET, f"{name}-mpi-ssh-auth"))
-        pod_group = spec.get("podGroupPolicy") or {}
-        if "coscheduling" in pod_group:
-            wanted.append((kind_for("scheduling.x-k8s.io/v1alpha1", "PodGroup"), name))
-        elif "volcano" in pod_group:
-            wanted.append((kind_for("scheduling.volcano.sh/v1beta1", "PodGroup"), name))
+        """Children no informer caches that rendering must see (the plugins name them)."""
+        namespace = str((trainjob.get("metadata") or {}).get("namespace") or "")
+        wanted = [
+            (kind_for(ref.api_version, ref.kind), ref.name)
+            for ref in self._renderer.existing_refs(trainjob, runtime)
+        ]
         found: list[Obj] = []
         for kind, obj_name in wanted:
             try:

@@ -62,7 +62,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime.config import Environment, FeatureGates
@@ -75,9 +75,11 @@ __all__ = [
     "ComponentBuilder",
     "CountSyncer",
     "Existing",
+    "ExistingReader",
     "Framework",
     "FrameworkError",
     "MLPolicyEnforcer",
+    "ObjectRef",
     "Plugin",
     "PodGroupPolicyEnforcer",
     "PodNetworkIdentifier",
@@ -220,6 +222,25 @@ class ComponentBuilder(Protocol):
     def build(self, info: RuntimeInfo, job: Obj, ctx: BuildContext) -> list[Obj]: ...
 
 
+class ObjectRef(NamedTuple):
+    """One object by apiVersion, kind and name, in the TrainJob's namespace."""
+
+    api_version: str
+    kind: str
+    name: str
+
+
+@runtime_checkable
+class ExistingReader(Protocol):
+    """Names the objects its ``build`` reads back from ``BuildContext.existing`` that no informer
+    caches (kept once created, like the MPI SSH Secret), so the controller fetches them without
+    knowing which plugin wants what. Runs before phase 1, on the runtime's spec."""
+
+    name: str
+
+    def existing_refs(self, trainjob_name: str, runtime_spec: Obj) -> list[ObjectRef]: ...
+
+
 @runtime_checkable
 class StatusProvider(Protocol):
     """Derives TrainJob status from the child objects (upstream TrainJobStatusPlugin)."""
@@ -253,7 +274,7 @@ def object_meta(info: RuntimeInfo, name: str) -> Obj:
 class Framework:
     """Plugins sorted into phase lists once; runs phases in the documented order."""
 
-    def __init__(self, plugins: Sequence[object], *, missing: Sequence[str] = ()) -> None:
+    def __init__(self, plugins: Sequence[object]) -> None:
         seen: set[str] = set()
         for p in plugins:
             name = getattr(p, "name", None)
@@ -263,14 +284,13 @@ class Framework:
                 raise FrameworkError(f"plugin {name!r} registered twice")
             seen.add(name)
         self.plugins: tuple[object, ...] = tuple(plugins)
-        self.missing: frozenset[str] = frozenset(missing)
-        """Registered plugins whose module is not importable (not yet written)."""
         self.validators = [p for p in plugins if isinstance(p, Validator)]
         self.ml_policy = [p for p in plugins if isinstance(p, MLPolicyEnforcer)]
         self.pod_group_policy = [p for p in plugins if isinstance(p, PodGroupPolicyEnforcer)]
         self.pod_network = [p for p in plugins if isinstance(p, PodNetworkIdentifier)]
         self.count_syncers = [p for p in plugins if isinstance(p, CountSyncer)]
         self.builders = [p for p in plugins if isinstance(p, ComponentBuilder)]
+        self.existing_readers = [p for p in plugins if isinstance(p, ExistingReader)]
         status = [p for p in plugins if isinstance(p, StatusProvider)]
         for p in plugins:
             if not any(
@@ -282,6 +302,7 @@ class Framework:
                     self.pod_network,
                     self.count_syncers,
                     self.builders,
+                    self.existing_readers,
                     status,
                 )
             ):
@@ -300,8 +321,7 @@ class Framework:
         """The registered plugins (``plugins.PLUGIN_ORDER``) for these gates; cached."""
         from kubetrain.runtime.plugins import load_plugins
 
-        plugins, missing = load_plugins(gates, env)
-        return Framework(plugins, missing=missing)
+        return Framework(load_plugins(gates, env))
 
     def run_validation(
         self, info: RuntimeInfo, job: Obj, ctx: ValidationContext
@@ -320,6 +340,14 @@ class Framework:
             q.enforce_pod_group_policy(info, job)
         for r in self.pod_network:
             r.identify_pod_network(info, job)
+
+    def existing_refs(self, trainjob_name: str, runtime_spec: Obj) -> list[ObjectRef]:
+        """Every object the builders will look for in ``existing``, in plugin order."""
+        return [
+            ref
+            for p in self.existing_readers
+            for ref in p.existing_refs(trainjob_name, runtime_spec)
+        ]
 
     def run_build(self, info: RuntimeInfo, job: Obj, ctx: BuildContext) -> list[Obj]:
         """Phases 5-6: counts are synced on all syncers before any builder runs."""

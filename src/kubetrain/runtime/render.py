@@ -31,6 +31,7 @@ from kubetrain.runtime.framework import (
     BuildContext,
     Existing,
     Framework,
+    ObjectRef,
     RenderError,
     owner_reference,
 )
@@ -42,6 +43,7 @@ from kubetrain.runtime.status import derive, is_finished
 __all__ = [
     "SUPPORTED_RUNTIME_KEYS",
     "Plan",
+    "existing_refs",
     "parse_snapshot",
     "render",
     "runtime_not_found",
@@ -223,6 +225,20 @@ def _read_snapshot(job: Obj, cm: Obj, uid: str) -> Obj:
     return runtime
 
 
+def existing_refs(
+    trainjob: Obj,
+    runtime: Obj,
+    *,
+    gates: FeatureGates | None = None,
+    environment: Environment | None = None,
+) -> list[ObjectRef]:
+    """The children ``render`` reads back from ``existing`` that a controller does not cache
+    (each plugin names its own), for the TrainJob and its runtime (live or snapshot)."""
+    framework = Framework.for_config(gates or FeatureGates(), environment or Environment())
+    name = str(_d(trainjob.get("metadata")).get("name", ""))
+    return framework.existing_refs(name, _d(runtime.get("spec")))
+
+
 def render(
     trainjob: Obj,
     runtime: Obj | None,
@@ -313,11 +329,6 @@ def _new_objects(
             raise RenderError(FieldError("", runtime_not_found(kind, ref_name)))
         info = new_runtime_info(job, runtime, env)
         objects.append(snapshot_configmap(info, runtime))
-    policy = info.policy_kind
-    if policy is not None and policy in framework.missing:
-        raise RenderError(
-            FieldError("", f"the {policy} plugin is not available in this build of kubetrain")
-        )
     framework.run_enforce(info, job)
     built = framework.run_build(info, job, BuildContext(gates=gates, env=env, existing=existing))
     for o in built:

@@ -12,47 +12,49 @@ place they do not):
 - jobset last: it syncs counts, stamps pod labels/annotations, and its JobSet is the last object,
   so every ConfigMap/Secret a pod mounts is applied before the pods can exist.
 
-Each module exposes ``new(gates, env) -> plugin | None``. Modules that do not exist yet are
-reported in ``Framework.missing`` instead of failing the import of the whole package.
+Each module exposes ``new(gates, env) -> plugin | None``; the registry below imports them, so a
+missing or misspelt plugin is an import error, never a silently absent phase.
 """
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
 
 from kubetrain.runtime.config import Environment, FeatureGates
-
-__all__ = ["PLUGIN_ORDER", "load_plugins"]
-
-PLUGIN_ORDER: tuple[str, ...] = (
-    "plainml",
-    "torch",
-    "mpi",
-    "jax",
-    "xgboost",
-    "flux",
-    "trainjobstatus",
-    "coscheduling",
-    "volcano",
-    "jobset",
+from kubetrain.runtime.framework import Plugin
+from kubetrain.runtime.plugins import (
+    coscheduling,
+    flux,
+    jax,
+    jobset,
+    mpi,
+    plainml,
+    torch,
+    trainjobstatus,
+    volcano,
+    xgboost,
 )
 
+__all__ = ["PLUGIN_ORDER", "REGISTRY", "PluginFactory", "load_plugins"]
 
-def load_plugins(gates: FeatureGates, env: Environment) -> tuple[list[object], list[str]]:
-    """Instantiate the registered plugins in order; also return the names whose module is absent."""
-    plugins: list[object] = []
-    missing: list[str] = []
-    for name in PLUGIN_ORDER:
-        module_name = f"{__name__}.{name}"
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            # Only tolerate the plugin module itself being absent, never a broken import inside it.
-            if exc.name != module_name:
-                raise
-            missing.append(name)
-            continue
-        plugin = module.new(gates, env)
-        if plugin is not None:
-            plugins.append(plugin)
-    return plugins, missing
+PluginFactory = Callable[[FeatureGates, Environment], Plugin | None]
+"""``new(gates, env)``: the plugin for this configuration, or None where it is switched off."""
+
+REGISTRY: tuple[tuple[str, PluginFactory], ...] = (
+    ("plainml", plainml.new),
+    ("torch", torch.new),
+    ("mpi", mpi.new),
+    ("jax", jax.new),
+    ("xgboost", xgboost.new),
+    ("flux", flux.new),
+    ("trainjobstatus", trainjobstatus.new),
+    ("coscheduling", coscheduling.new),
+    ("volcano", volcano.new),
+    ("jobset", jobset.new),
+)
+PLUGIN_ORDER: tuple[str, ...] = tuple(name for name, _ in REGISTRY)
+
+
+def load_plugins(gates: FeatureGates, env: Environment) -> list[Plugin]:
+    """Instantiate the registered plugins, in ``PLUGIN_ORDER``."""
+    return [p for _, new in REGISTRY if (p := new(gates, env)) is not None]

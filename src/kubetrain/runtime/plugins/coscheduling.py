@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime.core import as_int
-from kubetrain.runtime.framework import BuildContext, RenderError, object_meta
+from kubetrain.runtime.framework import BuildContext, ObjectRef, RenderError, object_meta
 from kubetrain.runtime.info import RuntimeInfo
 from kubetrain.runtime.podgroup import pod_group_totals
 from kubetrain.runtime.podspec import Obj
@@ -58,6 +58,12 @@ class Coscheduling:
         if self._policy(info) is None:
             return
         info.pod_labels[POD_GROUP_LABEL] = info.trainjob_name
+
+    def existing_refs(self, trainjob_name: str, runtime_spec: Obj) -> list[ObjectRef]:
+        # A PodGroup is re-applied only while the job is suspended: build checks for it.
+        if "coscheduling" not in (runtime_spec.get("podGroupPolicy") or {}):
+            return []
+        return [ObjectRef("scheduling.x-k8s.io/v1alpha1", "PodGroup", trainjob_name)]
 
     def build(self, info: RuntimeInfo, job: Obj, ctx: BuildContext) -> list[Obj]:
         policy = self._policy(info)

@@ -24,6 +24,7 @@ from kubetrain.runtime.config import Environment
 from kubetrain.runtime.core import as_int
 from kubetrain.runtime.framework import (
     BuildContext,
+    ObjectRef,
     RenderError,
     ValidationContext,
     object_meta,
@@ -190,6 +191,12 @@ class MPI:
                 )
 
     # --- phase 6 ------------------------------------------------------------------------------
+
+    def existing_refs(self, trainjob_name: str, runtime_spec: Obj) -> list[ObjectRef]:
+        # The SSH key pair is made once and kept: build reuses the stored Secret.
+        if not isinstance((runtime_spec.get("mlPolicy") or {}).get("mpi"), dict):
+            return []
+        return [ObjectRef("v1", "Secret", _ssh_secret_name(trainjob_name))]
 
     def build(self, info: RuntimeInfo, job: Obj, ctx: BuildContext) -> list[Obj]:
         policy = info.policy("mpi")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrain.api.errors import FieldError
-from kubetrain.runtime.framework import BuildContext, ValidationContext, object_meta
+from kubetrain.runtime.framework import BuildContext, ObjectRef, ValidationContext, object_meta
 from kubetrain.runtime.info import RuntimeInfo
 from kubetrain.runtime.plugins.coscheduling import gang_totals
 from kubetrain.runtime.podspec import Obj
@@ -88,6 +88,12 @@ class Volcano:
         info.pod_annotations[GROUP_NAME_ANNOTATION] = info.trainjob_name
 
     # --- phase 6 ------------------------------------------------------------------------------
+
+    def existing_refs(self, trainjob_name: str, runtime_spec: Obj) -> list[ObjectRef]:
+        # A PodGroup is re-applied only while the job is suspended: build checks for it.
+        if "volcano" not in (runtime_spec.get("podGroupPolicy") or {}):
+            return []
+        return [ObjectRef("scheduling.volcano.sh/v1beta1", "PodGroup", trainjob_name)]
 
     def build(self, info: RuntimeInfo, job: Obj, ctx: BuildContext) -> list[Obj]:
         policy = self._policy(info)
