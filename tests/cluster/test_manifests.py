@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from kubetrain.cli import cmd_install
-from kubetrain.cli.cmd_install import OVERLAYS, install_objects, manifest_files
+from kubetrain.controller.deploy import OVERLAYS, install_objects, manifest_files
 from kubetrain.controller.webhook import WEBHOOKS
 
 Obj = dict[str, Any]
@@ -34,7 +34,7 @@ def _key(obj: Obj) -> str:
 
 
 def test_manifests_directory_is_generated_from_the_package() -> None:
-    """Regenerate with: python -m kubetrain.cli.cmd_install --write-manifests manifests"""
+    """Regenerate with: kubetrain install --write-manifests manifests"""
     wanted = manifest_files()
     on_disk = {str(p.relative_to(MANIFESTS)): p.read_text() for p in MANIFESTS.rglob("*.yaml")}
     assert sorted(on_disk) == sorted(wanted)

@@ -18,8 +18,8 @@ from cluster_support import TokenAuthority, client_for, serve, trusting
 from lightkube.config.kubeconfig import KubeConfig
 
 from kubetrain.cli.cmd_controller import admission_rules
-from kubetrain.cli.cmd_install import install_objects
 from kubetrain.controller.cluster import ClusterController, ControllerConfig, ensure_webhook_cert
+from kubetrain.controller.deploy import install_objects
 from kubetrain.controller.kube import ApiError, KubeClient, connect
 from kubetrain.controller.pki import ensure_serving_cert
 from kubetrain.controller.statusserver import StatusServer, TokenReviewVerifier, status_audience

@@ -43,7 +43,13 @@ from kubetrain.controller.webhook import (
     AdmissionRules,
     WebhookServer,
 )
-from kubetrain.runtime.config import Environment, FeatureGates
+from kubetrain.runtime.config import (
+    MANAGER_SERVICE,
+    OPERATOR_NAMESPACE,
+    STATUS_SERVER_PORT,
+    Environment,
+    FeatureGates,
+)
 
 __all__ = [
     "CONFIG_API_VERSION",
@@ -100,7 +106,7 @@ def parse_bind_address(address: str) -> tuple[str, int]:
     return host.strip("[]") or "0.0.0.0", number
 
 
-def operator_namespace(default: str = "kubeflow-system") -> str:
+def operator_namespace(default: str = OPERATOR_NAMESPACE) -> str:
     """The namespace this pod runs in (its service account's), else ``default``."""
     try:
         return SA_NAMESPACE_FILE.read_text().strip() or default
@@ -119,7 +125,7 @@ class ControllerConfig:
     """
 
     namespace: str | None = None
-    operator_namespace: str = "kubeflow-system"
+    operator_namespace: str = OPERATOR_NAMESPACE
     gates: FeatureGates = field(default_factory=FeatureGates)
     concurrency: int = 5
     webhook_host: str = "0.0.0.0"
@@ -136,10 +142,10 @@ class ControllerConfig:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     cert_management: bool = True
-    webhook_service: str = "kubeflow-trainer-controller-manager"
+    webhook_service: str = MANAGER_SERVICE
     webhook_secret: str = "kubeflow-trainer-webhook-cert"
     cert_dir: Path = DEFAULT_CERT_DIR
-    status_port: int = 10443
+    status_port: int = STATUS_SERVER_PORT
     tls_min_version: str | None = None
     ca_refresh_s: float = 30.0
 

@@ -13,6 +13,9 @@ from types import MappingProxyType
 __all__ = [
     "DEFAULT_GATES",
     "KNOWN_GATES",
+    "MANAGER_SERVICE",
+    "OPERATOR_NAMESPACE",
+    "STATUS_SERVER_PORT",
     "Environment",
     "FeatureGateError",
     "FeatureGates",
@@ -101,6 +104,13 @@ def _no_keys() -> tuple[str, str]:
     )
 
 
+# Where upstream installs its controller; every name and port of the install derives from these.
+OPERATOR_NAMESPACE = "kubeflow-system"
+MANAGER_SERVICE = "kubeflow-trainer-controller-manager"
+"""The Deployment, ServiceAccount and Service (webhooks and status server) of the controller."""
+STATUS_SERVER_PORT = 10443
+
+
 @dataclass(frozen=True, slots=True)
 class Environment:
     """Deployment facts that shape rendered objects (upstream: the controller Configuration).
@@ -108,11 +118,11 @@ class Environment:
     Every field has upstream's default, so ``Environment()`` renders what a stock install does.
     """
 
-    operator_namespace: str = "kubeflow-system"
+    operator_namespace: str = OPERATOR_NAMESPACE
     """Namespace of the controller; part of the status server URL."""
-    status_server_service: str = "kubeflow-trainer-controller-manager"
+    status_server_service: str = MANAGER_SERVICE
     """``certManagement.webhookServiceName``: the Service that fronts webhook and status server."""
-    status_server_port: int = 10443
+    status_server_port: int = STATUS_SERVER_PORT
     """``statusServer.port``; part of ``KUBEFLOW_TRAINER_SERVER_URL``."""
     ca_pem: str = _PLACEHOLDER_CA
     """PEM text copied into ``TJ-tls-config`` (``ca.crt``); the controller passes the webhook

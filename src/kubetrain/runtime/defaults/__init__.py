@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from kubetrain.runtime.config import OPERATOR_NAMESPACE
+
 __all__ = [
     "DATA_CACHE_RUNTIME_NAMES",
     "DEFAULT_RUNTIME_NAMES",
@@ -32,7 +34,6 @@ __all__ = [
 
 # The Trainer release whose API and behaviour kubetrain implements; the official SDK reads it.
 TRAINER_RELEASE = "v2.3.0"
-OPERATOR_NAMESPACE = "kubeflow-system"
 PUBLIC_CONFIG_MAP = "kubeflow-trainer-public"
 
 Obj = dict[str, Any]
