@@ -97,7 +97,7 @@ async def _run_once(
 ) -> dict[str, float]:
     import aiohttp
 
-    from kubetrain.controller.kube import connect
+    from kubetrain.kube.client import connect
 
     server = subprocess.Popen(
         [sys.executable, "-c", SERVE, "--home", str(home), "--api-only"],

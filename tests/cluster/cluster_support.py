@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import web
 from lightkube.config.kubeconfig import KubeConfig
 
-from kubetrain.controller.kube import KubeClient, connect
+from kubetrain.kube.client import KubeClient, connect
 from kubetrain.local.apiserver import ApiServer
 
 Obj = dict[str, Any]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from cluster_support import client_for
 
-from kubetrain.controller.kube import KubeClient
+from kubetrain.kube.client import KubeClient
 from kubetrain.local.apiserver import ApiServer
 from kubetrain.runtime.admission import TrainerAdmission
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubetrain.controller.kube import ApiError, KubeClient, connect
+from kubetrain.kube.client import ApiError, KubeClient, connect
 
 Obj = dict[str, Any]
 TRAINER = "trainer.kubeflow.org/v1alpha1"

@@ -20,10 +20,10 @@ from lightkube.config.kubeconfig import KubeConfig
 from kubetrain.cli.cmd_controller import admission_rules
 from kubetrain.controller.cluster import ClusterController, ControllerConfig, ensure_webhook_cert
 from kubetrain.controller.deploy import install_objects
-from kubetrain.controller.kube import ApiError, KubeClient, connect
 from kubetrain.controller.pki import ensure_serving_cert
 from kubetrain.controller.statusserver import StatusServer, TokenReviewVerifier, status_audience
 from kubetrain.controller.webhook import admission_review
+from kubetrain.kube.client import ApiError, KubeClient, connect
 from kubetrain.local.apiserver import ApiServer, ResourceDef, kubeconfig_dict
 from kubetrain.testing import make_trainjob
 

@@ -20,7 +20,6 @@ import pytest
 from cluster_support import trusting
 
 from kubetrain.cli.cmd_controller import admission_rules
-from kubetrain.controller.kube import ApiError, KubeClient
 from kubetrain.controller.pki import ensure_serving_cert
 from kubetrain.controller.webhook import (
     WEBHOOKS,
@@ -30,6 +29,7 @@ from kubetrain.controller.webhook import (
     apiserver_denial,
     json_patch,
 )
+from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.testing import make_runtime, make_trainjob
 
 Obj = dict[str, Any]

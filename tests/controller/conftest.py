@@ -20,8 +20,8 @@ import pytest
 
 from kubetrain.api.types import Obj
 from kubetrain.controller import Controller, KubeClient, connect
-from kubetrain.controller.kube import ApiError
-from kubetrain.controller.workqueue import RateLimit
+from kubetrain.kube.client import ApiError
+from kubetrain.kube.workqueue import RateLimit
 from kubetrain.local.apiserver import ApiServer, ServerThread
 
 T = TypeVar("T")

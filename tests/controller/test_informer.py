@@ -9,8 +9,8 @@ from pathlib import Path
 from conftest import PrivateServer, eventually
 from kubetrain.api.types import Obj
 from kubetrain.controller import connect
-from kubetrain.controller.informer import Backoff, Informer
-from kubetrain.controller.resources import CONFIGMAP, LEASE
+from kubetrain.kube.informer import Backoff, Informer
+from kubetrain.kube.kinds import CONFIGMAP, LEASE
 
 
 def configmap(name: str) -> Obj:

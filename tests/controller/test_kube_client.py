@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from kubetrain.controller.kube import (
+from kubetrain.kube.client import (
     TRANSPORT_ERRORS,
     ApiError,
     KubeClient,

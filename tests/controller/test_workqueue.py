@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from kubetrain.controller.workqueue import QueueShutDown, RateLimit, WorkQueue
+from kubetrain.kube.workqueue import QueueShutDown, RateLimit, WorkQueue
 
 
 async def drain(q: WorkQueue[str]) -> list[str]:

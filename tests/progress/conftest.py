@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from kubetrain.api.types import Obj
-from kubetrain.controller.kube import KubeClient, connect
 from kubetrain.controller.pki import ensure_serving_cert, service_dns_names
 from kubetrain.controller.statusserver import StatusServer, TokenReviewVerifier, status_audience
+from kubetrain.kube.client import KubeClient, connect
 from kubetrain.local.apiserver import ApiServer
 from kubetrain.local.history import HISTORY_FILE, MetricsHistory
 from kubetrain.local.tokens import TokenAuthority

@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        from kubetrain.controller.kube import connect
+        from kubetrain.kube.client import connect
 
         client = connect(args.kubeconfig, context=args.context)
         try:

@@ -15,14 +15,15 @@ In-process use (the local daemon)::
     await controller.ready.wait()
 
 Everything else in this package is internal: ``trainjob`` (the reconciler and its divergences
-from upstream), ``informer``, ``workqueue``, ``events``, ``kube`` (the REST client), ``leader``.
+from upstream), ``events``, ``leader``, ``deploy`` (the cluster install). The REST client,
+informer and work queue are :mod:`kubetrain.kube`'s, shared with the local engine.
 """
 
 from __future__ import annotations
 
-from kubetrain.controller.kube import ApiError, KubeClient, connect
 from kubetrain.controller.leader import LeaderElector
 from kubetrain.controller.manager import Controller, LeadershipLost, run_controller
+from kubetrain.kube.client import ApiError, KubeClient, connect
 
 __all__ = [
     "ApiError",

@@ -26,15 +26,9 @@ from typing import Any
 from aiohttp import web
 
 from kubetrain.api.types import Obj
-from kubetrain.controller.kube import (
-    TRANSPORT_ERRORS,
-    ApiError,
-    KubeClient,
-)
 from kubetrain.controller.leader import LeaderElector
 from kubetrain.controller.manager import Controller
 from kubetrain.controller.pki import ServingCert, ensure_serving_cert, service_dns_names
-from kubetrain.controller.resources import SECRET
 from kubetrain.controller.statusserver import StatusServer, TokenReviewVerifier
 from kubetrain.controller.webhook import (
     MUTATING_CONFIGURATION,
@@ -43,6 +37,12 @@ from kubetrain.controller.webhook import (
     AdmissionRules,
     WebhookServer,
 )
+from kubetrain.kube.client import (
+    TRANSPORT_ERRORS,
+    ApiError,
+    KubeClient,
+)
+from kubetrain.kube.kinds import SECRET
 from kubetrain.runtime.config import (
     MANAGER_SERVICE,
     OPERATOR_NAMESPACE,

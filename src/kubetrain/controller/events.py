@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from kubetrain.api.types import Obj
-from kubetrain.controller.kube import ApiError, KubeClient
-from kubetrain.controller.resources import EVENT
+from kubetrain.kube.client import ApiError, KubeClient
+from kubetrain.kube.kinds import EVENT
 
 __all__ = ["COMPONENT", "EventRecorder", "EventType", "format_time"]
 

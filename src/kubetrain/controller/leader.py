@@ -23,8 +23,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from kubetrain.api.types import Obj
-from kubetrain.controller.kube import TRANSPORT_ERRORS, ApiError, KubeClient
-from kubetrain.controller.resources import LEASE
+from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
+from kubetrain.kube.kinds import LEASE
 
 __all__ = ["LeaderElector", "default_identity"]
 

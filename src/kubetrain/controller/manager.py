@@ -20,12 +20,14 @@ from kubetrain.api.labels import TRAINER_API_VERSION
 from kubetrain.api.types import Obj
 from kubetrain.controller import conditions as c
 from kubetrain.controller.events import EventRecorder
-from kubetrain.controller.informer import Informer, object_key
-from kubetrain.controller.kube import KubeClient, KubeConfigLike, connect
 from kubetrain.controller.leader import LeaderElector
 from kubetrain.controller.metrics import ControllerMetrics
 from kubetrain.controller.rendering import Renderer
-from kubetrain.controller.resources import (
+from kubetrain.controller.runtimes import RuntimeFinalizerReconciler
+from kubetrain.controller.trainjob import Caches, ReconcileError, TrainJobReconciler
+from kubetrain.kube.client import KubeClient, KubeConfigLike, connect
+from kubetrain.kube.informer import Informer, object_key
+from kubetrain.kube.kinds import (
     CLUSTER_TRAINING_RUNTIME,
     CONFIGMAP,
     JOBSET,
@@ -33,9 +35,7 @@ from kubetrain.controller.resources import (
     TRAINJOB,
     Kind,
 )
-from kubetrain.controller.runtimes import RuntimeFinalizerReconciler
-from kubetrain.controller.trainjob import Caches, ReconcileError, TrainJobReconciler
-from kubetrain.controller.workqueue import QueueShutDown, RateLimit, WorkQueue
+from kubetrain.kube.workqueue import QueueShutDown, RateLimit, WorkQueue
 from kubetrain.runtime.config import Environment, FeatureGates
 from kubetrain.runtime.defaults import OPERATOR_NAMESPACE
 

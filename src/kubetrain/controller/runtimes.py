@@ -8,9 +8,9 @@ never added. Without this, a runtime created under v2.2 could never be deleted a
 from __future__ import annotations
 
 from kubetrain.api.labels import RESOURCE_IN_USE_FINALIZER
-from kubetrain.controller.informer import Informer
-from kubetrain.controller.kube import TRANSPORT_ERRORS, ApiError, KubeClient
 from kubetrain.controller.trainjob import ReconcileError
+from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
+from kubetrain.kube.informer import Informer
 
 __all__ = ["RuntimeFinalizerReconciler"]
 

@@ -37,7 +37,7 @@ from aiohttp import web
 from kubetrain.api import TRAINER_API_VERSION
 from kubetrain.api.schema import validate_object
 from kubetrain.api.types import Obj
-from kubetrain.controller.kube import TRANSPORT_ERRORS, ApiError, KubeClient
+from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
 
 __all__ = [
     "FIELD_MANAGER",

@@ -64,10 +64,10 @@ from kubetrain.api.labels import (
 from kubetrain.api.types import Obj
 from kubetrain.controller import conditions as c
 from kubetrain.controller.events import EventRecorder
-from kubetrain.controller.informer import Informer
-from kubetrain.controller.kube import TRANSPORT_ERRORS, ApiError, KubeClient
 from kubetrain.controller.rendering import Outcome, Renderer, RenderFailed
-from kubetrain.controller.resources import (
+from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
+from kubetrain.kube.informer import Informer
+from kubetrain.kube.kinds import (
     CLUSTER_TRAINING_RUNTIME,
     CONFIGMAP,
     JOBSET,

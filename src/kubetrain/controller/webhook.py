@@ -31,8 +31,8 @@ from aiohttp import web
 
 from kubetrain.api.errors import FieldError, aggregate_text
 from kubetrain.api.types import Obj
-from kubetrain.controller.kube import TRANSPORT_ERRORS, ApiError, KubeClient
-from kubetrain.controller.resources import (
+from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
+from kubetrain.kube.kinds import (
     CLUSTER_TRAINING_RUNTIME,
     JOBSET,
     TRAINING_RUNTIME,

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubetrain.controller.kube import KubeClient, connect
 from kubetrain.controller.pki import ensure_serving_cert, service_dns_names
 from kubetrain.controller.statusserver import StatusServer, TokenReviewVerifier
+from kubetrain.kube.client import KubeClient, connect
 from kubetrain.local.history import HISTORY_FILE, MetricsHistory
 from kubetrain.local.tokens import request_token
 from kubetrain.runtime.config import Environment

@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from kubetrain.api.types import Obj
-from kubetrain.controller.kube import TRANSPORT_ERRORS, ApiError, KubeClient
-from kubetrain.controller.resources import Kind
+from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
+from kubetrain.kube.kinds import Kind
 
 __all__ = ["Backoff", "EventHandler", "Informer", "object_key"]
 
