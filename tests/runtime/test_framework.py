@@ -8,7 +8,7 @@ import pytest
 
 from kubetrain.runtime import Environment, FeatureGateError, FeatureGates
 from kubetrain.runtime.framework import Framework, FrameworkError, ObjectRef
-from kubetrain.runtime.plugins import PLUGIN_ORDER, REGISTRY
+from kubetrain.runtime.plugins import PLUGIN_ORDER, REGISTRY, framework_for
 from kubetrain.runtime.podspec import (
     tree_copy,
     upsert_env,
@@ -58,7 +58,7 @@ def test_ambiguous_setups_are_rejected_at_start_up(plugins: list[Any], message: 
 
 
 def test_registered_plugins_follow_plugin_order() -> None:
-    fw = Framework.for_config(FeatureGates(), Environment())
+    fw = framework_for(FeatureGates(), Environment())
     names = [p.name for p in fw.plugins]  # type: ignore[attr-defined]
     assert names == [n for n in PLUGIN_ORDER if n in names]
     assert fw.status_provider is not None and fw.status_provider.name == "jobset"
@@ -103,7 +103,7 @@ def test_plugins_name_the_uncached_children_they_read_back(
 
 
 def test_trainjobstatus_is_registered_only_with_its_gate() -> None:
-    fw = Framework.for_config(FeatureGates.upstream_defaults(), Environment())
+    fw = framework_for(FeatureGates.upstream_defaults(), Environment())
     assert "trainjobstatus" not in [p.name for p in fw.plugins]  # type: ignore[attr-defined]
 
 

@@ -9,7 +9,7 @@ lives in its own module ``kubetrain.runtime.plugins.<name>`` which exposes::
     def new(gates: FeatureGates, env: Environment) -> Plugin | None
 
 (``None`` = not active under these gates, e.g. trainjobstatus with the gate off). Registration is
-one line in ``kubetrain.runtime.plugins.PLUGIN_ORDER``; that tuple is also the order in which
+one line in ``kubetrain.runtime.plugins.REGISTRY``; that tuple is also the order in which
 plugins run *within* every phase, and the order of the objects they build.
 
 Phases, in this fixed order (upstream runs plugins from a Go map, so order within a phase is
@@ -58,7 +58,6 @@ set-ups (duplicate names, a plugin with no capability, two status providers or c
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -314,14 +313,6 @@ class Framework:
             names = ", ".join(p.name for p in self.count_syncers)
             raise FrameworkError(f"more than one parallel-count syncer: {names}")
         self.status_provider: StatusProvider | None = status[0] if status else None
-
-    @staticmethod
-    @functools.lru_cache(maxsize=16)
-    def for_config(gates: FeatureGates, env: Environment) -> Framework:
-        """The registered plugins (``plugins.PLUGIN_ORDER``) for these gates; cached."""
-        from kubetrain.runtime.plugins import load_plugins
-
-        return Framework(load_plugins(gates, env))
 
     def run_validation(
         self, info: RuntimeInfo, job: Obj, ctx: ValidationContext

@@ -23,11 +23,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kubetrain.api.errors import FieldError
 from kubetrain.api.quantity import Quantity, parse_quantity
+from kubetrain.runtime.framework import RenderError
+from kubetrain.runtime.info import RuntimeInfo
 
 __all__ = [
     "add_quantities",
     "container_requests",
+    "gang_totals",
     "pod_group_totals",
     "pod_requests",
     "scale_quantity",
@@ -146,3 +150,20 @@ def pod_group_totals(pod_sets: Iterable[tuple[int, Obj]]) -> tuple[int, dict[str
             totals, {name: scale_quantity(q, count) for name, q in pod_requests(pod_spec).items()}
         )
     return members, {name: str(totals[name]) for name in sorted(totals)}
+
+
+def gang_totals(info: RuntimeInfo) -> tuple[int, dict[str, str]]:
+    """``(minMember, minResources)`` over every PodSet of ``info``.
+
+    Counts are the PodSets' final counts; requests come from each pod as it was before the
+    plugins edited it (``PodSet.base_pod_spec``), which is what upstream's PodSets carry.
+    """
+    try:
+        return pod_group_totals(
+            (ps.count, ps.base_pod_spec if ps.base_pod_spec is not None else ps.pod_spec)
+            for ps in info.pod_sets
+        )
+    except ValueError as exc:  # a malformed quantity that validation would have reported
+        raise RenderError(
+            FieldError("", f"cannot sum pod requests for the PodGroup: {exc}")
+        ) from exc

@@ -30,12 +30,12 @@ from kubetrain.runtime.core import (
 from kubetrain.runtime.framework import (
     BuildContext,
     Existing,
-    Framework,
     ObjectRef,
     RenderError,
     owner_reference,
 )
 from kubetrain.runtime.info import RuntimeInfo
+from kubetrain.runtime.plugins import framework_for
 from kubetrain.runtime.podspec import Obj
 from kubetrain.runtime.quantity_canon import canonicalize_jobset
 from kubetrain.runtime.status import derive, is_finished
@@ -234,7 +234,7 @@ def existing_refs(
 ) -> list[ObjectRef]:
     """The children ``render`` reads back from ``existing`` that a controller does not cache
     (each plugin names its own), for the TrainJob and its runtime (live or snapshot)."""
-    framework = Framework.for_config(gates or FeatureGates(), environment or Environment())
+    framework = framework_for(gates or FeatureGates(), environment or Environment())
     name = str(_d(trainjob.get("metadata")).get("name", ""))
     return framework.existing_refs(name, _d(runtime.get("spec")))
 
@@ -310,7 +310,7 @@ def render(
 def _new_objects(
     job: Obj, runtime: Obj | None, gates: FeatureGates, env: Environment, existing: Existing
 ) -> list[Obj]:
-    framework = Framework.for_config(gates, env)
+    framework = framework_for(gates, env)
     meta = _d(job.get("metadata"))
     name = str(meta.get("name", ""))
     uid = (

@@ -24,7 +24,8 @@ from kubetrain.runtime.core import (
     registry_key,
     runtime_ref,
 )
-from kubetrain.runtime.framework import Framework, ValidationContext
+from kubetrain.runtime.framework import ValidationContext
+from kubetrain.runtime.plugins import framework_for
 from kubetrain.runtime.podspec import Obj, tree_copy
 from kubetrain.runtime.render import SUPPORTED_RUNTIME_KEYS
 from kubetrain.runtime.status import format_time
@@ -243,7 +244,7 @@ def validate_trainjob(
         priority_classes=frozenset(priority_classes) if priority_classes is not None else None,
         runtime=runtime,
     )
-    errors = Framework.for_config(gates, env).run_validation(info, new, ctx)
+    errors = framework_for(gates, env).run_validation(info, new, ctx)
     return Validation(errors=errors, warnings=warnings)
 
 

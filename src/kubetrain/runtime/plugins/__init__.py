@@ -18,10 +18,11 @@ missing or misspelt plugin is an import error, never a silently absent phase.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from kubetrain.runtime.config import Environment, FeatureGates
-from kubetrain.runtime.framework import Plugin
+from kubetrain.runtime.framework import Framework, Plugin
 from kubetrain.runtime.plugins import (
     coscheduling,
     flux,
@@ -35,7 +36,7 @@ from kubetrain.runtime.plugins import (
     xgboost,
 )
 
-__all__ = ["PLUGIN_ORDER", "REGISTRY", "PluginFactory", "load_plugins"]
+__all__ = ["PLUGIN_ORDER", "REGISTRY", "PluginFactory", "framework_for", "load_plugins"]
 
 PluginFactory = Callable[[FeatureGates, Environment], Plugin | None]
 """``new(gates, env)``: the plugin for this configuration, or None where it is switched off."""
@@ -58,3 +59,9 @@ PLUGIN_ORDER: tuple[str, ...] = tuple(name for name, _ in REGISTRY)
 def load_plugins(gates: FeatureGates, env: Environment) -> list[Plugin]:
     """Instantiate the registered plugins, in ``PLUGIN_ORDER``."""
     return [p for _, new in REGISTRY if (p := new(gates, env)) is not None]
+
+
+@functools.lru_cache(maxsize=16)
+def framework_for(gates: FeatureGates, env: Environment) -> Framework:
+    """The registered plugins for these gates and environment, sorted into phases; cached."""
+    return Framework(load_plugins(gates, env))

@@ -8,34 +8,16 @@ while the TrainJob is suspended, so a running gang is never resized under the sc
 
 from __future__ import annotations
 
-from kubetrain.api.errors import FieldError
 from kubetrain.runtime.core import as_int
-from kubetrain.runtime.framework import BuildContext, ObjectRef, RenderError, object_meta
+from kubetrain.runtime.framework import BuildContext, ObjectRef, object_meta
 from kubetrain.runtime.info import RuntimeInfo
-from kubetrain.runtime.podgroup import pod_group_totals
+from kubetrain.runtime.podgroup import gang_totals
 from kubetrain.runtime.podspec import Obj
 
-__all__ = ["POD_GROUP_LABEL", "Coscheduling", "gang_totals", "new"]
+__all__ = ["POD_GROUP_LABEL", "Coscheduling", "new"]
 
 POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 DEFAULT_SCHEDULE_TIMEOUT_SECONDS = 60  # the CRD default of scheduleTimeoutSeconds
-
-
-def gang_totals(info: RuntimeInfo) -> tuple[int, dict[str, str]]:
-    """``(minMember, minResources)`` over every PodSet of ``info``.
-
-    Counts are the PodSets' final counts; requests come from each pod as it was before the
-    plugins edited it (``PodSet.base_pod_spec``), which is what upstream's PodSets carry.
-    """
-    try:
-        return pod_group_totals(
-            (ps.count, ps.base_pod_spec if ps.base_pod_spec is not None else ps.pod_spec)
-            for ps in info.pod_sets
-        )
-    except ValueError as exc:  # a malformed quantity that validation would have reported
-        raise RenderError(
-            FieldError("", f"cannot sum pod requests for the PodGroup: {exc}")
-        ) from exc
 
 
 def _suspended(job: Obj) -> bool:

@@ -1,7 +1,7 @@
 """Volcano: a ``scheduling.volcano.sh/v1beta1`` PodGroup per TrainJob and the group-name
 annotation on every pod (trainer v2.3.0 pkg/runtime/framework/plugins/volcano/), plus the queue and PriorityClass checks (trainer v2.3.0 pkg/webhooks/).
 
-The PodGroup carries the gang totals (see :func:`coscheduling.gang_totals`), the queue from the
+The PodGroup carries the gang totals (see :func:`kubetrain.runtime.podgroup.gang_totals`), the queue from the
 JobSet-level annotation ``scheduling.volcano.sh/queue-name`` when present, the
 ``priorityClassName`` of the replicatedJob pods (the last one set wins) and the policy's
 ``networkTopology``. Like coscheduling, it is re-applied only while the TrainJob is suspended.
@@ -14,7 +14,7 @@ from typing import Any
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime.framework import BuildContext, ObjectRef, ValidationContext, object_meta
 from kubetrain.runtime.info import RuntimeInfo
-from kubetrain.runtime.plugins.coscheduling import gang_totals
+from kubetrain.runtime.podgroup import gang_totals
 from kubetrain.runtime.podspec import Obj
 
 __all__ = ["GROUP_NAME_ANNOTATION", "QUEUE_ANNOTATION", "Volcano", "new"]
