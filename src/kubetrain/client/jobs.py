@@ -21,6 +21,7 @@ from kubetrain.client.errors import ClientError, NotFoundError, translate_errors
 from kubetrain.client.state import job_state
 from kubetrain.client.steps import Step, pod_selector, steps_from_pods
 from kubetrain.client.view import JobView, parse_time
+from kubetrain.runtime.core import runtime_ref
 
 __all__ = ["ALL_NAMESPACES", "ApplyResult", "JobClient", "event_time_key", "plain"]
 
@@ -302,8 +303,8 @@ class JobClient:
     def _runtime_nodes(
         self, spec: dict[str, Any], ns: str, cache: dict[Any, int | None]
     ) -> int | None:
-        ref = spec.get("runtimeRef") or {}
-        key = (ref.get("kind") or R.CLUSTER_TRAINING_RUNTIME.kind, ref.get("name"), ns)
+        _, kind, name = runtime_ref({"spec": spec})
+        key = (kind, name, ns)
         if key not in cache:
             info = (
                 R.TRAINING_RUNTIME
@@ -333,13 +334,13 @@ class JobClient:
         num_nodes = (
             int(nodes) if isinstance(nodes, int) else self._runtime_nodes(spec, ns, cache or {})
         )
-        ref = spec.get("runtimeRef") or {}
+        _, runtime_kind, runtime_name = runtime_ref(obj)
         return JobView(
             name=name,
             namespace=ns,
             state=job_state(obj),
-            runtime_kind=str(ref.get("kind") or R.CLUSTER_TRAINING_RUNTIME.kind),
-            runtime_name=str(ref.get("name") or ""),
+            runtime_kind=runtime_kind,
+            runtime_name=runtime_name,
             num_nodes=num_nodes,
             created=str(meta.get("creationTimestamp") or ""),
             suspended=bool(spec.get("suspend")),

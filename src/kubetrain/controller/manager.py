@@ -38,6 +38,7 @@ from kubetrain.kube.kinds import (
 from kubetrain.kube.workqueue import QueueShutDown, RateLimit, WorkQueue
 from kubetrain.runtime.config import Environment, FeatureGates
 from kubetrain.runtime.defaults import OPERATOR_NAMESPACE
+from kubetrain.runtime.render import SNAPSHOT_SUFFIX
 
 __all__ = ["Controller", "Key", "LeadershipLost", "run_controller"]
 
@@ -279,7 +280,7 @@ def _trainjob_child_or_snapshot(obj: Obj) -> bool:
     # A snapshot-named ConfigMap nobody controls must still be seen: render refuses it (as
     # upstream does) instead of the controller silently taking it over.
     name = str((obj.get("metadata") or {}).get("name") or "")
-    return _trainjob_child(obj) or name.endswith("-runtime-snapshot")
+    return _trainjob_child(obj) or name.endswith(SNAPSHOT_SUFFIX)
 
 
 async def run_controller(

@@ -76,7 +76,8 @@ from kubetrain.kube.kinds import (
     Kind,
     kind_for,
 )
-from kubetrain.runtime.render import parse_snapshot
+from kubetrain.runtime.core import runtime_ref
+from kubetrain.runtime.render import parse_snapshot, snapshot_name
 
 __all__ = [
     "CREATION_FAILED",
@@ -94,7 +95,6 @@ RUNTIME_NOT_FOUND = "TrainingRuntimeNotFound"
 RUNTIME_NOT_SUPPORTED = "TrainingRuntimeNotSupported"
 _NOTE_LIMIT = 950
 _APPLIED_MEMORY = 50_000  # objects whose last apply is remembered (a few dozen bytes each)
-_SNAPSHOT_SUFFIX = "-runtime-snapshot"  # upstream truncates the event note to this many characters
 
 
 class ReconcileError(Exception):
@@ -228,7 +228,7 @@ class TrainJobReconciler:
         meta = trainjob.get("metadata") or {}
         uid = meta.get("uid")
         snapshot = self._caches.configmaps.get(
-            f"{meta.get('name')}{_SNAPSHOT_SUFFIX}", str(meta.get("namespace") or "")
+            snapshot_name(str(meta.get("name"))), str(meta.get("namespace") or "")
         )
         for obj in (step.jobset, snapshot):
             owner = _controller_owner(obj)
@@ -340,16 +340,14 @@ class TrainJobReconciler:
         a runtime that may still appear. Render reads the snapshot from the children first."""
         meta = trainjob.get("metadata") or {}
         namespace, name = str(meta.get("namespace") or ""), str(meta.get("name"))
-        ref = (trainjob.get("spec") or {}).get("runtimeRef") or {}
-        group = ref.get("apiGroup") or TRAINER_GROUP
-        kind_name = ref.get("kind") or CLUSTER_TRAINING_RUNTIME_KIND
+        group, kind_name, ref_name = runtime_ref(trainjob)
         existing = [o for o in (step.jobset,) if o is not None]
         if group != TRAINER_GROUP or kind_name not in (
             TRAINING_RUNTIME_KIND,
             CLUSTER_TRAINING_RUNTIME_KIND,
         ):
             return None, existing  # render writes upstream's TrainingRuntimeNotSupported
-        snapshot = self._caches.configmaps.get(name + _SNAPSHOT_SUFFIX, namespace)
+        snapshot = self._caches.configmaps.get(snapshot_name(name), namespace)
         runtime: Obj | None = None
         if snapshot is not None:
             existing.append(snapshot)
@@ -357,9 +355,9 @@ class TrainJobReconciler:
             kind = (
                 TRAINING_RUNTIME if kind_name == TRAINING_RUNTIME_KIND else CLUSTER_TRAINING_RUNTIME
             )
-            runtime = await self._live_runtime(kind, str(ref.get("name")), namespace)
+            runtime = await self._live_runtime(kind, ref_name, namespace)
             if runtime is None:
-                self._runtime_missing(trainjob, step, kind_name, str(ref.get("name")), now)
+                self._runtime_missing(trainjob, step, kind_name, ref_name, now)
                 return None
         existing += await self._extra_existing(trainjob, runtime or _snapshot_runtime(snapshot))
         return runtime, existing

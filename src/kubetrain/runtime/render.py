@@ -41,6 +41,7 @@ from kubetrain.runtime.quantity_canon import canonicalize_jobset
 from kubetrain.runtime.status import derive, is_finished
 
 __all__ = [
+    "SNAPSHOT_SUFFIX",
     "SUPPORTED_RUNTIME_KEYS",
     "Plan",
     "existing_refs",
@@ -48,7 +49,16 @@ __all__ = [
     "render",
     "runtime_not_found",
     "snapshot_configmap",
+    "snapshot_name",
 ]
+
+SNAPSHOT_SUFFIX = "-runtime-snapshot"
+
+
+def snapshot_name(trainjob_name: str) -> str:
+    """The ConfigMap holding a TrainJob's runtime snapshot (upstream v2.3's name)."""
+    return trainjob_name + SNAPSHOT_SUFFIX
+
 
 SUPPORTED_RUNTIME_KEYS = (
     f"{TRAINING_RUNTIME}.{TRAINER_GROUP}",
@@ -162,7 +172,7 @@ def snapshot_configmap(info: RuntimeInfo, runtime: Obj) -> Obj:
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {
-            "name": f"{info.trainjob_name}-runtime-snapshot",
+            "name": snapshot_name(info.trainjob_name),
             "namespace": info.trainjob_namespace,
             "ownerReferences": [owner_reference(info)],
         },
@@ -320,7 +330,7 @@ def _new_objects(
     )
     _, kind, ref_name = runtime_ref(job)
     objects: list[Obj] = []
-    snapshot = existing.get("ConfigMap", f"{name}-runtime-snapshot")
+    snapshot = existing.get("ConfigMap", snapshot_name(name))
     if snapshot is not None:
         runtime = _read_snapshot(job, snapshot, str(uid))
         info = new_runtime_info(job, runtime, env)
