@@ -7,6 +7,8 @@ Kubernetes 1.3x spell them.
 
 from __future__ import annotations
 
+from kubetrain.api import labels as _api
+
 __all__ = [
     "ALL_JOBS_COMPLETED_MESSAGE",
     "ALL_JOBS_COMPLETED_REASON",
@@ -66,34 +68,33 @@ __all__ = [
     "SUSPENDED_REASON",
 ]
 
-JOBSET_API_VERSION = "jobset.x-k8s.io/v1alpha2"
-JOBSET_KIND = "JobSet"
-# spec.managedBy value meaning "this controller"; any other value means hands off.
-JOBSET_CONTROLLER_NAME = "jobset.sigs.k8s.io/jobset-controller"
+
+# The strings Trainer also writes or reads are spelled once, in kubetrain.api.labels.
+COORDINATOR = _api.COORDINATOR_LABEL
+JOBSET_API_VERSION = _api.JOBSET_API_VERSION
+JOBSET_CONTROLLER_NAME = _api.JOBSET_CONTROLLER
+JOBSET_KIND = _api.JOBSET_KIND
+JOBSET_NAME = _api.JOBSET_NAME_LABEL
+JOB_COMPLETION_INDEX = _api.JOB_COMPLETION_INDEX
+JOB_GLOBAL_INDEX = _api.JOB_GLOBAL_INDEX_LABEL
+JOB_INDEX = _api.JOB_INDEX_LABEL
+JOB_NAME = _api.JOB_NAME_LABEL
+REPLICATED_JOB_NAME = _api.REPLICATED_JOB_NAME_LABEL
+REPLICATED_JOB_REPLICAS = _api.REPLICATED_JOB_REPLICAS_LABEL
+RESTART_ATTEMPT = _api.RESTART_ATTEMPT_LABEL
 
 # --- written by JobSet on Jobs and their pod templates (labels and annotations alike) -------
-JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 JOBSET_UID = "jobset.sigs.k8s.io/jobset-uid"
-REPLICATED_JOB_NAME = "jobset.sigs.k8s.io/replicatedjob-name"
-REPLICATED_JOB_REPLICAS = "jobset.sigs.k8s.io/replicatedjob-replicas"
 GLOBAL_REPLICAS = "jobset.sigs.k8s.io/global-replicas"
-JOB_INDEX = "jobset.sigs.k8s.io/job-index"
-JOB_GLOBAL_INDEX = "jobset.sigs.k8s.io/job-global-index"
 JOB_KEY = "jobset.sigs.k8s.io/job-key"
 GROUP_NAME = "jobset.sigs.k8s.io/group-name"
 GROUP_REPLICAS = "jobset.sigs.k8s.io/group-replicas"
 JOB_GROUP_INDEX = "jobset.sigs.k8s.io/job-group-index"
-RESTART_ATTEMPT = "jobset.sigs.k8s.io/restart-attempt"
-# The stable endpoint of spec.coordinator's pod, on every pod when set.
-COORDINATOR = "jobset.sigs.k8s.io/coordinator"
 
 # --- written by the Job controller on pods -------------------------------------------------
 CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
 CONTROLLER_UID_LEGACY = "controller-uid"
-JOB_NAME = "batch.kubernetes.io/job-name"
 JOB_NAME_LEGACY = "job-name"
-# A label and an annotation; rank env vars read the annotation through the downward API.
-JOB_COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 BACKOFF_LIMIT_EXCEEDED_REASON = "BackoffLimitExceeded"
 BACKOFF_LIMIT_EXCEEDED_MESSAGE = "Job has reached the specified backoff limit"
 
