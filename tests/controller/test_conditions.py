@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from kubetrain.api.meta import format_time
 from kubetrain.api.types import Obj
 from kubetrain.controller import conditions as c
 
@@ -18,16 +19,16 @@ def cond(type_: str, status: str, reason: str = "R", at: datetime = T0) -> Obj:
         "status": status,
         "reason": reason,
         "message": "m",
-        "lastTransitionTime": c.time_str(at),
+        "lastTransitionTime": format_time(at),
     }
 
 
 def test_a_condition_keeps_its_transition_time_while_its_status_holds() -> None:
     status: Obj = {"conditions": [cond("Suspended", "True", "Suspended", T0)]}
     c.set_condition(status, "Suspended", "True", "Suspended", "again", T0 + timedelta(hours=1))
-    assert status["conditions"][0]["lastTransitionTime"] == c.time_str(T0)
+    assert status["conditions"][0]["lastTransitionTime"] == format_time(T0)
     c.set_condition(status, "Suspended", "False", "Resumed", "x", T0 + timedelta(hours=1))
-    assert status["conditions"][0]["lastTransitionTime"] == c.time_str(T0 + timedelta(hours=1))
+    assert status["conditions"][0]["lastTransitionTime"] == format_time(T0 + timedelta(hours=1))
 
 
 @pytest.mark.parametrize(

@@ -231,7 +231,8 @@ async def test_active_deadline_fails_the_job_and_deletes_the_jobset(plane: Plane
         return await plane.get(JOBSETS, "tj") is None
 
     await eventually(jobset_gone, what="the JobSet deleted")
-    assert await _with_reason(plane, "tj", "DeadlineExceeded")
+    # Events are recorded in the background: the deletion can be seen before its Event.
+    await eventually(lambda: _with_reason(plane, "tj", "DeadlineExceeded"), what="the Event")
     await asyncio.sleep(0.5)
     assert await plane.get(JOBSETS, "tj") is None, "a deadline-failed job must not come back"
 
@@ -369,7 +370,9 @@ async def test_a_plan_that_cannot_render_fails_the_job_visibly(plane: Plane) -> 
     assert cond["reason"] == "TrainJobResourcesCreationFailed"
     assert "invalid runtime snapshot" in cond["message"]
     assert await plane.get(JOBSETS, "tj") is None
-    assert await _with_reason(plane, "tj", "TrainJobResourcesCreationFailed")
+    await eventually(
+        lambda: _with_reason(plane, "tj", "TrainJobResourcesCreationFailed"), what="the Event"
+    )
 
 
 async def test_run_controller_takes_a_kubeconfig_document(

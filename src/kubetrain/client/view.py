@@ -10,22 +10,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from kubetrain.api.meta import parse_time
 from kubetrain.client.steps import Step
 
 __all__ = ["JobView", "age", "parse_time", "terminal_condition"]
-
-
-def parse_time(value: Any) -> datetime | None:
-    """An RFC 3339 timestamp as an aware datetime; None for missing or malformed values."""
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def age(value: Any, now: datetime | None = None) -> str:

@@ -8,8 +8,10 @@ terminal state never changes (``keep_terminal``). Pure functions, ``now`` passed
 from __future__ import annotations
 
 import copy
-from datetime import UTC, datetime
+from datetime import datetime
 
+from kubetrain.api.meta import condition_true, find_condition, parse_time
+from kubetrain.api.meta import set_condition as set_meta_condition
 from kubetrain.api.types import Obj
 
 __all__ = [
@@ -22,7 +24,6 @@ __all__ = [
     "keep_terminal",
     "parse_time",
     "set_condition",
-    "time_str",
 ]
 
 SUSPENDED = "Suspended"  # for reading; upstream's Suspended rule lives in kubetrain.runtime.status
@@ -30,31 +31,14 @@ COMPLETE = "Complete"
 FAILED = "Failed"
 
 
-def time_str(t: datetime) -> str:
-    """metav1.Time: RFC 3339, UTC, whole seconds."""
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        t = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return t if t.tzinfo else t.replace(tzinfo=UTC)
-
-
 def find(status: Obj | None, type_: str) -> Obj | None:
-    for cond in (status or {}).get("conditions") or []:
-        if cond.get("type") == type_:
-            return dict(cond)
-    return None
+    """A copy of the condition of ``type_`` in ``status``, if any."""
+    cond = find_condition((status or {}).get("conditions"), type_)
+    return dict(cond) if cond is not None else None
 
 
 def is_true(status: Obj | None, type_: str) -> bool:
-    cond = find(status, type_)
-    return cond is not None and cond.get("status") == "True"
+    return condition_true((status or {}).get("conditions"), type_)
 
 
 def is_finished(status: Obj | None) -> bool:
@@ -72,25 +56,13 @@ def set_condition(
     *,
     observed_generation: int | None = None,
 ) -> None:
-    """Upsert a condition in place; ``lastTransitionTime`` moves only when ``status`` changes."""
-    conditions: list[Obj] = list(status.get("conditions") or [])
-    new: Obj = {
-        "type": type_,
-        "status": cond_status,
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": time_str(now),
-    }
+    """Upsert a condition of ``status`` in place; ``lastTransitionTime`` moves only when
+    ``status`` changes (``meta.SetStatusCondition``)."""
+    conditions: list[Obj] = [dict(c) for c in status.get("conditions") or []]
+    new: Obj = {"type": type_, "status": cond_status, "reason": reason, "message": message}
     if observed_generation is not None:
         new["observedGeneration"] = observed_generation
-    for i, old in enumerate(conditions):
-        if old.get("type") == type_:
-            if old.get("status") == cond_status and old.get("lastTransitionTime"):
-                new["lastTransitionTime"] = old["lastTransitionTime"]
-            conditions[i] = new
-            break
-    else:
-        conditions.append(new)
+    set_meta_condition(conditions, new, now)
     status["conditions"] = conditions
 
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Literal
 
+from kubetrain.api.meta import format_time
 from kubetrain.api.types import Obj
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.kinds import EVENT
@@ -34,11 +35,6 @@ EventType = Literal["Normal", "Warning"]
 COMPONENT = "trainer-trainjob-controller"
 _MAX_REMEMBERED = 4096  # events whose repeats are counted; older ones just start anew
 _MAX_MESSAGE = 1024  # the API server rejects longer event notes; keep a margin for "..."
-
-
-def format_time(t: datetime) -> str:
-    """RFC 3339 in UTC with seconds precision, as metav1.Time serialises."""
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class EventRecorder:

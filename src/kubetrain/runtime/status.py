@@ -10,10 +10,16 @@ official SDK shows a running job as Running (kubeflow/sdk 0.5.0 kubeflow/trainer
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from kubetrain.api.meta import (
+    condition_true,
+    find_condition,
+    parse_time,
+    set_condition,
+)
 from kubetrain.runtime.podspec import Obj, tree_copy
 
 __all__ = [
@@ -22,11 +28,9 @@ __all__ = [
     "StatusUpdate",
     "derive",
     "derive_status",
-    "format_time",
     "is_finished",
     "job_state",
     "jobset_status_to_trainjob",
-    "set_condition",
 ]
 
 SUSPENDED_MESSAGE = "TrainJob is suspended"
@@ -66,68 +70,10 @@ def _l(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _find(conditions: list[Any], ctype: str) -> Obj | None:
-    for c in conditions:
-        if isinstance(c, dict) and c.get("type") == ctype:
-            return c
-    return None
-
-
-def _true(conditions: list[Any], ctype: str) -> bool:
-    c = _find(conditions, ctype)
-    return c is not None and c.get("status") == "True"
-
-
-def format_time(t: datetime) -> str:
-    """metav1.Time on the wire: RFC 3339, seconds, UTC, ``Z``."""
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        t = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return t if t.tzinfo is not None else t.replace(tzinfo=UTC)
-
-
-def set_condition(conditions: list[Any], new: Obj, now: datetime) -> None:
-    """``meta.SetStatusCondition``: upsert by type; the transition time moves only on a flip."""
-    existing = _find(conditions, str(new.get("type")))
-    if existing is None:
-        cond = dict(new)
-        if not cond.get("lastTransitionTime"):
-            cond["lastTransitionTime"] = format_time(now)
-        conditions.append(_ordered(cond))
-        return
-    if existing.get("status") != new.get("status"):
-        existing["status"] = new.get("status")
-        existing["lastTransitionTime"] = new.get("lastTransitionTime") or format_time(now)
-    existing["reason"] = new.get("reason", "")
-    existing["message"] = new.get("message", "")
-    if new.get("observedGeneration"):
-        existing["observedGeneration"] = new["observedGeneration"]
-    else:
-        existing.pop("observedGeneration", None)
-
-
-def _ordered(cond: Obj) -> Obj:
-    # metav1.Condition's field order on the wire.
-    out: Obj = {"type": cond.get("type"), "status": cond.get("status")}
-    if cond.get("observedGeneration"):
-        out["observedGeneration"] = cond["observedGeneration"]
-    out["lastTransitionTime"] = cond.get("lastTransitionTime")
-    out["reason"] = cond.get("reason", "")
-    out["message"] = cond.get("message", "")
-    return out
-
-
 def is_finished(status: Obj) -> bool:
     """Complete=True or Failed=True."""
     conds = _l(status.get("conditions"))
-    return _true(conds, "Complete") or _true(conds, "Failed")
+    return condition_true(conds, "Complete") or condition_true(conds, "Failed")
 
 
 def jobset_status_to_trainjob(job: Obj, jobset: Obj | None, now: datetime) -> Obj | None:
@@ -142,7 +88,7 @@ def jobset_status_to_trainjob(job: Obj, jobset: Obj | None, now: datetime) -> Ob
     js_status = _d(jobset.get("status"))
     js_conds = _l(js_status.get("conditions"))
     for js_type, tj_type in (("Completed", "Complete"), ("Failed", "Failed")):
-        c = _find(js_conds, js_type)
+        c = find_condition(js_conds, js_type)
         if c is not None and c.get("status") == "True":
             set_condition(conditions, {**c, "type": tj_type}, now)
     if conditions:
@@ -192,7 +138,7 @@ def derive(
     status = tree_copy(_d(job.get("status")))
     conditions = _l(status.get("conditions"))
     # Step 3: a Failed condition is re-derived every time, except the sticky deadline one.
-    failed = _find(conditions, "Failed")
+    failed = find_condition(conditions, "Failed")
     if failed is not None and failed.get("reason") != "DeadlineExceeded":
         conditions.remove(failed)
     if unsupported_runtime is not None:
@@ -218,7 +164,7 @@ def derive(
             },
             now,
         )
-    elif _true(conditions, "Suspended"):
+    elif condition_true(conditions, "Suspended"):
         set_condition(
             conditions,
             {
@@ -234,7 +180,7 @@ def derive(
     else:
         status.pop("conditions", None)
     # Step 6: the JobSet's view replaces the status; a deadline failure survives it.
-    deadline_cond = _find(conditions, "Failed")
+    deadline_cond = find_condition(conditions, "Failed")
     if deadline_cond is not None and deadline_cond.get("reason") != "DeadlineExceeded":
         deadline_cond = None
     from_jobset = jobset_status_to_trainjob({**job, "status": status}, jobset, now)
@@ -255,10 +201,10 @@ def derive(
         and not is_finished(status)
         and spec.get("suspend") is not True
     ):
-        start = _parse_time(_d(job.get("metadata")).get("creationTimestamp"))
-        suspended = _find(_l(status.get("conditions")), "Suspended")
+        start = parse_time(_d(job.get("metadata")).get("creationTimestamp"))
+        suspended = find_condition(_l(status.get("conditions")), "Suspended")
         if suspended is not None and suspended.get("status") == "False":
-            start = _parse_time(suspended.get("lastTransitionTime"))
+            start = parse_time(suspended.get("lastTransitionTime"))
         if start is not None:
             deadline = start + timedelta(seconds=deadline_s)
             if now > deadline:
@@ -289,11 +235,11 @@ def job_state(job: Obj) -> JobState:
     """Map a TrainJob to ``JobState`` through ``STATE_TABLE``."""
     status = _d(job.get("status"))
     conds = _l(status.get("conditions"))
-    if _true(conds, "Complete"):
+    if condition_true(conds, "Complete"):
         return JobState.COMPLETE
-    if _true(conds, "Failed"):
+    if condition_true(conds, "Failed"):
         return JobState.FAILED
-    if _d(job.get("spec")).get("suspend") is True or _true(conds, "Suspended"):
+    if _d(job.get("spec")).get("suspend") is True or condition_true(conds, "Suspended"):
         return JobState.SUSPENDED
     for js in _l(status.get("jobsStatus")):
         if isinstance(js, dict) and (js.get("active", 0) or js.get("ready", 0)):

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from kubetrain.api.errors import FieldError
+from kubetrain.api.meta import format_time
 from kubetrain.runtime.config import Environment, FeatureGates
 from kubetrain.runtime.core import (
     ANCESTOR_LABEL,
@@ -28,7 +29,6 @@ from kubetrain.runtime.framework import ValidationContext
 from kubetrain.runtime.plugins import framework_for
 from kubetrain.runtime.podspec import Obj, tree_copy
 from kubetrain.runtime.render import SUPPORTED_RUNTIME_KEYS
-from kubetrain.runtime.status import format_time
 
 __all__ = [
     "DEPRECATION_POLICY_URL",

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kubetrain.api.meta import condition_true
+
 from .labels import COND_STARTUP_COMPLETED, COND_STARTUP_IN_PROGRESS
 
 __all__ = ["EventSpec", "is_true", "set_condition"]
@@ -31,7 +33,7 @@ _EXCLUSIVE = {
 
 
 def is_true(conditions: list[dict[str, Any]], ctype: str) -> bool:
-    return any(c.get("type") == ctype and c.get("status") == "True" for c in conditions)
+    return condition_true(conditions, ctype)
 
 
 def set_condition(

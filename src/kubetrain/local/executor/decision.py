@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
+
+from kubetrain.api.meta import format_time, parse_time
 
 from .conditions import EventSpec
 
@@ -41,21 +43,6 @@ class Decision:
     requeue_after: float | None = None
     # ttlSecondsAfterFinished ran out: delete the JobSet itself.
     delete_jobset: bool = False
-
-
-def format_time(now: datetime) -> str:
-    """RFC 3339 with second precision, as Kubernetes writes metav1.Time."""
-    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_time(value: str) -> datetime | None:
-    try:
-        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    except (TypeError, ValueError):
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except (TypeError, ValueError):
-            return None
 
 
 def parse_or(value: str, now: datetime) -> datetime:
