@@ -615,9 +615,14 @@ def test_logs_follow_streams_until_the_pod_ends(
 
 
 def test_trainer_client_sends_the_sdks_trainjob_to_a_cluster(api: Api, ns: str) -> None:
+    from lightkube.generic_resource import create_namespaced_resource
+
     from kubetrain.client import types as T
-    from kubetrain.client.resources import TRAINJOB, resource_for
     from kubetrain.client.trainer_client import TrainerClient
+
+    trainjobs = create_namespaced_resource(
+        "trainer.kubeflow.org", "v1alpha1", "TrainJob", "trainjobs"
+    )
 
     def train(lr: float, epochs: int = 1) -> None:
         print(lr, epochs)
@@ -641,7 +646,7 @@ def test_trainer_client_sends_the_sdks_trainjob_to_a_cluster(api: Api, ns: str) 
             "torch-distributed",
         )
         assert [j.name for j in sdk.list_jobs()] == [name]
-        sent = api.client.get(resource_for(TRAINJOB), name, namespace=ns)
+        sent = api.client.get(trainjobs, name, namespace=ns).to_dict()
         trainer = sent["spec"]["trainer"]
         assert trainer["numNodes"] == 2
         assert trainer["resourcesPerNode"]["limits"] == {"cpu": 2, "memory": "4Gi"}

@@ -2,9 +2,9 @@
 
 The rule, in order: ``--kubeconfig``/``--context`` name a cluster (kubectl's resolution, including
 ``$KUBECONFIG``); otherwise the local control plane of ``$KUBETRAIN_HOME`` is used and started on
-demand. Both paths end in the same lightkube client, so every operation behaves the same on a
-laptop and on a cluster. This module imports lightkube only inside functions: the CLI builds its
-parsers from here and must stay fast.
+demand. Both paths end in the same client (kubetrain.kube's, behind a thread-safe synchronous
+facade), so every operation behaves the same on a laptop and on a cluster. This module imports
+the client only inside functions: the CLI builds its parsers from here and must stay fast.
 """
 
 from __future__ import annotations
@@ -14,9 +14,12 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kubetrain.client.errors import ClientError
+
+if TYPE_CHECKING:
+    from kubetrain.kube.sync import SyncKube
 
 __all__ = [
     "LOCAL_CONTEXT",
@@ -35,7 +38,7 @@ FIELD_MANAGER = "kubetrain"
 class Connection:
     """A ready client plus the facts commands print: where it points and which namespace."""
 
-    client: Any  # lightkube.Client; typed loosely because lightkube ships no stubs we check
+    client: SyncKube
     namespace: str
     server: str
     context: str
@@ -111,8 +114,10 @@ def connect(
 
     ``on_start`` is called (with the daemon's home) before a local daemon has to be started.
     """
-    import httpx2
-    from lightkube import Client, ConfigError, KubeConfig
+    from lightkube import ConfigError, KubeConfig
+
+    from kubetrain.kube import client as kube
+    from kubetrain.kube.sync import SyncKube
 
     local = kubeconfig is None and context in (None, LOCAL_CONTEXT)
     try:
@@ -129,15 +134,15 @@ def connect(
     if config is None:
         raise ClientError("kubeconfig: no current context; pass --context")
     if config.user is None:
-        # A context without a user is valid (kubectl proxy, insecure dev clusters); lightkube
-        # asserts on it, so give it an empty one.
+        # A context without a user is valid (kubectl proxy, insecure dev clusters).
         from lightkube.config.models import User
 
         config = config._replace(user=User())
     ns = namespace or config.namespace or "default"
-    client = Client(
-        config, namespace=ns, timeout=httpx2.Timeout(timeout), field_manager=FIELD_MANAGER
-    )
+    try:
+        client = SyncKube(lambda: kube.connect(config, timeout=timeout))
+    except (ConfigError, OSError, ValueError) as exc:  # certificates, exec plugins
+        raise ClientError(f"kubeconfig: {exc}") from None
     return Connection(
         client=client,
         namespace=ns,

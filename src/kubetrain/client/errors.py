@@ -1,13 +1,12 @@
 """One-line errors for people: what the server (or the connection) said, naming the object.
 
-Every client operation turns lightkube/httpx failures into :class:`ClientError` so that the CLI
+Every client operation turns API and transport failures into :class:`ClientError` so that the CLI
 prints one line and exits 1, and SDK users catch one exception type instead of transport types.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -50,28 +49,15 @@ def describe_status(status: dict[str, Any], what: str = "") -> str:
     return " ".join(message.split())
 
 
-def _from_http_status(exc: Exception, what: str) -> ClientError:
-    response = getattr(exc, "response", None)
-    body: dict[str, Any] = {}
-    status_obj = getattr(exc, "status", None)
-    if status_obj is not None and hasattr(status_obj, "to_dict"):
-        body = status_obj.to_dict()
-    elif response is not None:
-        # lightkube only decodes Status bodies served as exactly ``application/json``; decode the rest.
-        with contextlib.suppress(Exception):
-            response.read()
-        with contextlib.suppress(ValueError, TypeError):
-            loaded = json.loads(response.content or b"{}")
-            if isinstance(loaded, dict):
-                body = loaded
-        if not body and response.content:
-            body = {"message": response.content.decode(errors="replace")[:300]}
-    code = int(body.get("code") or (response.status_code if response is not None else 0) or 0)
-    body.setdefault("code", code)
-    reason = str(body.get("reason") or "")
-    message = describe_status(body, what)
-    cls = NotFoundError if code == 404 else ClientError
-    return cls(message, reason=reason, code=code)
+def _from_api_error(exc: Any, what: str) -> ClientError:
+    """A :class:`ClientError` from ``kubetrain.kube.client.ApiError`` (its Status body)."""
+    body: dict[str, Any] = dict(exc.status or {})
+    body.setdefault("code", exc.code)
+    body.setdefault("reason", exc.reason)
+    if not body.get("message") and exc.message != exc.reason:
+        body["message"] = exc.message
+    cls = NotFoundError if exc.code == 404 else ClientError
+    return cls(describe_status(body, what), reason=str(body.get("reason") or ""), code=exc.code)
 
 
 @contextlib.contextmanager
@@ -81,15 +67,15 @@ def translate_errors(what: str = "", server: str = "") -> Iterator[None]:
     ``what`` names the object for messages the server leaves empty; ``server`` is the URL for
     connection failures, which otherwise print as a bare socket error.
     """
-    import httpx2
+    from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError
 
     try:
         yield
     except ClientError:
         raise
-    except httpx2.HTTPStatusError as exc:
-        raise _from_http_status(exc, what) from None
-    except httpx2.TransportError as exc:
+    except ApiError as exc:
+        raise _from_api_error(exc, what) from None
+    except TRANSPORT_ERRORS as exc:
         where = f" at {server}" if server else ""
         detail = str(exc) or type(exc).__name__
         raise ClientError(f"cannot reach the Kubernetes API{where}: {detail}") from None

@@ -7,8 +7,6 @@ patch type: server-side apply for ``apply``, JSON merge patch for suspend/resume
 
 from __future__ import annotations
 
-import contextlib
-import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -39,17 +37,23 @@ _SERVER_META = frozenset(
         "deletionGracePeriodSeconds",
     }
 )
-_DECODE_LOCK = threading.Lock()  # lightkube's marker for cluster-wide list/watch
 
 Action = Literal["created", "configured", "unchanged"]
 
 
 def plain(obj: Any) -> dict[str, Any]:
-    """A lightkube object (generic or model) as the plain dict it was on the wire."""
+    """An object as the plain dict it was on the wire (objects with ``to_dict`` converted)."""
     if isinstance(obj, dict) and not hasattr(obj, "to_dict"):
         return obj
     result: dict[str, Any] = obj.to_dict()
     return result
+
+
+def _selector(labels: dict[str, Any] | None) -> str | None:
+    """A label selector from ``{key: value}`` (``None`` or ``...`` for "key exists")."""
+    if not labels:
+        return None
+    return ",".join(k if v in (None, ...) else f"{k}={v}" for k, v in labels.items())
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +80,7 @@ class JobClient:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
         self.client = conn.client
+        self._discovered: dict[str, list[dict[str, Any]]] = {}
 
     @property
     def namespace(self) -> str:
@@ -93,25 +98,33 @@ class JobClient:
     def _errors(self, what: str = "") -> Any:
         return translate_errors(what, self.conn.server)
 
-    @contextlib.contextmanager
-    def _serial(self, what: str = "") -> Iterator[None]:
-        """One request-and-decode at a time per process (streams excepted).
+    def _ns(self, info: R.KindInfo, namespace: str | None) -> str | None:
+        return (namespace or self.namespace) if info.namespaced else None
 
-        msgspec, under lightkube's model decoding, can crash (SIGSEGV) when two threads decode a
-        type for the first time at once; ``run`` and ``logs --all-ranks`` use threads.
-        """
-        with _DECODE_LOCK, translate_errors(what, self.conn.server):
-            yield
+    def kind_of(self, obj: dict[str, Any]) -> R.KindInfo:
+        """The kind of a document: known here, else found through the server's discovery."""
+        api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
+        info = R.known_kind(api_version, kind)
+        if info is not None:
+            return info
+        if api_version not in self._discovered:
+            try:
+                with self._errors(f"apiVersion {api_version}"):
+                    served = self.client.call(lambda: self.client.kube.resources(api_version))
+            except NotFoundError:  # the group/version itself is not served
+                served = []
+            self._discovered[api_version] = served
+        return R.kind_from_discovery(api_version, kind, self._discovered[api_version])
 
     # --- generic reads -----------------------------------------------------------------------
 
     def get(self, info: R.KindInfo, name: str, namespace: str | None = None) -> dict[str, Any]:
         """One object; :class:`NotFoundError` names it when it does not exist."""
-        res = R.resource_for(info)
-        with self._serial(_what(info, name)):
-            if info.namespaced:
-                return plain(self.client.get(res, name, namespace=namespace or self.namespace))
-            return plain(self.client.get(res, name))
+        ns = self._ns(info, namespace)
+        with self._errors(_what(info, name)):
+            return self.client.call(
+                lambda: self.client.kube.get(info.api_version, info.plural, name, namespace=ns)
+            )
 
     def find(
         self, info: R.KindInfo, name: str, namespace: str | None = None
@@ -138,19 +151,18 @@ class JobClient:
         labels: dict[str, Any] | None = None,
     ) -> tuple[list[dict[str, Any]], str | None]:
         """:meth:`objects` plus the list's resourceVersion, where a watch continues from."""
-        from lightkube import NotReadyError
-
-        res = R.resource_for(info)
-        with self._serial(info.plural):
-            if info.namespaced:
-                items = self.client.list(res, namespace=namespace or self.namespace, labels=labels)
-            else:
-                items = self.client.list(res, labels=labels)
-            objs = [plain(o) for o in items]
-            try:
-                version: str | None = items.resourceVersion
-            except NotReadyError:  # lightkube has none to give for an empty answer
-                version = None
+        ns = self._ns(info, namespace)
+        all_namespaces = ns == ALL_NAMESPACES
+        with self._errors(info.plural):
+            objs, rv = self.client.call(
+                lambda: self.client.kube.list(
+                    info.api_version,
+                    info.plural,
+                    namespace=None if all_namespaces else ns,
+                    label_selector=_selector(labels),
+                )
+            )
+        version: str | None = rv or None
         objs.sort(
             key=lambda o: ((o.get("metadata") or {}).get("namespace") or "", o["metadata"]["name"])
         )
@@ -168,18 +180,29 @@ class JobClient:
         From ``resource_version`` (a list's) only later changes come; without it the server
         first replays every existing object as ADDED.
         """
-        res = R.resource_for(info)
-        fields = {"metadata.name": name} if name else None
+        ns = self._ns(info, namespace)
+        ns = None if ns == ALL_NAMESPACES else ns
+        fields = f"metadata.name={name}" if name else None
+        kube = self.client.kube
+
+        def events(since: str | None) -> Iterator[tuple[str, dict[str, Any]]]:
+            return self.client.stream(
+                lambda: kube.watch(
+                    info.api_version,
+                    info.plural,
+                    namespace=ns,
+                    resource_version=since,
+                    field_selector=fields,
+                )
+            )
+
         rv = resource_version or None
         with self._errors(info.plural):
-            if info.namespaced:
-                stream = self.client.watch(
-                    res, namespace=namespace or self.namespace, fields=fields, resource_version=rv
-                )
-            else:
-                stream = self.client.watch(res, fields=fields, resource_version=rv)
-            for kind, obj in stream:
-                yield kind, plain(obj)
+            while True:  # the server ends a watch after a while; carry on from where it was
+                for kind, obj in events(rv):
+                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or "") or rv
+                    if kind != "BOOKMARK":
+                        yield kind, obj
 
     # --- apply / delete ----------------------------------------------------------------------
 
@@ -188,10 +211,7 @@ class JobClient:
         return [self.apply_one(obj, force=force) for obj in objs]
 
     def apply_one(self, obj: dict[str, Any], *, force: bool = False) -> ApplyResult:
-        from lightkube.types import PatchType
-
-        info = R.info_for_object(obj)  # ClientError for a kind it cannot place
-        res = R.resource_for_object(obj)
+        info = self.kind_of(obj)  # ClientError for a kind it cannot place
         # A file is desired state: what the server wrote (resourceVersion, managedFields,
         # status, ...) is dropped, so `get -o yaml` output applies again instead of being
         # refused as stale (409) or as setting fields an apply may not set.
@@ -202,20 +222,16 @@ class JobClient:
         name = meta.get("name")
         if not name:
             # Server-side apply needs a name; a generateName object can only be created.
-            with self._serial(info.plural):
-                created = plain(self.client.create(res.from_dict(body), namespace=ns))
+            with self._errors(info.plural):
+                created = self.client.call(
+                    lambda: self.client.kube.create(info.api_version, info.plural, body)
+                )
             return ApplyResult(info, created["metadata"]["name"], ns, "created", created)
         before = self.find(info, name, ns)
-        with self._serial(_what(info, name)):
-            after = plain(
-                self.client.patch(
-                    res,
-                    name,
-                    body,
-                    namespace=ns,
-                    patch_type=PatchType.APPLY,
-                    field_manager=FIELD_MANAGER,
-                    force=force,
+        with self._errors(_what(info, name)):
+            after = self.client.call(
+                lambda: self.client.kube.apply(
+                    info.plural, body, field_manager=FIELD_MANAGER, force=force
                 )
             )
         if before is None:
@@ -228,7 +244,7 @@ class JobClient:
 
     def delete_object(self, obj: dict[str, Any]) -> R.KindInfo:
         """Delete the object a document names (``delete -f``); NotFoundError when absent."""
-        info = R.info_for_object(obj)
+        info = self.kind_of(obj)
         meta = obj.get("metadata") or {}
         name = str(meta.get("name") or "")
         if not name:
@@ -236,22 +252,22 @@ class JobClient:
         if info == R.TRAINJOB:
             self.delete_job(name, namespace=meta.get("namespace"), wait=False)
             return info
-        res = R.resource_for_object(obj)
-        with self._serial(_what(info, name)):
-            if info.namespaced:
-                self.client.delete(res, name, namespace=meta.get("namespace") or self.namespace)
-            else:
-                self.client.delete(res, name)
+        self._delete(info, name, meta.get("namespace"))
         return info
+
+    def _delete(self, info: R.KindInfo, name: str, namespace: str | None) -> None:
+        ns = self._ns(info, namespace)
+        with self._errors(_what(info, name)):
+            self.client.call(
+                lambda: self.client.kube.delete(info.api_version, info.plural, name, namespace=ns)
+            )
 
     def delete_job(
         self, name: str, *, namespace: str | None = None, wait: bool = True, timeout: float = 30.0
     ) -> None:
         """Delete a TrainJob; with ``wait``, return only once it and every pod of it are gone."""
         ns = namespace or self.namespace
-        res = R.resource_for(R.TRAINJOB)
-        with self._serial(_what(R.TRAINJOB, name)):
-            self.client.delete(res, name, namespace=ns)
+        self._delete(R.TRAINJOB, name, ns)
         if wait:
             self.wait_deleted(name, namespace=ns, timeout=timeout)
 
@@ -277,19 +293,21 @@ class JobClient:
 
     def set_suspend(self, name: str, suspend: bool, *, namespace: str | None = None) -> bool:
         """Merge-patch ``spec.suspend``; False when it already had that value (nothing sent)."""
-        from lightkube.types import PatchType
-
         ns = namespace or self.namespace
         current = self.get(R.TRAINJOB, name, ns)
         if bool((current.get("spec") or {}).get("suspend")) == suspend:
             return False
-        with self._serial(_what(R.TRAINJOB, name)):
-            self.client.patch(
-                R.resource_for(R.TRAINJOB),
-                name,
-                {"spec": {"suspend": suspend}},
-                namespace=ns,
-                patch_type=PatchType.MERGE,
+        info = R.TRAINJOB
+        with self._errors(_what(info, name)):
+            self.client.call(
+                lambda: self.client.kube.patch(
+                    info.api_version,
+                    info.plural,
+                    name,
+                    {"spec": {"suspend": suspend}},
+                    namespace=ns,
+                    patch_type="merge",
+                )
             )
         return True
 
@@ -396,16 +414,14 @@ class JobClient:
         tail: int | None = None,
     ) -> Iterator[str]:
         """Lines (without newlines) of one container's log; streams while ``follow``."""
+        ns = namespace or self.namespace
+        kube = self.client.kube
         with self._errors(f'pods "{pod}"'):
-            stream = self.client.log(
-                pod,
-                namespace=namespace or self.namespace,
-                container=container,
-                follow=follow,
-                tail_lines=tail,
-                newlines=False,
+            yield from self.client.stream(
+                lambda: kube.log_lines(
+                    pod, namespace=ns, container=container, follow=follow, tail_lines=tail
+                )
             )
-            yield from stream
 
     def events(self, job: str, namespace: str | None = None) -> list[dict[str, Any]]:
         """core/v1 Events of the TrainJob, its JobSet, its Jobs and its pods, oldest first.
@@ -418,9 +434,7 @@ class JobClient:
         uid = ((current or {}).get("metadata") or {}).get("uid")
         born = parse_time(((current or {}).get("metadata") or {}).get("creationTimestamp"))
         pod_names = {p["metadata"]["name"] for p in self.pods(job, ns)}
-        res = R.resource_for(R.EVENT)
-        with self._serial("events"):
-            events = [plain(e) for e in self.client.list(res, namespace=ns)]
+        events = self.objects(R.EVENT, ns)
 
         def ours(ev: dict[str, Any]) -> bool:
             inv = ev.get("involvedObject") or {}

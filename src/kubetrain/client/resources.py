@@ -1,8 +1,9 @@
 """Resource classes the client talks to, and the names people type for them.
 
-Trainer kinds and JobSet are lightkube generic resources (plain dicts on the wire, so a field the
-client does not know survives a round trip). Built-in kinds come from lightkube's models. Custom
-resources always get an explicit patch type (merge or apply): strategic merge is 415 on CRs.
+Objects stay plain dicts on the wire, so a field the client does not know survives a round trip.
+The Trainer kinds, JobSet, Pods and Events are known here; any other kind is placed by the
+server's discovery (as kubectl does). Custom resources always get an explicit patch type (merge
+or apply): strategic merge is 415 on CRs.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ __all__ = [
     "TRAINING_RUNTIME",
     "TRAINJOB",
     "KindInfo",
+    "kind_from_discovery",
+    "known_kind",
     "resolve_kind",
-    "resource_for",
-    "resource_for_object",
 ]
 
 
@@ -77,53 +78,21 @@ def resolve_kind(name: str) -> tuple[KindInfo, ...]:
     return _ALIASES.get(name.lower(), ())
 
 
-def resource_for(info: KindInfo) -> Any:
-    """The lightkube resource class for ``info`` (generic for custom kinds, a model otherwise)."""
-    from lightkube.codecs import resource_registry
-    from lightkube.generic_resource import create_global_resource, create_namespaced_resource
-
-    if info in _CUSTOM:
-        group, _, version = info.api_version.partition("/")
-        make = create_namespaced_resource if info.namespaced else create_global_resource
-        return make(group, version, info.kind, info.plural)
-    return resource_registry.load(info.api_version, info.kind)
+def known_kind(api_version: str, kind: str) -> KindInfo | None:
+    """The :class:`KindInfo` of a kind kubetrain knows without asking the server."""
+    for info in (*_CUSTOM, POD, EVENT):
+        if api_version == info.api_version and kind == info.kind:
+            return info
+    return None
 
 
-def resource_for_object(obj: dict[str, Any]) -> Any:
-    """The resource class for a loaded document; custom trainer/JobSet kinds are registered first.
-
-    Raises lightkube's ``LoadResourceError`` for a kind it cannot place (an unknown CRD).
-    """
-    from lightkube.codecs import resource_registry
-
-    for info in _CUSTOM:
-        if obj.get("apiVersion") == info.api_version and obj.get("kind") == info.kind:
-            return resource_for(info)
-    return resource_registry.load(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
-
-
-def info_for_object(obj: dict[str, Any]) -> KindInfo:
-    """A :class:`KindInfo` for any object the registry knows (used to print ``kind.group/name``)."""
-    from lightkube import LoadResourceError
-
+def kind_from_discovery(api_version: str, kind: str, resources: list[dict[str, Any]]) -> KindInfo:
+    """The :class:`KindInfo` of ``kind`` from the server's ``APIResourceList`` of its version."""
     from kubetrain.client.errors import ClientError
 
-    for info in (*_CUSTOM, POD):
-        if obj.get("apiVersion") == info.api_version and obj.get("kind") == info.kind:
-            return info
-    try:
-        res = resource_for_object(obj)
-    except LoadResourceError:
-        raise ClientError(
-            f"unknown kind {obj.get('kind')!r} (apiVersion {obj.get('apiVersion')!r}): "
-            "kubetrain knows the Trainer kinds, JobSet and the built-in Kubernetes kinds"
-        ) from None
-    api = res._api_info  # lightkube keeps plural and scope here; there is no public accessor
-    from lightkube.core import resource as r
-
-    return KindInfo(
-        str(obj.get("apiVersion")),
-        str(obj.get("kind")),
-        api.plural,
-        issubclass(res, r.NamespacedResource),
+    for res in resources:
+        if res.get("kind") == kind and "/" not in str(res.get("name", "")):
+            return KindInfo(api_version, kind, str(res["name"]), bool(res.get("namespaced")))
+    raise ClientError(
+        f"unknown kind {kind!r} (apiVersion {api_version!r}): the server does not serve it"
     )

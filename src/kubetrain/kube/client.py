@@ -1,4 +1,4 @@
-"""A small dict-level Kubernetes REST client for the controller.
+"""The dict-level Kubernetes REST client every kubetrain loop and the SDK use.
 
 It reads kubeconfigs with lightkube (contexts, certificates, in-cluster config, exec plugins) and
 speaks HTTP with aiohttp, in plain dicts and explicit paths: the controller applies the Plan's
@@ -14,6 +14,7 @@ applying thousands of objects is bound by exactly that.
 from __future__ import annotations
 
 import base64
+import builtins
 import contextlib
 import ssl
 import urllib.parse
@@ -291,13 +292,20 @@ class _Http:
             return _Answer(resp.status, resp.reason, await resp.read())
 
     async def stream_lines(
-        self, path: str, *, params: Mapping[str, str], read_timeout: float
+        self,
+        path: str,
+        *,
+        params: Mapping[str, str],
+        read_timeout: float | None,
+        keep_empty: bool = False,
+        accept: str = "application/json",
     ) -> AsyncGenerator[bytes, None]:
-        """The non-empty lines of a streamed GET; raises ``ApiError`` for an error answer."""
+        """The lines of a streamed GET (empty ones only with ``keep_empty``); raises
+        ``ApiError`` for an error answer. ``read_timeout`` None waits for ever (a log follow)."""
         timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=self.timeout, sock_read=read_timeout
         )
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": accept}
         async with self._response(
             "GET", path, params=params, headers=headers, timeout=timeout
         ) as resp:
@@ -311,9 +319,9 @@ class _Http:
                     while (end := pending.find(b"\n")) >= 0:
                         line = bytes(pending[:end])
                         del pending[: end + 1]
-                        if line.strip():
+                        if keep_empty or line.strip():
                             yield line
-                if pending.strip():
+                if pending.strip() or (keep_empty and pending):
                     yield bytes(pending)
                 finished = True
             finally:
@@ -422,6 +430,7 @@ class KubeClient:
         namespace: str | None = None,
         resource_version: str | None = None,
         label_selector: str | None = None,
+        field_selector: str | None = None,
         timeout_seconds: int = 300,
     ) -> AsyncIterator[tuple[str, Obj]]:
         """``(type, object)`` pairs until the server ends the stream.
@@ -438,6 +447,8 @@ class KubeClient:
             params["resourceVersion"] = resource_version
         if label_selector:
             params["labelSelector"] = label_selector
+        if field_selector:
+            params["fieldSelector"] = field_selector
         path = _Path(api_version, plural, namespace)
         # The server ends the watch after timeoutSeconds; silence well past that means a dead
         # connection (no FIN ever came), so reading gives up and the informer watches again.
@@ -533,3 +544,46 @@ class KubeClient:
         if uid:
             body["preconditions"] = {"uid": uid}
         await self._request("DELETE", _Path(api_version, plural, namespace, name), body=body)
+
+    async def log_lines(
+        self,
+        name: str,
+        *,
+        namespace: str,
+        container: str | None = None,
+        follow: bool = False,
+        tail_lines: int | None = None,
+    ) -> AsyncIterator[str]:
+        """A pod's log (``pods/log``), line by line without the newline; streams while ``follow``."""
+        params: dict[str, str] = {}
+        if container:
+            params["container"] = container
+        if follow:
+            params["follow"] = "true"
+        if tail_lines is not None:
+            params["tailLines"] = str(tail_lines)
+        path = _Path("v1", "pods", namespace, name, "log")
+        lines = self._http.stream_lines(
+            path.url(),
+            params=params,
+            read_timeout=None if follow else self._http.timeout,
+            keep_empty=True,
+            accept="*/*",
+        )
+        try:
+            async for line in lines:
+                yield line.decode(errors="replace").removesuffix("\r")
+        finally:
+            await lines.aclose()
+
+    async def resources(self, api_version: str) -> builtins.list[Obj]:
+        """Discovery: the ``APIResourceList`` entries served under ``api_version``."""
+        base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+        answer = await self._http.request(
+            "GET", base, params={}, content=None, headers={"Accept": "application/json"}
+        )
+        if answer.status >= 400:
+            raise ApiError.from_body(answer.status, answer.reason, answer.body)
+        listed = codec.loads(answer.body) if answer.body else {}
+        found = listed.get("resources") if isinstance(listed, dict) else None
+        return [r for r in found or [] if isinstance(r, dict)]
