@@ -31,7 +31,7 @@ STEP_JOBS: dict[str, str] = {
 
 
 def pod_selector(job: str) -> dict[str, Any]:
-    """lightkube label selector for a TrainJob's pods (JobSet names its JobSet after the job)."""
+    """Label selector (key: value) of a TrainJob's pods (JobSet names its JobSet after the job)."""
     return {L.JOBSET_NAME_LABEL: job}
 
 
