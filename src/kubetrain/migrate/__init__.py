@@ -13,7 +13,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kubetrain.migrate.convert import Conversion, convert
+    from kubetrain.migrate.conversion import Conversion, convert
     from kubetrain.migrate.kinds import is_v1_job
     from kubetrain.migrate.report import Category, Finding, MigrateError, ReportItem, Severity
     from kubetrain.migrate.upgrade import is_trainer_object, upgrade_check, upgrade_fix
@@ -33,8 +33,8 @@ __all__ = [
 ]
 
 _WHERE = {
-    "Conversion": "convert",
-    "convert": "convert",
+    "Conversion": "conversion",
+    "convert": "conversion",
     "is_v1_job": "kinds",
     "Category": "report",
     "Finding": "report",

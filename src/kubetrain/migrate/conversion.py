@@ -76,7 +76,7 @@ class Conversion:
 def convert(obj: Any, *, env_shim: bool = True, source: str = "") -> Conversion:
     """Convert one v1 job; MigrateError (with every problem) where v2 cannot express it."""
     job = read_v1_job(obj, source=source)
-    conversion = _Converter(job, env_shim=env_shim).run()
+    conversion = _Converter(job, env_shim=env_shim, source=source).run()
     from kubetrain.migrate.admit import admission_errors
 
     errors = admission_errors(conversion.objects)
@@ -107,8 +107,9 @@ def _flat_diff(a: Any, b: Any, path: str) -> list[str]:
 
 
 class _Converter:
-    def __init__(self, job: V1Job, *, env_shim: bool) -> None:
+    def __init__(self, job: V1Job, *, env_shim: bool, source: str = "") -> None:
         self.job = job
+        self.what = f"{source or 'input'}: {job.kind.kind} {job.name}"
         self.kind: Kind = job.kind
         self.env_shim = env_shim
         self.report: list[ReportItem] = []
@@ -245,7 +246,7 @@ class _Converter:
             impl = spec.get("mpiImplementation", "OpenMPI")
             if impl != "OpenMPI":
                 raise MigrateError(
-                    f"{k} {self.tj}",
+                    self.what,
                     [FieldError("spec.mpiImplementation",
                                 f"{impl} cannot be converted: Trainer v2.3 runs OpenMPI only"
                                 " (its CRD allows OpenMPI); rebuild the image on OpenMPI", "NotSupported")],
@@ -609,7 +610,7 @@ class _Converter:
         launcher, worker = reps["Launcher"], reps.get("Worker")
         if worker is None or worker.replicas == 0:
             raise MigrateError(
-                f"MPIJob {self.tj}",
+                self.what,
                 [FieldError("spec.mpiReplicaSpecs.Worker.replicas",
                             "a launcher-only MPIJob cannot be expressed: a v2 MPI runtime needs at"
                             " least one node; give it Workers")],
