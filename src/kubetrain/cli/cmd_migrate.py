@@ -13,14 +13,20 @@ __all__ = ["add_arguments", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "-f", "--filename", action="append", required=True, metavar="PATH",
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="PATH",
         help="file, folder or - (stdin) holding v1 jobs; repeatable",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--env-shim", action=argparse.BooleanOptionalAction, default=True,
+        "--env-shim",
+        action=argparse.BooleanOptionalAction,
+        default=True,
         help="set v1's env contract (MASTER_ADDR, WORLD_SIZE, RANK, TF_CONFIG, ...) in the output"
         " (default); --no-env-shim reports it instead",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--report", choices=["text", "json"], default="text", help="report format on stderr"
     )

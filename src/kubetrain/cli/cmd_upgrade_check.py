@@ -17,15 +17,20 @@ __all__ = ["add_arguments", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "-f", "--filename", action="append", required=True, metavar="PATH",
+        "-f",
+        "--filename",
+        action="append",
+        required=True,
+        metavar="PATH",
         help="file, folder or - (stdin) holding TrainJobs and runtimes; repeatable",
-    )  # fmt: skip
+    )
     parser.add_argument("--fix", action="store_true", help="print the v2.3 form of every object")
     parser.add_argument(
         "--in-place", action="store_true", help="with --fix: rewrite the files that change"
     )
-    parser.add_argument("-o", "--output", choices=["text", "json"], default="text",
-                        help="findings as text or JSON")  # fmt: skip
+    parser.add_argument(
+        "-o", "--output", choices=["text", "json"], default="text", help="findings as text or JSON"
+    )
 
 
 def _label(obj: Any) -> str:
@@ -98,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         print_error("--in-place cannot rewrite stdin")
         return 1
     for src in sorted(changed):
-        with open(src, "w", encoding="utf-8") as f:
-            f.write(dump_yaml(by_file[src]))
+        with open(src, "w", encoding="utf-8") as stream:
+            stream.write(dump_yaml(by_file[src]))
         print(f"rewrote {src}", file=sys.stderr)
     return 0

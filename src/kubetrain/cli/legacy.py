@@ -9,9 +9,25 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kubetrain.migrate import Conversion
 
-__all__ = ["convert_documents", "convert_v1_objects", "print_migrate_error", "print_report"]
+__all__ = [
+    "add_convert_argument",
+    "convert_documents",
+    "convert_v1_objects",
+    "print_migrate_error",
+    "print_report",
+]
 
 Obj = dict[str, Any]
+
+
+def add_convert_argument(parser: Any) -> None:
+    """``--convert``: send Training Operator v1 jobs to a cluster as TrainJobs."""
+    parser.add_argument(
+        "--convert",
+        action="store_true",
+        help="convert Training Operator v1 jobs (PyTorchJob, TFJob, ...) into TrainJobs before"
+        " sending them to a cluster (always done on the local engine)",
+    )
 
 
 def convert_documents(docs: list[tuple[str, Any]], *, env_shim: bool) -> list[Conversion]:
@@ -64,7 +80,9 @@ def print_migrate_error(exc: Exception) -> None:
         print(f"error: {exc}", file=sys.stderr)
 
 
-def convert_v1_objects(objs: list[Obj], *, local: bool, allowed: bool, env_shim: bool = True) -> list[Obj]:
+def convert_v1_objects(
+    objs: list[Obj], *, local: bool, allowed: bool, env_shim: bool = True
+) -> list[Obj]:
     """``run``/``apply``: v1 jobs become their TrainJob (+ runtime), the report goes to stderr.
 
     Against a cluster only with ``--convert``: a cluster may still run Training Operator v1.
@@ -81,7 +99,12 @@ def convert_v1_objects(objs: list[Obj], *, local: bool, allowed: bool, env_shim:
             f"{names}: Training Operator v1 kinds are sent to a cluster only with --convert"
             " (the cluster may run Training Operator v1 itself); kubetrain migrate shows the result"
         )
-    conversions = convert_documents([("", o) for o in v1], env_shim=env_shim)
+    from kubetrain.migrate import MigrateError
+
+    try:
+        conversions = convert_documents([("", o) for o in v1], env_shim=env_shim)
+    except MigrateError as exc:
+        raise ClientError("\n".join(f"error: {e}" for e in exc.errors)[len("error: ") :]) from None
     print_report(conversions)
     by_id = {id(o): c for o, c in zip(v1, conversions, strict=True)}
     out: list[Obj] = []

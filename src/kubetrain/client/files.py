@@ -86,7 +86,11 @@ def read_documents(paths: Iterable[str]) -> list[tuple[str, Any]]:
         except (OSError, UnicodeDecodeError) as exc:
             raise LoadError(label, [FieldError("", f"cannot read: {exc}")]) from None
         for doc in parse_documents(text, source=label):
-            if isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
+            if (
+                isinstance(doc, dict)
+                and doc.get("kind") == "List"
+                and isinstance(doc.get("items"), list)
+            ):
                 out.extend((label, item) for item in doc["items"])
             else:
                 out.append((label, doc))

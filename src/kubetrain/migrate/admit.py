@@ -50,7 +50,9 @@ def find_runtime(job: Obj, runtimes: list[Obj]) -> Obj | None:
     return None
 
 
-def admission_errors(objects: list[Obj], *, known_runtimes: list[Obj] | None = None) -> list[FieldError]:
+def admission_errors(
+    objects: list[Obj], *, known_runtimes: list[Obj] | None = None
+) -> list[FieldError]:
     """Every admission error of ``objects`` (runtimes first), paths prefixed by the object."""
     errors: list[FieldError] = []
     runtimes = [o for o in objects if o.get("kind") in _RUNTIME_KINDS]

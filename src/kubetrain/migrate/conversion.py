@@ -33,9 +33,16 @@ RESERVED_ENV = TORCH_RESERVED | XGBOOST_RESERVED | MPI_RESERVED
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 # Pod-spec fields a RuntimePatch may carry (reference §4); anything else needs a generated runtime.
 _PATCHABLE_POD = (
-    "serviceAccountName", "volumes", "imagePullSecrets", "securityContext", "nodeSelector",
-    "affinity", "tolerations", "schedulingGates", "terminationGracePeriodSeconds",
-)  # fmt: skip
+    "serviceAccountName",
+    "volumes",
+    "imagePullSecrets",
+    "securityContext",
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "schedulingGates",
+    "terminationGracePeriodSeconds",
+)
 _TRAINER_FIELDS = ("name", "image", "command", "args", "env", "resources")
 _PATCHABLE_CONTAINER = ("volumeMounts", "securityContext")
 _DROPPABLE_CONTAINER = ("imagePullPolicy", "ports")
@@ -102,7 +109,11 @@ def _flat_diff(a: Any, b: Any, path: str) -> list[str]:
                 out.extend(_flat_diff(a.get(k), b.get(k), f"{path}.{k}"))
         return out
     if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [p for i, (x, y) in enumerate(zip(a, b, strict=True)) for p in _flat_diff(x, y, f"{path}[{i}]")]
+        return [
+            p
+            for i, (x, y) in enumerate(zip(a, b, strict=True))
+            for p in _flat_diff(x, y, f"{path}[{i}]")
+        ]
     return [] if a == b else [path]
 
 
@@ -166,25 +177,38 @@ class _Converter:
             elif key == "managedBy":
                 if value == "kueue.x-k8s.io/multikueue":
                     self._spec()["managedBy"] = value
-                    self.note(path, Category.MANUAL, "MultiKueue runs the TrainJob on a worker cluster",
-                              "apply any generated TrainingRuntime on every worker cluster too")  # fmt: skip
+                    self.note(
+                        path,
+                        Category.MANUAL,
+                        "MultiKueue runs the TrainJob on a worker cluster",
+                        "apply any generated TrainingRuntime on every worker cluster too",
+                    )
             elif key == "ttlSecondsAfterFinished":
                 self.jobset_extra["ttlSecondsAfterFinished"] = value
-                self.note(path, Category.APPROXIMATED,
-                          "v2 has no TrainJob TTL: the generated runtime's JobSet TTL deletes the"
-                          " JobSet and its pods, the TrainJob object stays",
-                          "delete finished TrainJobs yourself if you relied on the TTL")  # fmt: skip
+                self.note(
+                    path,
+                    Category.APPROXIMATED,
+                    "v2 has no TrainJob TTL: the generated runtime's JobSet TTL deletes the"
+                    " JobSet and its pods, the TrainJob object stays",
+                    "delete finished TrainJobs yourself if you relied on the TTL",
+                )
             elif key == "backoffLimit":
                 self.backoff_limit = int(value)
-                self.note(path, Category.APPROXIMATED,
-                          "v1 counted restarts over the whole job; v2 limits each Job of the JobSet",
-                          "check the backoffLimit in the generated runtime")  # fmt: skip
+                self.note(
+                    path,
+                    Category.APPROXIMATED,
+                    "v1 counted restarts over the whole job; v2 limits each Job of the JobSet",
+                    "check the backoffLimit in the generated runtime",
+                )
             elif key == "cleanPodPolicy":
                 if value != "Running":
-                    self.note(path, Category.DROPPED,
-                              f"cleanPodPolicy {value} has no v2 equivalent: when a JobSet ends its"
-                              " still-running pods are deleted (v1 'Running')",
-                              "nothing to do unless you relied on keeping or deleting finished pods")  # fmt: skip
+                    self.note(
+                        path,
+                        Category.DROPPED,
+                        f"cleanPodPolicy {value} has no v2 equivalent: when a JobSet ends its"
+                        " still-running pods are deleted (v1 'Running')",
+                        "nothing to do unless you relied on keeping or deleting finished pods",
+                    )
             elif key == "schedulingPolicy":
                 self._scheduling_policy(_d(value))
             else:
@@ -193,19 +217,33 @@ class _Converter:
     def _scheduling_policy(self, policy: Obj) -> None:
         base = "spec.runPolicy.schedulingPolicy"
         actions = {
-            "queue": (Category.MANUAL, "v2 has no per-job queue field",
-                      "Kueue: label the TrainJob kueue.x-k8s.io/queue-name; Volcano: a runtime with"
-                      " podGroupPolicy.volcano and the scheduling.volcano.sh/queue-name annotation"),
-            "minAvailable": (Category.DROPPED, "a v2 PodGroup always gangs every pod",
-                             "nothing to do unless you relied on a partial gang"),
-            "minResources": (Category.DROPPED, "a v2 PodGroup sums the pods' resources",
-                             "nothing to do"),
-            "priorityClass": (Category.MANUAL, "v2 takes the priority from the pods",
-                              "set priorityClassName in a TrainingRuntime's pod template"),
-            "scheduleTimeoutSeconds": (Category.MANUAL, "v2 sets it on the runtime",
-                                       "set podGroupPolicy.coscheduling.scheduleTimeoutSeconds"
-                                       " in a TrainingRuntime"),
-        }  # fmt: skip
+            "queue": (
+                Category.MANUAL,
+                "v2 has no per-job queue field",
+                "Kueue: label the TrainJob kueue.x-k8s.io/queue-name; Volcano: a runtime with"
+                " podGroupPolicy.volcano and the scheduling.volcano.sh/queue-name annotation",
+            ),
+            "minAvailable": (
+                Category.DROPPED,
+                "a v2 PodGroup always gangs every pod",
+                "nothing to do unless you relied on a partial gang",
+            ),
+            "minResources": (
+                Category.DROPPED,
+                "a v2 PodGroup sums the pods' resources",
+                "nothing to do",
+            ),
+            "priorityClass": (
+                Category.MANUAL,
+                "v2 takes the priority from the pods",
+                "set priorityClassName in a TrainingRuntime's pod template",
+            ),
+            "scheduleTimeoutSeconds": (
+                Category.MANUAL,
+                "v2 sets it on the runtime",
+                "set podGroupPolicy.coscheduling.scheduleTimeoutSeconds in a TrainingRuntime",
+            ),
+        }
         for key in policy:
             category, why, action = actions.get(
                 key, (Category.DROPPED, "unknown schedulingPolicy field", "remove it")
@@ -223,38 +261,61 @@ class _Converter:
             for key in elastic:
                 if key == "nProcPerNode":
                     continue
-                self.note(f"spec.elasticPolicy.{key}", Category.APPROXIMATED if key in (
-                    "rdzvBackend", "rdzvPort", "rdzvHost", "rdzvId", "rdzvConf", "standalone")
+                self.note(
+                    f"spec.elasticPolicy.{key}",
+                    Category.APPROXIMATED
+                    if key
+                    in ("rdzvBackend", "rdzvPort", "rdzvHost", "rdzvId", "rdzvConf", "standalone")
                     else Category.DROPPED,
                     "v2 runs a fixed-size gang (elastic training was removed from v2 in v2.2)",
-                    "the job runs with its current Worker replicas as numNodes")  # fmt: skip
+                    "the job runs with its current Worker replicas as numNodes",
+                )
         elif k == "TFJob":
             handled |= {"successPolicy", "enableDynamicWorker"}
             if spec.get("enableDynamicWorker"):
-                self.note("spec.enableDynamicWorker", Category.DROPPED,
-                          "v2 has no dynamic workers: the TF_CONFIG cluster is fixed",
-                          "regenerate the runtime when the worker count changes")  # fmt: skip
+                self.note(
+                    "spec.enableDynamicWorker",
+                    Category.DROPPED,
+                    "v2 has no dynamic workers: the TF_CONFIG cluster is fixed",
+                    "regenerate the runtime when the worker count changes",
+                )
         elif k == "PaddleJob":
             handled |= {"elasticPolicy"}
             for key in _d(spec.get("elasticPolicy")):
-                self.note(f"spec.elasticPolicy.{key}", Category.DROPPED,
-                          "no elastic training in v2 (v1.9 did not act on it either)", "none")  # fmt: skip
+                self.note(
+                    f"spec.elasticPolicy.{key}",
+                    Category.DROPPED,
+                    "no elastic training in v2 (v1.9 did not act on it either)",
+                    "none",
+                )
         elif k == "MPIJob":
-            handled |= {"slotsPerWorker", "runLauncherAsWorker", "sshAuthMountPath",
-                        "launcherCreationPolicy", "mpiImplementation", "mainContainer",
-                        "cleanPodPolicy"}  # fmt: skip
+            handled |= {
+                "slotsPerWorker",
+                "runLauncherAsWorker",
+                "sshAuthMountPath",
+                "launcherCreationPolicy",
+                "mpiImplementation",
+                "mainContainer",
+                "cleanPodPolicy",
+            }
             impl = spec.get("mpiImplementation", "OpenMPI")
             if impl != "OpenMPI":
                 raise MigrateError(
                     self.what,
-                    [FieldError("spec.mpiImplementation",
-                                f"{impl} cannot be converted: Trainer v2.3 runs OpenMPI only"
-                                " (its CRD allows OpenMPI); rebuild the image on OpenMPI", "NotSupported")],
-                )  # fmt: skip
+                    [
+                        FieldError(
+                            "spec.mpiImplementation",
+                            f"{impl} cannot be converted: Trainer v2.3 runs OpenMPI only"
+                            " (its CRD allows OpenMPI); rebuild the image on OpenMPI",
+                            "NotSupported",
+                        )
+                    ],
+                )
         for key in spec:
             if key not in handled:
-                self.note(f"spec.{key}", Category.DROPPED, f"not a {k} field v2 can express",
-                          "remove it")  # fmt: skip
+                self.note(
+                    f"spec.{key}", Category.DROPPED, f"not a {k} field v2 can express", "remove it"
+                )
 
     # --- fitting a default runtime -----------------------------------------------------------
 
@@ -272,7 +333,7 @@ class _Converter:
             for key in r.pod_spec:
                 if key not in (*_PATCHABLE_POD, "containers"):
                     why.append(f"{p}.{key}")
-            for i, c in enumerate(r.pod_spec["containers"]):
+            for i in range(len(r.pod_spec["containers"])):
                 if i != r.main:
                     why.append(f"{p}.containers[{i}] (a sidecar)")
             for key in r.container:
@@ -289,14 +350,23 @@ class _Converter:
         reps = list(self.job.replicas.values())
         base = reps[0]
         for other in reps[1:]:
-            for path in _flat_diff(base.template, other.template, f"{other.path(self.kind)}.template"):
-                self.note(path, Category.APPROXIMATED,
-                          f"differs from {base.role}'s; v2 runs {base.role}'s template on every node",
-                          f"make the roles' templates equal or move the difference into the code")  # fmt: skip
+            for path in _flat_diff(
+                base.template, other.template, f"{other.path(self.kind)}.template"
+            ):
+                self.note(
+                    path,
+                    Category.APPROXIMATED,
+                    f"differs from {base.role}'s; v2 runs {base.role}'s template on every node",
+                    "make the roles' templates equal or move the difference into the code",
+                )
             if other.restart_policy != base.restart_policy:
-                self.note(f"{other.path(self.kind)}.restartPolicy", Category.APPROXIMATED,
-                          f"{other.restart_policy} differs from {base.role}'s {base.restart_policy};"
-                          " v2 uses one restart policy on every node", "none")  # fmt: skip
+                self.note(
+                    f"{other.path(self.kind)}.restartPolicy",
+                    Category.APPROXIMATED,
+                    f"{other.restart_policy} differs from {base.role}'s {base.restart_policy};"
+                    " v2 uses one restart policy on every node",
+                    "none",
+                )
 
     def _num_nodes(self) -> int:
         return sum(r.replicas for r in self.job.replicas.values())
@@ -306,8 +376,12 @@ class _Converter:
         spec = self.job.spec
         elastic = _d(spec.get("elasticPolicy")).get("nProcPerNode")
         if isinstance(elastic, int):
-            self.note("spec.elasticPolicy.nProcPerNode", Category.APPROXIMATED,
-                      "deprecated since v1.7", "numProcPerNode carries it")  # fmt: skip
+            self.note(
+                "spec.elasticPolicy.nProcPerNode",
+                Category.APPROXIMATED,
+                "deprecated since v1.7",
+                "numProcPerNode carries it",
+            )
             return elastic, elastic
         value = spec.get("nprocPerNode")
         if value is None or value == "auto":
@@ -316,14 +390,24 @@ class _Converter:
         if text.isdigit():
             return int(text), int(text)
         if text == "cpu":
-            self.note("spec.nprocPerNode", Category.APPROXIMATED,
-                      "v2 'auto' without GPUs starts one process per requested CPU; torchrun 'cpu'"
-                      " started one per host core", "set trainer.numProcPerNode to an integer")  # fmt: skip
+            self.note(
+                "spec.nprocPerNode",
+                Category.APPROXIMATED,
+                "v2 'auto' without GPUs starts one process per requested CPU; torchrun 'cpu'"
+                " started one per host core",
+                "set trainer.numProcPerNode to an integer",
+            )
         elif text == "gpu":
-            self.note("spec.nprocPerNode", Category.APPROXIMATED,
-                      "v2 'auto' uses the requested GPUs", "none when the pod requests GPUs")  # fmt: skip
+            self.note(
+                "spec.nprocPerNode",
+                Category.APPROXIMATED,
+                "v2 'auto' uses the requested GPUs",
+                "none when the pod requests GPUs",
+            )
         else:
-            self.note("spec.nprocPerNode", Category.DROPPED, f"unknown value {text!r}", "set an integer")
+            self.note(
+                "spec.nprocPerNode", Category.DROPPED, f"unknown value {text!r}", "set an integer"
+            )
         return None, 1
 
     def _user_env(self, r: Replica, *, for_trainer: bool) -> list[Obj]:
@@ -334,12 +418,19 @@ class _Converter:
             name = _d(e).get("name")
             path = f"{r.path(self.kind)}.template.spec.containers[{r.main}].env[{i}]"
             if name in RESERVED_ENV:
-                self.note(path, Category.DROPPED, f"{name} is reserved: the v2 runtime sets it",
-                          "remove it; the runtime's value applies")  # fmt: skip
+                self.note(
+                    path,
+                    Category.DROPPED,
+                    f"{name} is reserved: the v2 runtime sets it",
+                    "remove it; the runtime's value applies",
+                )
             elif name in injected:
-                self.note(path, Category.DROPPED,
-                          f"the v1 operator replaced {name} with its own value",
-                          "remove it" + ("; the env shim sets v1's value" if self.env_shim else ""))  # fmt: skip
+                self.note(
+                    path,
+                    Category.DROPPED,
+                    f"the v1 operator replaced {name} with its own value",
+                    "remove it" + ("; the env shim sets v1's value" if self.env_shim else ""),
+                )
             else:
                 out.append(e)
         return out
@@ -352,9 +443,14 @@ class _Converter:
         what = ""
         if k == "PyTorchJob":
             if "Master" in self.job.replicas and not shim.launches_torchrun(c):
-                env, what = shim.torch_env(self.tj, num_nodes, nproc), "MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK"
+                env, what = (
+                    shim.torch_env(self.tj, num_nodes, nproc),
+                    "MASTER_ADDR/MASTER_PORT/WORLD_SIZE/RANK",
+                )
             elif "elasticPolicy" in self.job.spec and shim.needs_rdzv_endpoint(c):
-                env = [{"name": "PET_RDZV_ENDPOINT", "value": f"{shim.host(self.tj, 'node', 0)}:29500"}]
+                env = [
+                    {"name": "PET_RDZV_ENDPOINT", "value": f"{shim.host(self.tj, 'node', 0)}:29500"}
+                ]
                 what = "PET_RDZV_ENDPOINT"
         elif k == "XGBoostJob":
             env = shim.xgboost_env(self.tj, num_nodes, r.port(self.kind) or 9999)
@@ -367,14 +463,20 @@ class _Converter:
         if not env:
             return []
         if self.env_shim:
-            self.note(f"{path}.env", Category.APPROXIMATED,
-                      f"v2 does not inject v1's {what}; the env shim sets them with v1's values"
-                      " for the v2 pods", "none; or move the code to the v2 runtime's env and"
-                      " convert with --no-env-shim")  # fmt: skip
+            self.note(
+                f"{path}.env",
+                Category.APPROXIMATED,
+                f"v2 does not inject v1's {what}; the env shim sets them with v1's values"
+                " for the v2 pods",
+                "none; or move the code to the v2 runtime's env and convert with --no-env-shim",
+            )
             return env
-        self.note(f"{path}.env", Category.MANUAL,
-                  f"v2 does not inject v1's {what}; code that reads them breaks",
-                  "convert with --env-shim, or change the code to read the v2 runtime's env")  # fmt: skip
+        self.note(
+            f"{path}.env",
+            Category.MANUAL,
+            f"v2 does not inject v1's {what}; code that reads them breaks",
+            "convert with --env-shim, or change the code to read the v2 runtime's env",
+        )
         return []
 
     # --- default runtime ----------------------------------------------------------------------
@@ -400,30 +502,45 @@ class _Converter:
         if nproc is not None:
             trainer["numProcPerNode"] = nproc
         if "imagePullPolicy" in c:
-            self.note(f"{cpath}.imagePullPolicy", Category.DROPPED,
-                      "spec.trainer has no imagePullPolicy; the node pulls as Kubernetes defaults"
-                      " (Always for :latest, else IfNotPresent)",
-                      "use a TrainingRuntime if the pull policy matters")  # fmt: skip
+            self.note(
+                f"{cpath}.imagePullPolicy",
+                Category.DROPPED,
+                "spec.trainer has no imagePullPolicy; the node pulls as Kubernetes defaults"
+                " (Always for :latest, else IfNotPresent)",
+                "use a TrainingRuntime if the pull policy matters",
+            )
         if c.get("ports"):
-            self.note(f"{cpath}.ports", Category.DROPPED,
-                      f"v2 uses the runtime's port (29500), not {kind.port_name}",
-                      "none unless the code binds the v1 port itself")  # fmt: skip
+            self.note(
+                f"{cpath}.ports",
+                Category.DROPPED,
+                f"v2 uses the runtime's port (29500), not {kind.port_name}",
+                "none unless the code binds the v1 port itself",
+            )
         if r.restart_policy == "Always":
-            self.note(f"{r.path(kind)}.restartPolicy", Category.APPROXIMATED,
-                      "Jobs cannot restart Always; the node restarts OnFailure", "none")  # fmt: skip
+            self.note(
+                f"{r.path(kind)}.restartPolicy",
+                Category.APPROXIMATED,
+                "Jobs cannot restart Always; the node restarts OnFailure",
+                "none",
+            )
         spec = self._spec()
-        spec["runtimeRef"] = {"name": kind.default_runtime, "apiGroup": TRAINER_GROUP,
-                              "kind": "ClusterTrainingRuntime"}  # fmt: skip
+        spec["runtimeRef"] = {
+            "name": kind.default_runtime,
+            "apiGroup": TRAINER_GROUP,
+            "kind": "ClusterTrainingRuntime",
+        }
         spec["trainer"] = trainer
         patch = self._pod_patch(r)
         if patch:
             spec["runtimePatches"] = [{"manager": MANAGER, "trainingRuntimeSpec": patch}]
         # Key order as a reader expects it: runtimeRef, trainer, patches, then runPolicy mappings.
-        self.trainjob["spec"] = {k: spec[k] for k in ("runtimeRef", "trainer", "runtimePatches") if k in spec} | {
-            k: v for k, v in spec.items() if k not in ("runtimeRef", "trainer", "runtimePatches")
-        }  # fmt: skip
+        self.trainjob["spec"] = {
+            k: spec[k] for k in ("runtimeRef", "trainer", "runtimePatches") if k in spec
+        } | {k: v for k, v in spec.items() if k not in ("runtimeRef", "trainer", "runtimePatches")}
         self._name_lengths(["node"], num_nodes)
-        return Conversion(kind.kind, self.tj, str(kind.default_runtime), False, [self.trainjob], self.report)
+        return Conversion(
+            kind.kind, self.tj, str(kind.default_runtime), False, [self.trainjob], self.report
+        )
 
     def _pod_patch(self, r: Replica) -> Obj:
         pod: Obj = {}
@@ -439,16 +556,24 @@ class _Converter:
             pod["spec"] = spec
         if not pod:
             return {}
-        return {"template": {"spec": {"replicatedJobs": [
-            {"name": "node", "template": {"spec": {"template": pod}}}]}}}  # fmt: skip
+        return {
+            "template": {
+                "spec": {
+                    "replicatedJobs": [{"name": "node", "template": {"spec": {"template": pod}}}]
+                }
+            }
+        }
 
     def _name_lengths(self, jobs: list[str], largest: int) -> None:
         for j in jobs:
             pod = f"{self.tj}-{j}-0-{max(largest - 1, 0)}"
             if len(pod) + 6 > 63:
-                self.note("metadata.name", Category.MANUAL,
-                          f"pod names like {pod}-xxxxx exceed 63 characters; JobSet refuses the job",
-                          "give the TrainJob a shorter name")  # fmt: skip
+                self.note(
+                    "metadata.name",
+                    Category.MANUAL,
+                    f"pod names like {pod}-xxxxx exceed 63 characters; JobSet refuses the job",
+                    "give the TrainJob a shorter name",
+                )
                 return
 
     # --- generated runtime --------------------------------------------------------------------
@@ -467,19 +592,35 @@ class _Converter:
             container.pop("env", None)
         restart = r.restart_policy
         if restart == "Always":
-            self.note(f"{r.path(self.kind)}.restartPolicy", Category.APPROXIMATED,
-                      "Jobs cannot restart Always; the pods restart OnFailure", "none")  # fmt: skip
+            self.note(
+                f"{r.path(self.kind)}.restartPolicy",
+                Category.APPROXIMATED,
+                "Jobs cannot restart Always; the pods restart OnFailure",
+                "none",
+            )
             restart = "OnFailure"
         elif restart == "ExitCode":
-            self.note(f"{r.path(self.kind)}.restartPolicy", Category.APPROXIMATED,
-                      "ExitCode becomes restartPolicy Never with a podFailurePolicy that fails the"
-                      " Job on exit codes 1-127 and retries the others within backoffLimit", "none")  # fmt: skip
+            self.note(
+                f"{r.path(self.kind)}.restartPolicy",
+                Category.APPROXIMATED,
+                "ExitCode becomes restartPolicy Never with a podFailurePolicy that fails the"
+                " Job on exit codes 1-127 and retries the others within backoffLimit",
+                "none",
+            )
             restart = "Never"
         spec["restartPolicy"] = restart
         return template
 
-    def _replicated_job(self, name: str, template: Obj, *, ancestor: bool, count: int,
-                        exit_code: bool, backoff: bool = True) -> Obj:  # fmt: skip
+    def _replicated_job(
+        self,
+        name: str,
+        template: Obj,
+        *,
+        ancestor: bool,
+        count: int,
+        exit_code: bool,
+        backoff: bool = True,
+    ) -> Obj:
         job_spec: Obj = {}
         if not ancestor and count != 1:
             job_spec["parallelism"] = count
@@ -487,24 +628,39 @@ class _Converter:
         if backoff and self.backoff_limit is not None:
             job_spec["backoffLimit"] = self.backoff_limit
         if exit_code:
-            job_spec["podFailurePolicy"] = {"rules": [{"action": "FailJob", "onExitCodes": {
-                "containerName": "node" if ancestor else None, "operator": "In",
-                "values": list(range(1, 128))}}]}  # fmt: skip
+            job_spec["podFailurePolicy"] = {
+                "rules": [
+                    {
+                        "action": "FailJob",
+                        "onExitCodes": {
+                            "containerName": "node" if ancestor else None,
+                            "operator": "In",
+                            "values": list(range(1, 128)),
+                        },
+                    }
+                ]
+            }
             codes = job_spec["podFailurePolicy"]["rules"][0]["onExitCodes"]
             if codes["containerName"] is None:
                 del codes["containerName"]
         job_spec["template"] = template
         rjob: Obj = {"name": name, "template": {"spec": job_spec}}
         if ancestor:
-            rjob["template"] = {"metadata": {"labels": {ANCESTOR_LABEL: "trainer"}}, "spec": job_spec}
+            rjob["template"] = {
+                "metadata": {"labels": {ANCESTOR_LABEL: "trainer"}},
+                "spec": job_spec,
+            }
         return rjob
 
     def _to_generated_runtime(self, misfits: list[str]) -> Conversion:
         kind = self.kind
         if kind.default_runtime is not None:
-            self.note("spec", Category.APPROXIMATED,
-                      f"the pod template does not fit {kind.default_runtime} ({'; '.join(misfits)})",
-                      f"a TrainingRuntime {self.tj}-runtime reproduces it; apply it before the TrainJob")  # fmt: skip
+            self.note(
+                "spec",
+                Category.APPROXIMATED,
+                f"the pod template does not fit {kind.default_runtime} ({'; '.join(misfits)})",
+                f"a TrainingRuntime {self.tj}-runtime reproduces it; apply it before the TrainJob",
+            )
         if kind.kind == "MPIJob":
             return self._mpi()
         if kind.kind == "TFJob" or (kind.kind == "PaddleJob" and "Master" in self.job.replicas):
@@ -530,15 +686,24 @@ class _Converter:
     def _finish(self, runtime: Obj, trainer: Obj) -> Conversion:
         spec = self._spec()
         self.trainjob["spec"] = {
-            "runtimeRef": {"name": runtime["metadata"]["name"], "apiGroup": TRAINER_GROUP,
-                           "kind": "TrainingRuntime"},
+            "runtimeRef": {
+                "name": runtime["metadata"]["name"],
+                "apiGroup": TRAINER_GROUP,
+                "kind": "TrainingRuntime",
+            },
             "trainer": trainer,
             **spec,
-        }  # fmt: skip
+        }
         jobs = [j["name"] for j in runtime["spec"]["template"]["spec"]["replicatedJobs"]]
         self._name_lengths(jobs, max(r.replicas for r in self.job.replicas.values()))
-        return Conversion(self.kind.kind, self.tj, runtime["metadata"]["name"], True,
-                          [runtime, self.trainjob], self.report)  # fmt: skip
+        return Conversion(
+            self.kind.kind,
+            self.tj,
+            runtime["metadata"]["name"],
+            True,
+            [runtime, self.trainjob],
+            self.report,
+        )
 
     def _single_role(self) -> Conversion:
         """PyTorch, XGBoost, JAX, collective Paddle: every role merged into one ``node`` job."""
@@ -548,8 +713,13 @@ class _Converter:
         num_nodes = self._num_nodes()
         nproc, factor = self._nproc() if kind.kind == "PyTorchJob" else (None, 1)
         template = self._pod_template(r, "node", rename=True)
-        rjob = self._replicated_job("node", template, ancestor=True, count=num_nodes,
-                                    exit_code=r.restart_policy == "ExitCode")  # fmt: skip
+        rjob = self._replicated_job(
+            "node",
+            template,
+            ancestor=True,
+            count=num_nodes,
+            exit_code=r.restart_policy == "ExitCode",
+        )
         source = {"PyTorchJob": "torch", "XGBoostJob": "xgboost", "JAXJob": "jax"}.get(kind.kind)
         ml: Obj = {"numNodes": num_nodes, **({source: {}} if source else {})}
         runtime = self._runtime(ml, [rjob], None)
@@ -566,8 +736,10 @@ class _Converter:
         kind, reps = self.kind, self.job.replicas
         ancestor = "Worker" if "Worker" in reps else next(iter(reps))
         distributed = self.job.total != 1
-        cluster = {r.lower: [f"{shim.host(self.tj, r.lower, i)}:{r.port(kind)}"
-                             for i in range(r.replicas)] for r in reps.values()}  # fmt: skip
+        cluster = {
+            r.lower: [f"{shim.host(self.tj, r.lower, i)}:{r.port(kind)}" for i in range(r.replicas)]
+            for r in reps.values()
+        }
         jobs: list[Obj] = []
         for role, r in reps.items():
             template = self._pod_template(r, r.lower, rename=role == ancestor)
@@ -578,30 +750,52 @@ class _Converter:
                 contract = "TF_CONFIG"
             elif kind.kind == "PaddleJob":
                 num = "PADDLE_SERVER_NUM" if role == "Master" else "PADDLE_TRAINER_NUM"
-                extra = shim.paddle_env(self.tj, "master", reps["Master"].port(kind) or 36543,
-                                        self.job.total, num)  # fmt: skip
+                extra = shim.paddle_env(
+                    self.tj, "master", reps["Master"].port(kind) or 36543, self.job.total, num
+                )
                 contract = "PADDLE_*"
             if extra:
                 path = f"{r.path(kind)}.template.spec.containers[{r.main}].env"
                 if self.env_shim:
                     container["env"] = [*(container.get("env") or []), *extra]
-                    self.note(path, Category.APPROXIMATED,
-                              f"v2 has no {kind.framework} runtime; the generated runtime sets v1's"
-                              f" {contract} for the v2 pods' names",
-                              "regenerate the runtime if the replica counts change")  # fmt: skip
+                    self.note(
+                        path,
+                        Category.APPROXIMATED,
+                        f"v2 has no {kind.framework} runtime; the generated runtime sets v1's"
+                        f" {contract} for the v2 pods' names",
+                        "regenerate the runtime if the replica counts change",
+                    )
                 else:
-                    self.note(path, Category.MANUAL, f"v2 does not set v1's {contract}",
-                              "convert with --env-shim, or set it in the runtime")  # fmt: skip
-            jobs.append(self._replicated_job(r.lower, template, ancestor=role == ancestor,
-                                             count=r.replicas,
-                                             exit_code=r.restart_policy == "ExitCode"))  # fmt: skip
+                    self.note(
+                        path,
+                        Category.MANUAL,
+                        f"v2 does not set v1's {contract}",
+                        "convert with --env-shim, or set it in the runtime",
+                    )
+            jobs.append(
+                self._replicated_job(
+                    r.lower,
+                    template,
+                    ancestor=role == ancestor,
+                    count=r.replicas,
+                    exit_code=r.restart_policy == "ExitCode",
+                )
+            )
         deciders = [r for r in ("Chief", "Master") if r in reps]
-        success = [reps[deciders[0]].lower] if deciders else (["worker"] if "Worker" in reps else None)
-        if kind.kind == "TFJob" and not deciders and reps.get("Worker", reps[ancestor]).replicas > 1:
-            if self.job.spec.get("successPolicy") != "AllWorkers":
-                self.note("spec.successPolicy", Category.APPROXIMATED,
-                          "v1 succeeded when worker 0 did; v2 succeeds when every worker has",
-                          "none, unless other workers never exit")  # fmt: skip
+        success = (
+            [reps[deciders[0]].lower] if deciders else (["worker"] if "Worker" in reps else None)
+        )
+        if (
+            kind.kind == "TFJob"
+            and not deciders
+            and reps.get("Worker", reps[ancestor]).replicas > 1
+        ) and self.job.spec.get("successPolicy") != "AllWorkers":
+            self.note(
+                "spec.successPolicy",
+                Category.APPROXIMATED,
+                "v1 succeeded when worker 0 did; v2 succeeds when every worker has",
+                "none, unless other workers never exit",
+            )
         runtime = self._runtime({"numNodes": reps[ancestor].replicas}, jobs, success)
         return self._finish(runtime, {"numNodes": reps[ancestor].replicas})
 
@@ -611,37 +805,67 @@ class _Converter:
         if worker is None or worker.replicas == 0:
             raise MigrateError(
                 self.what,
-                [FieldError("spec.mpiReplicaSpecs.Worker.replicas",
-                            "a launcher-only MPIJob cannot be expressed: a v2 MPI runtime needs at"
-                            " least one node; give it Workers")],
-            )  # fmt: skip
+                [
+                    FieldError(
+                        "spec.mpiReplicaSpecs.Worker.replicas",
+                        "a launcher-only MPIJob cannot be expressed: a v2 MPI runtime needs at"
+                        " least one node; give it Workers",
+                    )
+                ],
+            )
         slots = int(spec.get("slotsPerWorker", 1))
         as_worker = bool(spec.get("runLauncherAsWorker", False))
         ssh = str(spec.get("sshAuthMountPath") or _MPI_SSH_DEFAULT)
         if self.kind.api_version == "kubeflow.org/v1":
-            self.note("spec.mpiReplicaSpecs", Category.MANUAL,
-                      "the kubeflow.org/v1 MPIJob reached workers with kubectl exec; v2 uses SSH",
-                      f"the image must run sshd and hold an ssh client; keys are mounted at {ssh}")  # fmt: skip
+            self.note(
+                "spec.mpiReplicaSpecs",
+                Category.MANUAL,
+                "the kubeflow.org/v1 MPIJob reached workers with kubectl exec; v2 uses SSH",
+                f"the image must run sshd and hold an ssh client; keys are mounted at {ssh}",
+            )
         launcher_t = self._pod_template(launcher, "launcher", rename=True)
         worker_t = self._pod_template(worker, "node", rename=True)
         wc = worker_t["spec"]["containers"][worker.main]
         if "command" not in wc and "args" not in wc:
             wc["command"] = ["/usr/sbin/sshd", "-De"]
-            self.note(f"{worker.path(self.kind)}.template.spec.containers[0].command",
-                      Category.APPROXIMATED,
-                      "the MPI Operator started sshd in workers without a command; v2 does not",
-                      "none: the runtime sets command [/usr/sbin/sshd, -De]")  # fmt: skip
-        self.note("spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].env", Category.MANUAL,
-                  "v2 sets no K_MPI_JOB_ROLE and does not hide GPUs from the launcher",
-                  "none unless the code reads K_MPI_JOB_ROLE")  # fmt: skip
-        node_job = self._replicated_job("node", worker_t, ancestor=False, count=1,
-                                        exit_code=worker.restart_policy == "ExitCode", backoff=False)  # fmt: skip
-        launcher_job = self._replicated_job("launcher", launcher_t, ancestor=True, count=1,
-                                            exit_code=launcher.restart_policy == "ExitCode")  # fmt: skip
+            self.note(
+                f"{worker.path(self.kind)}.template.spec.containers[0].command",
+                Category.APPROXIMATED,
+                "the MPI Operator started sshd in workers without a command; v2 does not",
+                "none: the runtime sets command [/usr/sbin/sshd, -De]",
+            )
+        self.note(
+            "spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].env",
+            Category.MANUAL,
+            "v2 sets no K_MPI_JOB_ROLE and does not hide GPUs from the launcher",
+            "none unless the code reads K_MPI_JOB_ROLE",
+        )
+        node_job = self._replicated_job(
+            "node",
+            worker_t,
+            ancestor=False,
+            count=1,
+            exit_code=worker.restart_policy == "ExitCode",
+            backoff=False,
+        )
+        launcher_job = self._replicated_job(
+            "launcher",
+            launcher_t,
+            ancestor=True,
+            count=1,
+            exit_code=launcher.restart_policy == "ExitCode",
+        )
         if spec.get("launcherCreationPolicy") == "WaitForWorkersReady":
             launcher_job["dependsOn"] = [{"name": "node", "status": "Ready"}]
-        ml = {"numNodes": 1, "mpi": {"numProcPerNode": slots, "mpiImplementation": "OpenMPI",
-                                     "sshAuthMountPath": ssh, "runLauncherAsNode": as_worker}}  # fmt: skip
+        ml = {
+            "numNodes": 1,
+            "mpi": {
+                "numProcPerNode": slots,
+                "mpiImplementation": "OpenMPI",
+                "sshAuthMountPath": ssh,
+                "runLauncherAsNode": as_worker,
+            },
+        }
         runtime = self._runtime(ml, [node_job, launcher_job], ["launcher"])
         trainer = {"numNodes": worker.replicas + (1 if as_worker else 0), "numProcPerNode": slots}
         return self._finish(runtime, trainer)

@@ -13,7 +13,7 @@ from typing import Any
 from kubetrain.api.errors import FieldError
 from kubetrain.migrate.report import MigrateError
 
-__all__ = ["V1Job", "Kind", "KINDS", "Replica", "is_v1_job", "read_v1_job"]
+__all__ = ["KINDS", "Kind", "Replica", "V1Job", "is_v1_job", "read_v1_job"]
 
 Obj = dict[str, Any]
 
@@ -44,39 +44,99 @@ class Kind:
 
 KINDS: dict[tuple[str, str], Kind] = {
     ("kubeflow.org/v1", "PyTorchJob"): Kind(
-        "PyTorchJob", "kubeflow.org/v1", "torch", "pytorchReplicaSpecs", ("Master", "Worker"),
-        "pytorch", "pytorchjob-port", 23456, {"*": "OnFailure"}, "torch-distributed",
+        "PyTorchJob",
+        "kubeflow.org/v1",
+        "torch",
+        "pytorchReplicaSpecs",
+        ("Master", "Worker"),
+        "pytorch",
+        "pytorchjob-port",
+        23456,
+        {"*": "OnFailure"},
+        "torch-distributed",
         single_roles=("Master",),
     ),
     ("kubeflow.org/v1", "TFJob"): Kind(
-        "TFJob", "kubeflow.org/v1", "tensorflow", "tfReplicaSpecs",
-        ("Chief", "Master", "PS", "Worker", "Evaluator"), "tensorflow", "tfjob-port", 2222,
-        {"*": "Never"}, None,
+        "TFJob",
+        "kubeflow.org/v1",
+        "tensorflow",
+        "tfReplicaSpecs",
+        ("Chief", "Master", "PS", "Worker", "Evaluator"),
+        "tensorflow",
+        "tfjob-port",
+        2222,
+        {"*": "Never"},
+        None,
     ),
     ("kubeflow.org/v1", "XGBoostJob"): Kind(
-        "XGBoostJob", "kubeflow.org/v1", "xgboost", "xgbReplicaSpecs", ("Master", "Worker"),
-        "xgboost", "xgboostjob-port", 9999, {"*": "Never"}, "xgboost-distributed",
-        required_roles=("Master",), single_roles=("Master",),
+        "XGBoostJob",
+        "kubeflow.org/v1",
+        "xgboost",
+        "xgbReplicaSpecs",
+        ("Master", "Worker"),
+        "xgboost",
+        "xgboostjob-port",
+        9999,
+        {"*": "Never"},
+        "xgboost-distributed",
+        required_roles=("Master",),
+        single_roles=("Master",),
     ),
     ("kubeflow.org/v1", "JAXJob"): Kind(
-        "JAXJob", "kubeflow.org/v1", "jax", "jaxReplicaSpecs", ("Worker",), "jax", "jaxjob-port",
-        6666, {"*": "Never"}, "jax-distributed", required_roles=("Worker",),
+        "JAXJob",
+        "kubeflow.org/v1",
+        "jax",
+        "jaxReplicaSpecs",
+        ("Worker",),
+        "jax",
+        "jaxjob-port",
+        6666,
+        {"*": "Never"},
+        "jax-distributed",
+        required_roles=("Worker",),
     ),
     ("kubeflow.org/v1", "PaddleJob"): Kind(
-        "PaddleJob", "kubeflow.org/v1", "paddle", "paddleReplicaSpecs", ("Master", "Worker"),
-        "paddle", "master", 36543, {"*": "OnFailure"}, None,
+        "PaddleJob",
+        "kubeflow.org/v1",
+        "paddle",
+        "paddleReplicaSpecs",
+        ("Master", "Worker"),
+        "paddle",
+        "master",
+        36543,
+        {"*": "OnFailure"},
+        None,
     ),
     ("kubeflow.org/v2beta1", "MPIJob"): Kind(
-        "MPIJob", "kubeflow.org/v2beta1", "mpi", "mpiReplicaSpecs", ("Launcher", "Worker"), None,
-        None, None, {"Launcher": "OnFailure", "Worker": "Never"}, None,
-        required_roles=("Launcher",), single_roles=("Launcher",), default_replicas={"Worker": 0},
+        "MPIJob",
+        "kubeflow.org/v2beta1",
+        "mpi",
+        "mpiReplicaSpecs",
+        ("Launcher", "Worker"),
+        None,
+        None,
+        None,
+        {"Launcher": "OnFailure", "Worker": "Never"},
+        None,
+        required_roles=("Launcher",),
+        single_roles=("Launcher",),
+        default_replicas={"Worker": 0},
     ),
     ("kubeflow.org/v1", "MPIJob"): Kind(
-        "MPIJob", "kubeflow.org/v1", "mpi", "mpiReplicaSpecs", ("Launcher", "Worker"), "mpi",
-        "mpi-port", 9999, {"*": "Never"}, None,
-        required_roles=("Launcher",), single_roles=("Launcher",),
+        "MPIJob",
+        "kubeflow.org/v1",
+        "mpi",
+        "mpiReplicaSpecs",
+        ("Launcher", "Worker"),
+        "mpi",
+        "mpi-port",
+        9999,
+        {"*": "Never"},
+        None,
+        required_roles=("Launcher",),
+        single_roles=("Launcher",),
     ),
-}  # fmt: skip
+}
 _KIND_NAMES = {k.kind for k in KINDS.values()}
 
 
@@ -271,11 +331,13 @@ def read_v1_job(obj: Any, *, source: str = "") -> V1Job:
         restart = rspec.get("restartPolicy") or kind.restart(role)
         if restart not in ("Always", "OnFailure", "Never", "ExitCode"):
             errors.append(FieldError(f"{path}.restartPolicy", f"unknown value {restart!r}"))
-        replicas[role] = Replica(role, str(key), count, template, str(restart), main)
+        replicas[role] = Replica(role, str(key), count, _d(template), str(restart), main)
     for role in kind.required_roles:
         if role not in replicas and not any(e.path.startswith(base) for e in errors):
             errors.append(
-                FieldError(f"{base}.{role}", f"Required value: a {kind.kind} needs a {role}", "Required")
+                FieldError(
+                    f"{base}.{role}", f"Required value: a {kind.kind} needs a {role}", "Required"
+                )
             )
     if kind.kind == "TFJob" and "Chief" in replicas and "Master" in replicas:
         errors.append(FieldError(base, "Chief and Master cannot both be given"))

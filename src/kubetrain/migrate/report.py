@@ -63,7 +63,9 @@ class Finding:
 
     def __str__(self) -> str:
         how = "fixed by --fix" if self.fixable else "fix by hand"
-        return f"{self.severity:<17} {self.path}: {self.message} [{self.rule}] Fix: {self.fix} ({how})"
+        return (
+            f"{self.severity:<17} {self.path}: {self.message} [{self.rule}] Fix: {self.fix} ({how})"
+        )
 
 
 class MigrateError(Exception):

@@ -37,17 +37,35 @@ V1_INJECTED: dict[str, frozenset[str]] = {
         {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "PYTHONUNBUFFERED"}
     ),
     "XGBoostJob": frozenset(
-        {"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "WORKER_ADDRS", "WORKER_PORT",
-         "PYTHONUNBUFFERED"}
-    ),  # fmt: skip
+        {
+            "MASTER_ADDR",
+            "MASTER_PORT",
+            "WORLD_SIZE",
+            "RANK",
+            "WORKER_ADDRS",
+            "WORKER_PORT",
+            "PYTHONUNBUFFERED",
+        }
+    ),
     "JAXJob": frozenset(
-        {"COORDINATOR_ADDRESS", "COORDINATOR_PORT", "NUM_PROCESSES", "PROCESS_ID",
-         "PYTHONUNBUFFERED"}
-    ),  # fmt: skip
+        {
+            "COORDINATOR_ADDRESS",
+            "COORDINATOR_PORT",
+            "NUM_PROCESSES",
+            "PROCESS_ID",
+            "PYTHONUNBUFFERED",
+        }
+    ),
     "PaddleJob": frozenset(
-        {"PADDLE_MASTER", "PADDLE_NNODES", "PADDLE_JOB_ID", "PADDLE_SERVER_NUM",
-         "PADDLE_TRAINER_NUM", "PYTHONUNBUFFERED"}
-    ),  # fmt: skip
+        {
+            "PADDLE_MASTER",
+            "PADDLE_NNODES",
+            "PADDLE_JOB_ID",
+            "PADDLE_SERVER_NUM",
+            "PADDLE_TRAINER_NUM",
+            "PYTHONUNBUFFERED",
+        }
+    ),
     "TFJob": frozenset({"TF_CONFIG"}),
     "MPIJob": frozenset({"K_MPI_JOB_ROLE"}),
 }
@@ -61,7 +79,9 @@ def host(trainjob: str, job: str, index: int) -> str:
 
 
 def _words(container: Obj) -> str:
-    return " ".join(str(w) for w in [*(container.get("command") or []), *(container.get("args") or [])])
+    return " ".join(
+        str(w) for w in [*(container.get("command") or []), *(container.get("args") or [])]
+    )
 
 
 def launches_torchrun(container: Obj) -> bool:

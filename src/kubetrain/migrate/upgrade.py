@@ -26,8 +26,15 @@ PROTOTYPE_API_VERSION = "kubeflow.org/v2alpha1"
 _KINDS = ("TrainJob", "TrainingRuntime", "ClusterTrainingRuntime")
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://.+$")
 _FINALIZER = "trainer.kubeflow.org/resource-in-use"
-_V20_POD_FIELDS = ("serviceAccountName", "nodeSelector", "tolerations", "volumes",
-                   "initContainers", "containers", "schedulingGates")  # fmt: skip
+_V20_POD_FIELDS = (
+    "serviceAccountName",
+    "nodeSelector",
+    "tolerations",
+    "volumes",
+    "initContainers",
+    "containers",
+    "schedulingGates",
+)
 _FRAMEWORKS = {"torch": "torch", "jax": "jax", "xgboost": "xgboost", "flux": "flux", "mpi": "mpi"}
 
 
@@ -54,7 +61,9 @@ class _Pass:
         self.runtimes = runtimes
         self.findings: list[Finding] = []
 
-    def find(self, rule: str, path: str, severity: Severity, message: str, fix: str, fixable: bool) -> None:
+    def find(
+        self, rule: str, path: str, severity: Severity, message: str, fix: str, fixable: bool
+    ) -> None:
         self.findings.append(Finding(rule, path, severity, message, fix, fixable))
 
     # --- TrainJob -----------------------------------------------------------------------------
@@ -65,24 +74,45 @@ class _Pass:
         old = _l(spec.pop("podSpecOverrides", None))
         for i, entry in enumerate(old):
             patches.append(self._override_patch(_d(entry), i, len(old), flat=True))
-            self.find("U-POD-SPEC-OVERRIDES", f"spec.podSpecOverrides[{i}]", Severity.BREAKS,
-                      "podSpecOverrides was removed in v2.1; v2.3 refuses the field",
-                      "the same pod fields as a spec.runtimePatches entry", True)  # fmt: skip
+            self.find(
+                "U-POD-SPEC-OVERRIDES",
+                f"spec.podSpecOverrides[{i}]",
+                Severity.BREAKS,
+                "podSpecOverrides was removed in v2.1; v2.3 refuses the field",
+                "the same pod fields as a spec.runtimePatches entry",
+                True,
+            )
         old = _l(spec.pop("podTemplateOverrides", None))
         for i, entry in enumerate(old):
             patches.append(self._override_patch(_d(entry), i, len(old), flat=False))
-            self.find("U-POD-TEMPLATE-OVERRIDES", f"spec.podTemplateOverrides[{i}]", Severity.BREAKS,
-                      "podTemplateOverrides was removed in v2.2; v2.3 refuses the field",
-                      "the same overrides as a spec.runtimePatches entry", True)  # fmt: skip
+            self.find(
+                "U-POD-TEMPLATE-OVERRIDES",
+                f"spec.podTemplateOverrides[{i}]",
+                Severity.BREAKS,
+                "podTemplateOverrides was removed in v2.2; v2.3 refuses the field",
+                "the same overrides as a spec.runtimePatches entry",
+                True,
+            )
         meta: Obj = {}
         for key in ("labels", "annotations"):
             if key in spec:
                 meta[key] = spec.pop(key)
-                self.find("U-SPEC-LABELS", f"spec.{key}", Severity.BREAKS,
-                          f"spec.{key} was removed in v2.2 (they were copied onto the JobSet)",
-                          f"runtimePatches[].trainingRuntimeSpec.template.metadata.{key}", True)  # fmt: skip
+                self.find(
+                    "U-SPEC-LABELS",
+                    f"spec.{key}",
+                    Severity.BREAKS,
+                    f"spec.{key} was removed in v2.2 (they were copied onto the JobSet)",
+                    f"runtimePatches[].trainingRuntimeSpec.template.metadata.{key}",
+                    True,
+                )
         if meta:
-            patches.insert(0, {"manager": f"{MANAGER}-jobset", "trainingRuntimeSpec": {"template": {"metadata": meta}}})
+            patches.insert(
+                0,
+                {
+                    "manager": f"{MANAGER}-jobset",
+                    "trainingRuntimeSpec": {"template": {"metadata": meta}},
+                },
+            )
         if patches:
             spec["runtimePatches"] = [*_l(spec.get("runtimePatches")), *patches]
         trainer = _d(spec.get("trainer"))
@@ -94,19 +124,38 @@ class _Pass:
             else:
                 del trainer["numProcPerNode"]
                 how = "remove it: v2.3 picks the GPU count, else the CPU request (its 'auto')"
-            self.find("U-NPROC-STRING", "spec.trainer.numProcPerNode", Severity.BREAKS,
-                      f"numProcPerNode {nproc!r}: an integer since v2.2", how, True)  # fmt: skip
+            self.find(
+                "U-NPROC-STRING",
+                "spec.trainer.numProcPerNode",
+                Severity.BREAKS,
+                f"numProcPerNode {nproc!r}: an integer since v2.2",
+                how,
+                True,
+            )
         ref = _d(spec.get("runtimeRef"))
-        if ref.get("name") == "mpi-distributed" and ref.get("kind", "ClusterTrainingRuntime") == "ClusterTrainingRuntime":
-            self.find("U-RUNTIME-GONE", "spec.runtimeRef.name", Severity.CHANGES_BEHAVIOUR,
-                      "the mpi-distributed ClusterTrainingRuntime is not shipped since v2.1",
-                      "apply your own copy of it, or use deepspeed-distributed", False)  # fmt: skip
+        if (
+            ref.get("name") == "mpi-distributed"
+            and ref.get("kind", "ClusterTrainingRuntime") == "ClusterTrainingRuntime"
+        ):
+            self.find(
+                "U-RUNTIME-GONE",
+                "spec.runtimeRef.name",
+                Severity.CHANGES_BEHAVIOUR,
+                "the mpi-distributed ClusterTrainingRuntime is not shipped since v2.1",
+                "apply your own copy of it, or use deepspeed-distributed",
+                False,
+            )
         for which in ("dataset", "model"):
             uri = _d(_d(spec.get("initializer")).get(which)).get("storageUri")
             if isinstance(uri, str) and uri and not _URI.match(uri):
-                self.find("U-STORAGE-URI", f"spec.initializer.{which}.storageUri", Severity.BREAKS,
-                          f"{uri!r} is not a scheme://... URI (a v2.3 CRD rule)",
-                          "write it as a URI, e.g. hf://... or s3://...", False)  # fmt: skip
+                self.find(
+                    "U-STORAGE-URI",
+                    f"spec.initializer.{which}.storageUri",
+                    Severity.BREAKS,
+                    f"{uri!r} is not a scheme://... URI (a v2.3 CRD rule)",
+                    "write it as a URI, e.g. hf://... or s3://...",
+                    False,
+                )
         runtime = find_runtime(self.fixed, self.runtimes)
         if runtime is None:
             return
@@ -116,13 +165,23 @@ class _Pass:
             trainer["env"] = [e for e in env if _d(e).get("name") not in MPI_RESERVED]
             for i, e in enumerate(env):
                 if _d(e).get("name") in MPI_RESERVED:
-                    self.find("U-MPI-RESERVED-ENV", f"spec.trainer.env[{i}]", Severity.BREAKS,
-                              f"{e['name']} is set by the MPI runtime; v2.3 refuses it in trainer.env",
-                              "remove it", True)  # fmt: skip
+                    self.find(
+                        "U-MPI-RESERVED-ENV",
+                        f"spec.trainer.env[{i}]",
+                        Severity.BREAKS,
+                        f"{e['name']} is set by the MPI runtime; v2.3 refuses it in trainer.env",
+                        "remove it",
+                        True,
+                    )
         if trainer.get("resourcesPerNode") and _node_resources(runtime):
-            self.find("U-RESOURCES-MERGE", "spec.trainer.resourcesPerNode", Severity.CHANGES_BEHAVIOUR,
-                      "v2.3 merges resourcesPerNode into the runtime's node resources; v2.2 replaced them",
-                      "list every resource key you want to change", False)  # fmt: skip
+            self.find(
+                "U-RESOURCES-MERGE",
+                "spec.trainer.resourcesPerNode",
+                Severity.CHANGES_BEHAVIOUR,
+                "v2.3 merges resourcesPerNode into the runtime's node resources; v2.2 replaced them",
+                "list every resource key you want to change",
+                False,
+            )
 
     def _override_patch(self, entry: Obj, i: int, count: int, *, flat: bool) -> Obj:
         pod: Obj = {}
@@ -139,10 +198,15 @@ class _Pass:
                 trainer["env"] = [*_l(trainer.get("env")), *c.pop("env")]
         if spec:
             pod["spec"] = spec
-        jobs = [{"name": _d(t).get("name"), "template": {"spec": {"template": tree_copy(pod)}}}
-                for t in _l(entry.get("targetJobs"))]  # fmt: skip
+        jobs = [
+            {"name": _d(t).get("name"), "template": {"spec": {"template": tree_copy(pod)}}}
+            for t in _l(entry.get("targetJobs"))
+        ]
         manager = MANAGER if count == 1 else f"{MANAGER}-{i}"
-        return {"manager": manager, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": jobs}}}}
+        return {
+            "manager": manager,
+            "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": jobs}}},
+        }
 
     # --- runtimes -----------------------------------------------------------------------------
 
@@ -152,14 +216,29 @@ class _Pass:
         torch = _d(_d(spec.get("mlPolicy")).get("torch"))
         if "numProcPerNode" in torch:
             value = torch.pop("numProcPerNode")
-            extra = (f"; set trainer.numProcPerNode: {value} in its TrainJobs"
-                     if str(value).isdigit() else "")  # fmt: skip
-            self.find("U-TORCH-NPROC", "spec.mlPolicy.torch.numProcPerNode", Severity.BREAKS,
-                      "removed in v2.2 (v2.0/v2.1 CRDs defaulted it to 'auto')", f"delete it{extra}", True)  # fmt: skip
+            extra = (
+                f"; set trainer.numProcPerNode: {value} in its TrainJobs"
+                if str(value).isdigit()
+                else ""
+            )
+            self.find(
+                "U-TORCH-NPROC",
+                "spec.mlPolicy.torch.numProcPerNode",
+                Severity.BREAKS,
+                "removed in v2.2 (v2.0/v2.1 CRDs defaulted it to 'auto')",
+                f"delete it{extra}",
+                True,
+            )
         if "elasticPolicy" in torch:
             del torch["elasticPolicy"]
-            self.find("U-TORCH-ELASTIC", "spec.mlPolicy.torch.elasticPolicy", Severity.BREAKS,
-                      "removed in v2.2; no controller ever acted on it", "delete it", True)  # fmt: skip
+            self.find(
+                "U-TORCH-ELASTIC",
+                "spec.mlPolicy.torch.elasticPolicy",
+                Severity.BREAKS,
+                "removed in v2.2; no controller ever acted on it",
+                "delete it",
+                True,
+            )
         jobs = _l(_d(_d(spec.get("template")).get("spec")).get("replicatedJobs"))
         for i, rjob in enumerate(jobs):
             template = _d(_d(rjob).get("template"))
@@ -171,47 +250,76 @@ class _Pass:
                 fixable = len(containers) == 1
                 if fixable:
                     containers[0]["name"] = "node"
-                self.find("U-ANCESTOR-NODE", f"{base}.template.spec.template.spec.containers",
-                          Severity.BREAKS, "the trainer job needs a container named node (webhook since v2.1)",
-                          "rename the training container to node", fixable)  # fmt: skip
+                self.find(
+                    "U-ANCESTOR-NODE",
+                    f"{base}.template.spec.template.spec.containers",
+                    Severity.BREAKS,
+                    "the trainer job needs a container named node (webhook since v2.1)",
+                    "rename the training container to node",
+                    fixable,
+                )
             name = _d(rjob).get("name")
             if name in ("dataset-initializer", "model-initializer"):
                 for c in containers:
                     if _d(c).get("name") == name and not any(
                         _d(m).get("name") == "initializer" for m in _l(_d(c).get("volumeMounts"))
                     ):
-                        self.find("U-INIT-VOLUME", f"{base}.template.spec.template.spec.containers",
-                                  Severity.CHANGES_BEHAVIOUR,
-                                  f"{name} mounts no volume named initializer; v2.3 refuses TrainJobs"
-                                  " that set spec.initializer on this runtime",
-                                  "mount the shared volume as 'initializer'", False)  # fmt: skip
+                        self.find(
+                            "U-INIT-VOLUME",
+                            f"{base}.template.spec.template.spec.containers",
+                            Severity.CHANGES_BEHAVIOUR,
+                            f"{name} mounts no volume named initializer; v2.3 refuses TrainJobs"
+                            " that set spec.initializer on this runtime",
+                            "mount the shared volume as 'initializer'",
+                            False,
+                        )
         labels = _d(meta.get("labels"))
         if FRAMEWORK_LABEL not in labels:
             policy = _d(spec.get("mlPolicy"))
             # The runtime's name tells DeepSpeed and MLX apart from other MPI runtimes.
             named = [f for f in ("deepspeed", "mlx", "torchtune") if f in str(meta.get("name", ""))]
-            framework = named[0] if named else next((v for k, v in _FRAMEWORKS.items() if k in policy), None)
+            framework = (
+                named[0]
+                if named
+                else next((v for k, v in _FRAMEWORKS.items() if k in policy), None)
+            )
             if framework is not None:
                 meta["labels"] = {**labels, FRAMEWORK_LABEL: framework}
-            self.find("U-FRAMEWORK-LABEL", "metadata.labels", Severity.COSMETIC,
-                      f"no {FRAMEWORK_LABEL} label: the Kubeflow SDK does not list the runtime",
-                      f"add the label{f' ({framework})' if framework else ''}", framework is not None)  # fmt: skip
+            self.find(
+                "U-FRAMEWORK-LABEL",
+                "metadata.labels",
+                Severity.COSMETIC,
+                f"no {FRAMEWORK_LABEL} label: the Kubeflow SDK does not list the runtime",
+                f"add the label{f' ({framework})' if framework else ''}",
+                framework is not None,
+            )
         finalizers = _l(meta.get("finalizers"))
         if _FINALIZER in finalizers:
             meta["finalizers"] = [f for f in finalizers if f != _FINALIZER]
             if not meta["finalizers"]:
                 del meta["finalizers"]
-            self.find("U-FINALIZER", "metadata.finalizers", Severity.COSMETIC,
-                      f"{_FINALIZER} is no longer used (v2.3 strips it)", "drop it", True)  # fmt: skip
+            self.find(
+                "U-FINALIZER",
+                "metadata.finalizers",
+                Severity.COSMETIC,
+                f"{_FINALIZER} is no longer used (v2.3 strips it)",
+                "drop it",
+                True,
+            )
 
 
 def _node_resources(runtime: Obj) -> bool:
-    for rjob in _l(_d(_d(_d(runtime.get("spec")).get("template")).get("spec")).get("replicatedJobs")):
+    for rjob in _l(
+        _d(_d(_d(runtime.get("spec")).get("template")).get("spec")).get("replicatedJobs")
+    ):
         template = _d(_d(rjob).get("template"))
         if _d(_d(template.get("metadata")).get("labels")).get(ANCESTOR_LABEL) != "trainer":
             continue
         pod = _d(_d(_d(template.get("spec")).get("template")).get("spec"))
-        return any(_d(c).get("name") == "node" and _d(c).get("resources") for c in _l(pod.get("containers")))
+        return any(
+            _d(c).get("name") == "node" and _d(c).get("resources")
+            for c in _l(pod.get("containers"))
+        )
     return False
 
 
@@ -219,11 +327,14 @@ def upgrade(obj: Obj, runtimes: list[Obj] | None = None) -> tuple[list[Finding],
     """Findings for one object and its fixed copy (unchanged where nothing was fixable)."""
     if obj.get("apiVersion") == PROTOTYPE_API_VERSION:
         finding = Finding(
-            "U-PROTOTYPE", "apiVersion", Severity.BREAKS,
+            "U-PROTOTYPE",
+            "apiVersion",
+            Severity.BREAKS,
             "kubeflow.org/v2alpha1 was a pre-release prototype in Training Operator v1.9.0-v1.9.2,"
             " not a Trainer release; its fields do not map one to one",
-            f"rewrite it as {TRAINER_API_VERSION} by hand (docs/migrate.md)", False,
-        )  # fmt: skip
+            f"rewrite it as {TRAINER_API_VERSION} by hand (docs/migrate.md)",
+            False,
+        )
         return [finding], tree_copy(obj)
     one = _Pass(obj, runtimes or [])
     if obj.get("kind") == "TrainJob":
