@@ -176,3 +176,17 @@ def test_runtime_reserved_and_v1_overwritten_env_is_dropped_and_reported() -> No
     dropped = {i.path for i in c.report if i.category == Category.DROPPED}
     base = "spec.pytorchReplicaSpecs.Master.template.spec.containers[0]"
     assert {f"{base}.env[0]", f"{base}.env[1]"} <= dropped
+
+
+def test_ps_mode_paddle_gets_a_job_per_role_and_its_workers_decide_success() -> None:
+    job = v1("PaddleJob", "paddleReplicaSpecs", {"Master": 1, "Worker": 2})
+    c, by_job = rendered(job)
+    master, worker = (
+        resolved(container(by_job["master"], "paddle"), 0),
+        resolved(container(by_job["worker"]), 1),
+    )
+    for env in (master, worker):
+        assert (env["PADDLE_MASTER"], env["PADDLE_NNODES"]) == ("j-master-0-0.j:36543", "3")
+    assert (master.get("PADDLE_SERVER_NUM"), worker.get("PADDLE_TRAINER_NUM")) == ("1", "1")
+    spec = c.runtime["spec"]["template"]["spec"]  # type: ignore[index]
+    assert spec["successPolicy"] == {"operator": "All", "targetReplicatedJobs": ["worker"]}

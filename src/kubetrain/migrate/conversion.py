@@ -781,7 +781,9 @@ class _Converter:
                     exit_code=r.restart_policy == "ExitCode",
                 )
             )
-        deciders = [r for r in ("Chief", "Master") if r in reps]
+        # TF: the chief (or legacy master) decides. Paddle's Master is a parameter server that never
+        # exits: its workers decide.
+        deciders = [r for r in ("Chief", "Master") if r in reps and kind.kind == "TFJob"]
         success = (
             [reps[deciders[0]].lower] if deciders else (["worker"] if "Worker" in reps else None)
         )
