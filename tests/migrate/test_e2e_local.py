@@ -121,11 +121,13 @@ def test_a_v1_tfjob_sees_v1s_tf_config(home: Path, tmp_path: Path, work: Path) -
     )
     _, seen = run(home, tmp_path, text)
     tj = "tfjob-e2e"
-    pods = {"chief": 1, "ps": 1, "worker": 2}
-    assert sorted(seen) == sorted(f"{tj}-{r}-0-{i}" for r, n in pods.items() for i in range(n))
-    cluster = {r: [f"{tj}-{r}-0-{i}.{tj}:2222" for i in range(n)] for r, n in pods.items()}
+    pods = {"chief": 1, "ps": 1, "node": 2}  # the workers' job is the trainer job, node
+    assert sorted(seen) == sorted(f"{tj}-{j}-0-{i}" for j, n in pods.items() for i in range(n))
+    roles = {"chief": "chief", "ps": "ps", "node": "worker"}
+    cluster = {roles[j]: [f"{tj}-{j}-0-{i}.{tj}:2222" for i in range(n)] for j, n in pods.items()}
     for host, got in seen.items():
-        role, index = host.removeprefix(f"{tj}-").split("-0-")
+        job, index = host.removeprefix(f"{tj}-").split("-0-")
+        role = roles[job]
         config = json.loads(got["TF_CONFIG"])
         assert config == {
             "cluster": cluster,

@@ -128,12 +128,14 @@ def test_tfjob_roles_get_v1s_tf_config_cluster_and_task() -> None:
     c, by_job = rendered(job)
     cluster = {
         "chief": ["j-chief-0-0.j:2222"], "ps": ["j-ps-0-0.j:2222"],
-        "worker": ["j-worker-0-0.j:2222", "j-worker-0-1.j:2222"], "evaluator": ["j-evaluator-0-0.j:2222"],
+        "worker": ["j-node-0-0.j:2222", "j-node-0-1.j:2222"], "evaluator": ["j-evaluator-0-0.j:2222"],
     }  # fmt: skip
+    # The workers' job is the trainer job, named node like every runtime's (container node too).
+    jobs = {"chief": "chief", "ps": "ps", "worker": "node", "evaluator": "evaluator"}
     for role, count in (("chief", 1), ("ps", 1), ("worker", 2), ("evaluator", 1)):
-        name = "node" if role == "worker" else "tensorflow"  # the trainer job's container is node
+        name = "node" if role == "worker" else "tensorflow"
         for i in range(count):
-            config = json.loads(resolved(container(by_job[role], name), i)["TF_CONFIG"])
+            config = json.loads(resolved(container(by_job[jobs[role]], name), i)["TF_CONFIG"])
             assert config == {
                 "cluster": cluster,
                 "task": {"type": role, "index": i},
@@ -145,7 +147,7 @@ def test_tfjob_roles_get_v1s_tf_config_cluster_and_task() -> None:
 
 def test_a_single_replica_tfjob_gets_no_tf_config_as_in_v1() -> None:
     _, by_job = rendered(v1("TFJob", "tfReplicaSpecs", {"Worker": 1}))
-    assert "TF_CONFIG" not in resolved(container(by_job["worker"]), 0)
+    assert "TF_CONFIG" not in resolved(container(by_job["node"]), 0)
 
 
 @pytest.mark.parametrize(
@@ -183,10 +185,10 @@ def test_ps_mode_paddle_gets_a_job_per_role_and_its_workers_decide_success() -> 
     c, by_job = rendered(job)
     master, worker = (
         resolved(container(by_job["master"], "paddle"), 0),
-        resolved(container(by_job["worker"]), 1),
+        resolved(container(by_job["node"]), 1),
     )
     for env in (master, worker):
         assert (env["PADDLE_MASTER"], env["PADDLE_NNODES"]) == ("j-master-0-0.j:36543", "3")
     assert (master.get("PADDLE_SERVER_NUM"), worker.get("PADDLE_TRAINER_NUM")) == ("1", "1")
     spec = c.runtime["spec"]["template"]["spec"]  # type: ignore[index]
-    assert spec["successPolicy"] == {"operator": "All", "targetReplicatedJobs": ["worker"]}
+    assert spec["successPolicy"] == {"operator": "All", "targetReplicatedJobs": ["node"]}

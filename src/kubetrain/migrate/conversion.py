@@ -732,17 +732,25 @@ class _Converter:
         return self._finish(runtime, trainer)
 
     def _multi_role(self) -> Conversion:
-        """TFJob (and PaddleJob in PS mode): one replicated job per role, ``worker`` the ancestor."""
+        """TFJob (and PaddleJob in PS mode): one replicated job per role.
+
+        The workers' job is the trainer job and is named ``node``, as in every default runtime:
+        ``trainer.numNodes`` sizes it, and the SDK and ``kubetrain logs``/``run`` find its pods
+        as steps ``node-<i>``. The other roles keep their names (``chief``, ``ps``, ...).
+        """
         kind, reps = self.kind, self.job.replicas
         ancestor = "Worker" if "Worker" in reps else next(iter(reps))
+        jname = {role: "node" if role == ancestor else r.lower for role, r in reps.items()}
         distributed = self.job.total != 1
         cluster = {
-            r.lower: [f"{shim.host(self.tj, r.lower, i)}:{r.port(kind)}" for i in range(r.replicas)]
-            for r in reps.values()
+            r.lower: [
+                f"{shim.host(self.tj, jname[role], i)}:{r.port(kind)}" for i in range(r.replicas)
+            ]
+            for role, r in reps.items()
         }
         jobs: list[Obj] = []
         for role, r in reps.items():
-            template = self._pod_template(r, r.lower, rename=role == ancestor)
+            template = self._pod_template(r, jname[role], rename=role == ancestor)
             container = template["spec"]["containers"][r.main]
             extra: list[Obj] = []
             if kind.kind == "TFJob" and distributed:
@@ -751,7 +759,11 @@ class _Converter:
             elif kind.kind == "PaddleJob":
                 num = "PADDLE_SERVER_NUM" if role == "Master" else "PADDLE_TRAINER_NUM"
                 extra = shim.paddle_env(
-                    self.tj, "master", reps["Master"].port(kind) or 36543, self.job.total, num
+                    self.tj,
+                    jname["Master"],
+                    reps["Master"].port(kind) or 36543,
+                    self.job.total,
+                    num,
                 )
                 contract = "PADDLE_*"
             if extra:
@@ -774,7 +786,7 @@ class _Converter:
                     )
             jobs.append(
                 self._replicated_job(
-                    r.lower,
+                    jname[role],
                     template,
                     ancestor=role == ancestor,
                     count=r.replicas,
@@ -784,9 +796,7 @@ class _Converter:
         # TF: the chief (or legacy master) decides. Paddle's Master is a parameter server that never
         # exits: its workers decide.
         deciders = [r for r in ("Chief", "Master") if r in reps and kind.kind == "TFJob"]
-        success = (
-            [reps[deciders[0]].lower] if deciders else (["worker"] if "Worker" in reps else None)
-        )
+        success = [jname[deciders[0]]] if deciders else (["node"] if "Worker" in reps else None)
         if (
             kind.kind == "TFJob"
             and not deciders
