@@ -49,12 +49,17 @@ REFUSALS = [
     ("apiVersion: kubeflow.org/v2beta1\nkind: MPIJob\nmetadata: {name: m}\nspec:\n  mpiReplicaSpecs:\n"
      "    Launcher: {template: {spec: {containers: [{name: l, image: x}]}}}\n",
      "spec.mpiReplicaSpecs.Worker.replicas", "a launcher-only MPIJob cannot be expressed"),
+    (PYTORCH.replace("command: [python, t.py]", "command: true"),
+     "spec.pytorchReplicaSpecs.Master.template.spec.containers[0].command", "must be of type array, not boolean"),
+    (PYTORCH.replace("spec:\n  pytorchReplicaSpecs", "spec:\n  runPolicy: {backoffLimit: many}\n  pytorchReplicaSpecs"),
+     "spec.runPolicy.backoffLimit", 'Invalid value: "many": must be of type integer, not string'),
 ]  # fmt: skip
 IDS = [
     "a Deployment is not a v1 job", "a TrainJob is not a v1 job", "an unknown kubeflow.org kind",
     "a v1 job without replica specs", "replicas that are not a number", "two Masters",
     "no container with the framework's name", "a replica type the kind lacks", "no fixed name",
     "a name that is not a DNS label", "an MPIJob without workers",
+    "a pod template that breaks the PodTemplateSpec schema", "a runPolicy field of the wrong type",
 ]  # fmt: skip
 
 

@@ -27,6 +27,11 @@ _RUNTIME_KINDS = ("TrainingRuntime", "ClusterTrainingRuntime")
 _CHECK_ENV = Environment(ssh_keypair=lambda: ("unused", "unused"))
 
 
+def _name(obj: Obj) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get("name")) if isinstance(meta, dict) else "<no metadata>"
+
+
 def _stored(runtime: Obj) -> Obj:
     out: Obj = apply_defaults(tree_copy(runtime))
     return out
@@ -35,9 +40,12 @@ def _stored(runtime: Obj) -> Obj:
 def find_runtime(job: Obj, runtimes: list[Obj]) -> Obj | None:
     """The runtime a TrainJob references, as stored: from ``runtimes`` first, else the defaults."""
     _, kind, name = runtime_ref(job)
-    namespace = (job.get("metadata") or {}).get("namespace") or "default"
+    meta = job.get("metadata")
+    namespace = (meta.get("namespace") if isinstance(meta, dict) else None) or "default"
     for rt in runtimes:
-        meta = rt.get("metadata") or {}
+        meta = rt.get("metadata")
+        if not isinstance(meta, dict):
+            continue
         if rt.get("kind") != kind or meta.get("name") != name:
             continue
         if kind == "TrainingRuntime" and (meta.get("namespace") or "default") != namespace:
@@ -57,11 +65,11 @@ def admission_errors(
     errors: list[FieldError] = []
     runtimes = [o for o in objects if o.get("kind") in _RUNTIME_KINDS]
     for rt in runtimes:
-        who = f"{rt.get('kind')} {(rt.get('metadata') or {}).get('name')}"
+        who = f"{rt.get('kind')} {_name(rt)}"
         verdict = validate_runtime(rt, webhook=runtime_webhook_enabled(rt))
         errors += [FieldError(f"{who}: {e.path}", e.reason, e.type) for e in verdict.errors]
     for job in (o for o in objects if o.get("kind") == "TrainJob"):
-        who = f"TrainJob {(job.get('metadata') or {}).get('name')}"
+        who = f"TrainJob {_name(job)}"
         runtime = find_runtime(job, [*runtimes, *(known_runtimes or [])])
         verdict = validate_trainjob(job, runtime)
         errors += [FieldError(f"{who}: {e.path}", e.reason, e.type) for e in verdict.errors]

@@ -6,11 +6,15 @@ Facts per kind (default container, port, restart policy, roles) are upstream's
 
 from __future__ import annotations
 
+import copy
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.api.errors import FieldError
+from kubetrain.api.labels import TRAINER_API_VERSION
+from kubetrain.api.schema import drop_nulls, schema_errors
 from kubetrain.migrate.report import MigrateError
 
 __all__ = ["KINDS", "Kind", "Replica", "V1Job", "is_v1_job", "read_v1_job"]
@@ -139,6 +143,73 @@ KINDS: dict[tuple[str, str], Kind] = {
 }
 _KIND_NAMES = {k.kind for k in KINDS.values()}
 
+# The v1 CRDs' types of the spec fields a conversion reads (beside the replica specs).
+_SPEC_TYPES: dict[str, type | tuple[type, ...]] = {
+    "runPolicy": dict,
+    "runPolicy.cleanPodPolicy": str,
+    "runPolicy.ttlSecondsAfterFinished": int,
+    "runPolicy.activeDeadlineSeconds": int,
+    "runPolicy.backoffLimit": int,
+    "runPolicy.suspend": bool,
+    "runPolicy.managedBy": str,
+    "runPolicy.schedulingPolicy": dict,
+    "nprocPerNode": (str, int),
+    "elasticPolicy": dict,
+    "elasticPolicy.nProcPerNode": int,
+    "successPolicy": str,
+    "enableDynamicWorker": bool,
+    "slotsPerWorker": int,
+    "runLauncherAsWorker": bool,
+    "sshAuthMountPath": str,
+    "launcherCreationPolicy": str,
+    "mpiImplementation": str,
+    "mainContainer": str,
+    "cleanPodPolicy": str,
+}
+_JSON_NAMES = {dict: "object", str: "string", int: "integer", bool: "boolean"}
+
+
+def _spec_type_errors(spec: Obj) -> list[FieldError]:
+    errors = []
+    for path, wanted in _SPEC_TYPES.items():
+        node: Any = spec
+        for key in path.split("."):
+            node = node.get(key) if isinstance(node, dict) else None
+        if node is None:
+            continue
+        types = wanted if isinstance(wanted, tuple) else (wanted,)
+        # bool is an int in Python, never in JSON.
+        if not isinstance(node, types) or (isinstance(node, bool) and bool not in types):
+            names = " or ".join(_JSON_NAMES[t] for t in types)
+            got = _JSON_NAMES.get(type(node), "array" if isinstance(node, list) else "number")
+            shown = json.dumps(node, default=str)
+            errors.append(
+                FieldError(
+                    f"spec.{path}", f"Invalid value: {shown}: must be of type {names}, not {got}"
+                )
+            )
+    return errors
+
+
+def _template_errors(template: Any, path: str) -> list[FieldError]:
+    """A replica's pod template against the PodTemplateSpec schema kubetrain's own CRDs embed
+    (a TrainingRuntime's replicated job), with paths given back in v1 terms."""
+    if not isinstance(template, dict):
+        return [FieldError(path, "Invalid value: must be object")]
+    probe = {
+        "apiVersion": TRAINER_API_VERSION,
+        "kind": "TrainingRuntime",
+        "metadata": {"name": "probe"},
+        "spec": {"template": {"spec": {"replicatedJobs": [
+            {"name": "node", "template": {"spec": {"template": template}}}]}}},
+    }  # fmt: skip
+    prefix = "spec.template.spec.replicatedJobs[0].template.spec.template"
+    return [
+        FieldError(path + e.path.removeprefix(prefix), e.reason, e.type)
+        for e in schema_errors(probe)
+        if e.path.startswith(prefix)
+    ]
+
 
 @dataclass(frozen=True, slots=True)
 class Replica:
@@ -212,10 +283,12 @@ def read_v1_job(obj: Any, *, source: str = "") -> V1Job:
     what = source or "input"
     if not isinstance(obj, dict):
         raise MigrateError(what, [FieldError("", "not a Kubernetes object (a mapping)")])
+    # As the API server stores it: explicit nulls are absent fields.
+    obj = drop_nulls(copy.deepcopy(obj))
     api_version, kind_name = obj.get("apiVersion"), obj.get("kind")
     kind = KINDS.get((str(api_version), str(kind_name)))
     if kind is None:
-        if str(api_version).startswith("kubeflow.org/") and kind_name in _KIND_NAMES:
+        if str(api_version).startswith("kubeflow.org/") and str(kind_name) in _KIND_NAMES:
             raise MigrateError(
                 what,
                 [FieldError("apiVersion", f"unknown version {api_version!r} of {kind_name}")],
@@ -261,6 +334,7 @@ def read_v1_job(obj: Any, *, source: str = "") -> V1Job:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         raise MigrateError(f"{what}: {kind.kind} {name}", [FieldError("spec", "Required value")])
+    errors += _spec_type_errors(spec)
     specs = spec.get(kind.specs_key)
     base = f"spec.{kind.specs_key}"
     if not isinstance(specs, dict) or not specs:
@@ -296,6 +370,10 @@ def read_v1_job(obj: Any, *, source: str = "") -> V1Job:
         if role in kind.single_roles and count != 1:
             errors.append(FieldError(f"{path}.replicas", f"{role} replicas must be 1"))
         template = rspec.get("template")
+        template_errors = _template_errors(template, f"{path}.template")
+        if template_errors:
+            errors += template_errors
+            continue
         containers = _d(_d(template).get("spec")).get("containers")
         if not isinstance(containers, list) or not containers:
             errors.append(

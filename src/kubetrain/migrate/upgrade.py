@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from kubetrain.api.labels import ANCESTOR_LABEL, FRAMEWORK_LABEL, TRAINER_API_VERSION
+from kubetrain.api.schema import drop_nulls, schema_errors
 from kubetrain.migrate.admit import find_runtime
 from kubetrain.migrate.report import Finding, Severity
 from kubetrain.runtime.plugins.mpi import RESERVED_ENV as MPI_RESERVED
@@ -57,7 +58,7 @@ def _l(value: Any) -> list[Any]:
 
 class _Pass:
     def __init__(self, obj: Obj, runtimes: list[Obj]) -> None:
-        self.fixed: Obj = tree_copy(obj)
+        self.fixed: Obj = drop_nulls(tree_copy(obj))
         self.runtimes = runtimes
         self.findings: list[Finding] = []
 
@@ -323,6 +324,28 @@ def _node_resources(runtime: Obj) -> bool:
     return False
 
 
+def _malformed(obj: Obj) -> list[Finding]:
+    """Schema errors (kubetrain's v2.3 CRD schema) outside the fields the rules rewrite: such an
+    object is reported as it is and never rewritten."""
+    if not isinstance(obj.get("metadata"), dict):
+        return [Finding("U-SCHEMA", "metadata", Severity.BREAKS, "Required value: an object",
+                        "give the object its metadata (name)", False)]  # fmt: skip
+    probe: Obj = drop_nulls(tree_copy(obj))
+    spec = _d(probe.get("spec"))
+    for key in ("podSpecOverrides", "podTemplateOverrides", "labels", "annotations"):
+        if probe.get("kind") == "TrainJob":
+            spec.pop(key, None)
+    if isinstance(_d(spec.get("trainer")).get("numProcPerNode"), str):
+        del spec["trainer"]["numProcPerNode"]
+    torch = _d(_d(spec.get("mlPolicy")).get("torch"))
+    for key in ("numProcPerNode", "elasticPolicy"):
+        torch.pop(key, None)
+    return [
+        Finding("U-SCHEMA", e.path, Severity.BREAKS, e.reason, "correct the field", False)
+        for e in schema_errors(probe)
+    ]
+
+
 def upgrade(obj: Obj, runtimes: list[Obj] | None = None) -> tuple[list[Finding], Obj]:
     """Findings for one object and its fixed copy (unchanged where nothing was fixable)."""
     if obj.get("apiVersion") == PROTOTYPE_API_VERSION:
@@ -336,6 +359,9 @@ def upgrade(obj: Obj, runtimes: list[Obj] | None = None) -> tuple[list[Finding],
             False,
         )
         return [finding], tree_copy(obj)
+    malformed = _malformed(obj)
+    if malformed:
+        return malformed, tree_copy(obj)
     one = _Pass(obj, runtimes or [])
     if obj.get("kind") == "TrainJob":
         one.trainjob()
