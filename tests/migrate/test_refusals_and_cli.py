@@ -160,3 +160,9 @@ def test_apply_to_a_cluster_needs_convert(
     assert (
         "PyTorchJob/p: Training Operator v1 kinds are sent to a cluster only with --convert" in err
     )
+
+
+def test_a_name_too_long_for_jobsets_pod_names_is_reported() -> None:
+    c = convert(yaml.safe_load(PYTORCH.replace("{name: p}", "{name: " + "a" * 50 + "}")))
+    (item,) = [i for i in c.report if i.path == "metadata.name"]
+    assert "exceed 63 characters" in item.why and item.action == "give the TrainJob a shorter name"

@@ -287,3 +287,17 @@ def test_cli_fix_refuses_what_it_cannot_fix(
     assert main(["upgrade-check", "-f", str(path), "--fix"]) == 1
     out, err = capsys.readouterr()
     assert out == "" and "spec.initializer.model.storageUri" in err
+
+
+def test_a_runtimes_integer_numprocpernode_moves_into_its_trainjobs() -> None:
+    (runtime,) = load(UPSTREAM_V2X / "v2.1-torch-distributed.yaml")
+    runtime["kind"], runtime["metadata"]["name"] = "TrainingRuntime", "team-torch"
+    runtime["spec"]["mlPolicy"]["torch"]["numProcPerNode"] = 4  # v2.1: torchrun got 4 processes
+    job = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "t"},
+           "spec": {"runtimeRef": {"name": "team-torch", "kind": "TrainingRuntime"}, "trainer": {"numNodes": 2}}}  # fmt: skip
+    findings = upgrade_check([runtime, job])
+    assert [f.rule for f in findings[1]] == ["U-TORCH-NPROC"]
+    fixed_runtime, fixed_job = upgrade_fix([runtime, job])
+    assert admission_errors([fixed_runtime, fixed_job]) == []
+    node = container(pods(fixed_job, find_runtime(fixed_job, [fixed_runtime]) or {})["node"])
+    assert (env_of(node)["PET_NPROC_PER_NODE"], env_of(node)["PET_NNODES"]) == ("4", "2")

@@ -57,7 +57,8 @@ def _l(value: Any) -> list[Any]:
 
 
 class _Pass:
-    def __init__(self, obj: Obj, runtimes: list[Obj]) -> None:
+    def __init__(self, obj: Obj, runtimes: list[Obj], old_runtimes: list[Obj]) -> None:
+        self.old_runtimes = old_runtimes
         self.fixed: Obj = drop_nulls(tree_copy(obj))
         self.runtimes = runtimes
         self.findings: list[Finding] = []
@@ -157,6 +158,19 @@ class _Pass:
                     "write it as a URI, e.g. hf://... or s3://...",
                     False,
                 )
+        old = find_runtime(self.fixed, self.old_runtimes)
+        meant = _d(_d(_d(_d(old).get("spec")).get("mlPolicy")).get("torch")).get("numProcPerNode")
+        if "numProcPerNode" not in trainer and str(meant).isdigit():
+            # The runtime's count goes away with U-TORCH-NPROC: the TrainJob keeps it.
+            self.fixed["spec"].setdefault("trainer", trainer)["numProcPerNode"] = int(str(meant))
+            self.find(
+                "U-TORCH-NPROC",
+                "spec.trainer.numProcPerNode",
+                Severity.CHANGES_BEHAVIOUR,
+                f"its runtime's mlPolicy.torch.numProcPerNode ({meant}) is removed in v2.2",
+                f"set trainer.numProcPerNode: {meant}",
+                True,
+            )
         runtime = find_runtime(self.fixed, self.runtimes)
         if runtime is None:
             return
@@ -328,8 +342,16 @@ def _malformed(obj: Obj) -> list[Finding]:
     """Schema errors (kubetrain's v2.3 CRD schema) outside the fields the rules rewrite: such an
     object is reported as it is and never rewritten."""
     if not isinstance(obj.get("metadata"), dict):
-        return [Finding("U-SCHEMA", "metadata", Severity.BREAKS, "Required value: an object",
-                        "give the object its metadata (name)", False)]  # fmt: skip
+        return [
+            Finding(
+                "U-SCHEMA",
+                "metadata",
+                Severity.BREAKS,
+                "Required value: an object",
+                "give the object its metadata (name)",
+                False,
+            )
+        ]
     probe: Obj = drop_nulls(tree_copy(obj))
     spec = _d(probe.get("spec"))
     for key in ("podSpecOverrides", "podTemplateOverrides", "labels", "annotations"):
@@ -346,8 +368,13 @@ def _malformed(obj: Obj) -> list[Finding]:
     ]
 
 
-def upgrade(obj: Obj, runtimes: list[Obj] | None = None) -> tuple[list[Finding], Obj]:
-    """Findings for one object and its fixed copy (unchanged where nothing was fixable)."""
+def upgrade(
+    obj: Obj, runtimes: list[Obj] | None = None, old_runtimes: list[Obj] | None = None
+) -> tuple[list[Finding], Obj]:
+    """Findings for one object and its fixed copy (unchanged where nothing was fixable).
+
+    ``runtimes``: the fixed runtimes a TrainJob may reference; ``old_runtimes`` the same as
+    written (what the TrainJob meant when it was written)."""
     if obj.get("apiVersion") == PROTOTYPE_API_VERSION:
         finding = Finding(
             "U-PROTOTYPE",
@@ -362,7 +389,7 @@ def upgrade(obj: Obj, runtimes: list[Obj] | None = None) -> tuple[list[Finding],
     malformed = _malformed(obj)
     if malformed:
         return malformed, tree_copy(obj)
-    one = _Pass(obj, runtimes or [])
+    one = _Pass(obj, runtimes or [], old_runtimes or [])
     if obj.get("kind") == "TrainJob":
         one.trainjob()
     else:
@@ -370,13 +397,17 @@ def upgrade(obj: Obj, runtimes: list[Obj] | None = None) -> tuple[list[Finding],
     return one.findings, one.fixed
 
 
+def _each(objs: list[Obj]) -> list[tuple[list[Finding], Obj] | None]:
+    old = [o for o in objs if o.get("kind") != "TrainJob" and is_trainer_object(o)]
+    fixed = [upgrade(o)[1] for o in old]
+    return [upgrade(o, fixed, old) if is_trainer_object(o) else None for o in objs]
+
+
 def upgrade_check(objs: list[Obj]) -> list[list[Finding]]:
     """Findings per object (runtimes among ``objs`` are used to judge the TrainJobs)."""
-    runtimes = [upgrade(o)[1] for o in objs if o.get("kind") != "TrainJob" and is_trainer_object(o)]
-    return [upgrade(o, runtimes)[0] if is_trainer_object(o) else [] for o in objs]
+    return [r[0] if r is not None else [] for r in _each(objs)]
 
 
 def upgrade_fix(objs: list[Obj]) -> list[Obj]:
     """The v2.3 form of every object (non-Trainer objects unchanged)."""
-    runtimes = [upgrade(o)[1] for o in objs if o.get("kind") != "TrainJob" and is_trainer_object(o)]
-    return [upgrade(o, runtimes)[1] if is_trainer_object(o) else o for o in objs]
+    return [r[1] if r is not None else o for r, o in zip(_each(objs), objs, strict=True)]
