@@ -410,7 +410,7 @@ class _Converter:
             )
         return None, 1
 
-    def _user_env(self, r: Replica, *, for_trainer: bool) -> list[Obj]:
+    def _user_env(self, r: Replica) -> list[Obj]:
         """The main container's env minus what v2 reserves and what v1 overwrote (reported)."""
         out = []
         injected = shim.V1_INJECTED.get(self.kind.kind, frozenset())
@@ -493,7 +493,7 @@ class _Converter:
         for key in ("command", "args"):
             if key in c:
                 trainer[key] = list(c[key])
-        env = [*self._user_env(r, for_trainer=True), *self._shim_env(num_nodes, factor, r)]
+        env = [*self._user_env(r), *self._shim_env(num_nodes, factor, r)]
         if env:
             trainer["env"] = env
         if c.get("resources"):
@@ -578,14 +578,14 @@ class _Converter:
 
     # --- generated runtime --------------------------------------------------------------------
 
-    def _pod_template(self, r: Replica, job_name: str, rename: bool) -> Obj:
+    def _pod_template(self, r: Replica, *, rename: bool) -> Obj:
         """The v1 pod template as a v2 one: main container renamed, reserved env out, restart kept."""
         template: Obj = tree_copy(r.template)
         spec = template.setdefault("spec", {})
         container = spec["containers"][r.main]
         if rename:
             container["name"] = "node"
-        env = self._user_env(r, for_trainer=False)
+        env = self._user_env(r)
         if env:
             container["env"] = env
         else:
@@ -712,7 +712,7 @@ class _Converter:
         r = next(iter(self.job.replicas.values()))
         num_nodes = self._num_nodes()
         nproc, factor = self._nproc() if kind.kind == "PyTorchJob" else (None, 1)
-        template = self._pod_template(r, "node", rename=True)
+        template = self._pod_template(r, rename=True)
         rjob = self._replicated_job(
             "node",
             template,
@@ -750,7 +750,7 @@ class _Converter:
         }
         jobs: list[Obj] = []
         for role, r in reps.items():
-            template = self._pod_template(r, jname[role], rename=role == ancestor)
+            template = self._pod_template(r, rename=role == ancestor)
             container = template["spec"]["containers"][r.main]
             extra: list[Obj] = []
             if kind.kind == "TFJob" and distributed:
@@ -835,8 +835,8 @@ class _Converter:
                 "the kubeflow.org/v1 MPIJob reached workers with kubectl exec; v2 uses SSH",
                 f"the image must run sshd and hold an ssh client; keys are mounted at {ssh}",
             )
-        launcher_t = self._pod_template(launcher, "launcher", rename=True)
-        worker_t = self._pod_template(worker, "node", rename=True)
+        launcher_t = self._pod_template(launcher, rename=True)
+        worker_t = self._pod_template(worker, rename=True)
         wc = worker_t["spec"]["containers"][worker.main]
         if "command" not in wc and "args" not in wc:
             wc["command"] = ["/usr/sbin/sshd", "-De"]

@@ -158,8 +158,8 @@ class _Pass:
                     "write it as a URI, e.g. hf://... or s3://...",
                     False,
                 )
-        old = find_runtime(self.fixed, self.old_runtimes)
-        meant = _d(_d(_d(_d(old).get("spec")).get("mlPolicy")).get("torch")).get("numProcPerNode")
+        written = find_runtime(self.fixed, self.old_runtimes)
+        meant = _d(_d(_d(_d(written).get("spec")).get("mlPolicy")).get("torch")).get("numProcPerNode")
         if "numProcPerNode" not in trainer and str(meant).isdigit():
             # The runtime's count goes away with U-TORCH-NPROC: the TrainJob keeps it.
             self.fixed["spec"].setdefault("trainer", trainer)["numProcPerNode"] = int(str(meant))
