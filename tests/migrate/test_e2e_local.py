@@ -138,25 +138,41 @@ def test_a_v1_tfjob_sees_v1s_tf_config(home: Path, tmp_path: Path, work: Path) -
         assert {a.split(".")[0] for v in config["cluster"].values() for a in v} == set(seen)
 
 
-def test_a_v1_xgboostjob_sees_v1s_rabit_env(home: Path, tmp_path: Path, work: Path) -> None:
-    text = v1_job("XGBoostJob", "xgbReplicaSpecs", "xgboost", {"Master": 1, "Worker": 1}, work,
-                  "MASTER_ADDR,MASTER_PORT,WORLD_SIZE,RANK,WORKER_ADDRS,WORKER_PORT")  # fmt: skip
+def test_a_v1_xgboostjob_trains_as_one_rabit_group_from_v1s_env(
+    home: Path, tmp_path: Path, work: Path
+) -> None:
+    keys = "MASTER_ADDR,MASTER_PORT,WORLD_SIZE,RANK,WORKER_ADDRS,WORKER_PORT"
+    text = v1_job(
+        "XGBoostJob",
+        "xgbReplicaSpecs",
+        "xgboost",
+        {"Master": 1, "Worker": 1},
+        work,
+        keys,
+        "xgboost",
+    )
     _, seen = run(home, tmp_path, text)
     tj = "xgboostjob-e2e"
-    for rank in (0, 1):
-        assert seen[f"{tj}-node-0-{rank}"] | {"hostname": ""} == {
+    for rank in (0, 1):  # v1: Master RANK 0, Worker 0 RANK 1; the Master's xgboostjob-port
+        got = seen[f"{tj}-node-0-{rank}"]
+        assert {k: got[k] for k in keys.split(",")} == {
             "MASTER_ADDR": f"{tj}-node-0-0.{tj}", "MASTER_PORT": "9999", "WORLD_SIZE": "2", "RANK": str(rank),
-            "WORKER_ADDRS": f"{tj}-node-0-1.{tj}", "WORKER_PORT": "9999", "hostname": "",
+            "WORKER_ADDRS": f"{tj}-node-0-1.{tj}", "WORKER_PORT": "9999",
         }  # fmt: skip
+        assert (got["rank"], got["world"], got["sum"]) == (rank, 2, 3.0)
 
 
-def test_a_v1_jaxjob_sees_v1s_coordinator_env(home: Path, tmp_path: Path, work: Path) -> None:
-    text = v1_job("JAXJob", "jaxReplicaSpecs", "jax", {"Worker": 2}, work,
-                  "COORDINATOR_ADDRESS,COORDINATOR_PORT,NUM_PROCESSES,PROCESS_ID")  # fmt: skip
+def test_a_v1_jaxjob_trains_as_one_jax_cluster_from_v1s_env(
+    home: Path, tmp_path: Path, work: Path
+) -> None:
+    keys = "COORDINATOR_ADDRESS,COORDINATOR_PORT,NUM_PROCESSES,PROCESS_ID"
+    text = v1_job("JAXJob", "jaxReplicaSpecs", "jax", {"Worker": 2}, work, keys, "jax")
     _, seen = run(home, tmp_path, text)
     tj = "jaxjob-e2e"
-    for i in (0, 1):
-        assert seen[f"{tj}-node-0-{i}"] | {"hostname": ""} == {
+    for i in (0, 1):  # v1: worker 0 coordinates; PROCESS_ID = replica index
+        got = seen[f"{tj}-node-0-{i}"]
+        assert {k: got[k] for k in keys.split(",")} == {
             "COORDINATOR_ADDRESS": f"{tj}-node-0-0.{tj}", "COORDINATOR_PORT": "29500", "NUM_PROCESSES": "2",
-            "PROCESS_ID": str(i), "hostname": "",
+            "PROCESS_ID": str(i),
         }  # fmt: skip
+        assert (got["rank"], got["world"], got["sum"]) == (i, 2, 3.0)
