@@ -192,3 +192,40 @@ def test_ps_mode_paddle_gets_a_job_per_role_and_its_workers_decide_success() -> 
     assert (master.get("PADDLE_SERVER_NUM"), worker.get("PADDLE_TRAINER_NUM")) == ("1", "1")
     spec = c.runtime["spec"]["template"]["spec"]  # type: ignore[index]
     assert spec["successPolicy"] == {"operator": "All", "targetReplicatedJobs": ["node"]}
+
+
+@pytest.mark.parametrize(
+    ("policy", "runtime", "pod_policy", "fails_on_exit_codes"),
+    [
+        ("OnFailure", "torch-distributed", "OnFailure", False),
+        ("Always", "torch-distributed", "OnFailure", False),
+        ("Never", "j-runtime", "Never", False),
+        ("ExitCode", "j-runtime", "Never", True),
+    ],
+    ids=["OnFailure fits the default runtime", "Always restarts OnFailure",
+         "Never needs a generated runtime", "ExitCode fails the Job on exit codes 1-127"],
+)  # fmt: skip
+def test_v1_restart_policies(
+    policy: str, runtime: str, pod_policy: str, fails_on_exit_codes: bool
+) -> None:
+    job = v1(
+        "PyTorchJob", "pytorchReplicaSpecs", {"Master": 1, "Worker": 1}, cmd="[torchrun, t.py]"
+    )
+    for r in job["spec"]["pytorchReplicaSpecs"].values():
+        r["restartPolicy"] = policy
+    c, by_job = rendered(job)
+    assert c.runtime_name == runtime
+    assert by_job["node"]["spec"].get("restartPolicy", "OnFailure") == pod_policy
+    js_job = (
+        (c.runtime or {})
+        .get("spec", {})
+        .get("template", {})
+        .get("spec", {})
+        .get("replicatedJobs", [{}])[0]
+    )
+    rules = js_job.get("template", {}).get("spec", {}).get("podFailurePolicy", {}).get("rules", [])
+    assert bool(rules) == fails_on_exit_codes
+    if rules:
+        assert rules[0]["action"] == "FailJob" and rules[0]["onExitCodes"]["values"] == list(
+            range(1, 128)
+        )

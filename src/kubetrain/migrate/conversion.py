@@ -673,9 +673,10 @@ class _Converter:
             js["successPolicy"] = {"operator": "All", "targetReplicatedJobs": success}
         js.update(self.jobset_extra)
         js["replicatedJobs"] = jobs
-        meta: Obj = {"name": f"{self.tj}-runtime", "labels": {FRAMEWORK_LABEL: self.kind.framework}}
+        meta: Obj = {"name": f"{self.tj}-runtime"}
         if self.job.namespace:
             meta["namespace"] = self.job.namespace
+        meta["labels"] = {FRAMEWORK_LABEL: self.kind.framework}
         return {
             "apiVersion": TRAINER_API_VERSION,
             "kind": "TrainingRuntime",
