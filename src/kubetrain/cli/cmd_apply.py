@@ -47,7 +47,9 @@ def _run(args: argparse.Namespace) -> int:
     objs = read_objects(args.filename)  # all files read before anything is sent
     conn = connect_from_args(args)
     try:
-        objs = convert_v1_objects(objs, local=conn.local, allowed=args.convert)
+        objs = convert_v1_objects(
+            objs, local=conn.local, allowed=args.convert, env_shim=args.env_shim
+        )
     except BaseException:
         conn.close()
         raise

@@ -85,7 +85,9 @@ def _run(args: argparse.Namespace) -> int:
     conn = connect_from_args(args)
     # v1 jobs (PyTorchJob, TFJob, ...) run as their converted TrainJob; the report goes to stderr.
     try:
-        objs = convert_v1_objects(objs, local=conn.local, allowed=args.convert)
+        objs = convert_v1_objects(
+            objs, local=conn.local, allowed=args.convert, env_shim=args.env_shim
+        )
     except BaseException:
         conn.close()
         raise

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,12 @@ def add_convert_argument(parser: Any) -> None:
         action="store_true",
         help="convert Training Operator v1 jobs (PyTorchJob, TFJob, ...) into TrainJobs before"
         " sending them to a cluster (always done on the local engine)",
+    )
+    parser.add_argument(
+        "--env-shim",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="when converting v1 jobs, set v1's env contract (default; see kubetrain migrate)",
     )
 
 
