@@ -159,7 +159,9 @@ class _Pass:
                     False,
                 )
         written = find_runtime(self.fixed, self.old_runtimes)
-        meant = _d(_d(_d(_d(written).get("spec")).get("mlPolicy")).get("torch")).get("numProcPerNode")
+        meant = _d(_d(_d(_d(written).get("spec")).get("mlPolicy")).get("torch")).get(
+            "numProcPerNode"
+        )
         if "numProcPerNode" not in trainer and str(meant).isdigit():
             # The runtime's count goes away with U-TORCH-NPROC: the TrainJob keeps it.
             self.fixed["spec"].setdefault("trainer", trainer)["numProcPerNode"] = int(str(meant))
