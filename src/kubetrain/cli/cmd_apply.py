@@ -8,6 +8,7 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from kubetrain.cli.legacy import add_convert_argument
     from kubetrain.client.connection import add_connection_arguments
 
     parser.add_argument(
@@ -26,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-o", "--output", choices=["name", "yaml", "json"], help="print the applied objects"
     )
+    add_convert_argument(parser)
     add_connection_arguments(parser)
 
 
@@ -36,13 +38,22 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from kubetrain.cli.legacy import convert_v1_objects
     from kubetrain.client.connection import connect_from_args
     from kubetrain.client.files import read_objects
     from kubetrain.client.jobs import JobClient
     from kubetrain.client.present import dump
 
     objs = read_objects(args.filename)  # all files read before anything is sent
-    with JobClient(connect_from_args(args)) as jc:
+    conn = connect_from_args(args)
+    try:
+        objs = convert_v1_objects(
+            objs, local=conn.local, allowed=args.convert, env_shim=args.env_shim
+        )
+    except BaseException:
+        conn.close()
+        raise
+    with JobClient(conn) as jc:
         applied = []
         for obj in objs:
             result = jc.apply_one(obj, force=args.force_conflicts)

@@ -22,6 +22,7 @@ POLL_SECONDS = 0.5
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from kubetrain.cli.legacy import add_convert_argument
     from kubetrain.client.connection import add_connection_arguments
 
     parser.add_argument(
@@ -35,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--quiet", "-q", action="store_true", help="no log streaming, only the outcome"
     )
+    add_convert_argument(parser)
     add_connection_arguments(parser)
 
 
@@ -71,6 +73,7 @@ def _status_text(view: JobView, elapsed: float) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from kubetrain.cli.legacy import convert_v1_objects
     from kubetrain.client import resources as R
     from kubetrain.client.connection import connect_from_args
     from kubetrain.client.errors import ClientError
@@ -79,6 +82,15 @@ def _run(args: argparse.Namespace) -> int:
     from kubetrain.client.state import is_terminal, job_state
 
     objs = read_objects(args.filename)
+    conn = connect_from_args(args)
+    # v1 jobs (PyTorchJob, TFJob, ...) run as their converted TrainJob; the report goes to stderr.
+    try:
+        objs = convert_v1_objects(
+            objs, local=conn.local, allowed=args.convert, env_shim=args.env_shim
+        )
+    except BaseException:
+        conn.close()
+        raise
     jobs = [
         o
         for o in objs
@@ -88,7 +100,7 @@ def _run(args: argparse.Namespace) -> int:
         raise ClientError(
             f"run needs exactly one TrainJob in its files, found {len(jobs)}; use apply for more"
         )
-    with JobClient(connect_from_args(args)) as jc:
+    with JobClient(conn) as jc:
         name = ""
         for obj in objs:
             result = jc.apply_one(obj)

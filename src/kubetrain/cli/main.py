@@ -40,6 +40,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("cmd_doctor", "check how pods run on this machine and what is missing"),
     "install": ("cmd_install", "print the Kubernetes install manifest"),
     "controller": ("cmd_controller", "run the TrainJob controller (in a cluster)"),
+    "migrate": ("cmd_migrate", "convert Training Operator v1 jobs to TrainJobs, with a report"),
+    "upgrade-check": (
+        "cmd_upgrade_check",
+        "check TrainJobs and runtimes written for Trainer v2.0-v2.2 against v2.3 (--fix)",
+    ),
 }
 
 

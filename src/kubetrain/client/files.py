@@ -9,7 +9,7 @@ from typing import Any
 
 from kubetrain.api.errors import FieldError, LoadError
 
-__all__ = ["read_objects"]
+__all__ = ["read_documents", "read_objects"]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
 
@@ -71,3 +71,27 @@ def read_objects(paths: Iterable[str]) -> list[dict[str, Any]]:
             except LoadError as exc:
                 raise LoadError(label, exc.errors) from None
     return objs
+
+
+def read_documents(paths: Iterable[str]) -> list[tuple[str, Any]]:
+    """Every document in ``paths`` as written (no schema check), with the file it came from;
+    ``v1 List`` documents are expanded. For tools that read old or foreign manifests."""
+    from kubetrain.api.load import parse_documents
+
+    out: list[tuple[str, Any]] = []
+    for source in _expand(paths):
+        label = "<stdin>" if source == "-" else source
+        try:
+            text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise LoadError(label, [FieldError("", f"cannot read: {exc}")]) from None
+        for doc in parse_documents(text, source=label):
+            if (
+                isinstance(doc, dict)
+                and doc.get("kind") == "List"
+                and isinstance(doc.get("items"), list)
+            ):
+                out.extend((label, item) for item in doc["items"])
+            else:
+                out.append((label, doc))
+    return out
