@@ -8,13 +8,22 @@ or apply): strategic merge is 415 on CRs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from kubetrain.api import labels as L
+from kubetrain.kube.kinds import (
+    CLUSTER_TRAINING_RUNTIME,
+    EVENT,
+    JOBSET,
+    POD,
+    TRAINING_RUNTIME,
+    TRAINJOB,
+    Kind,
+    kind_for,
+)
 
 __all__ = [
     "CLUSTER_TRAINING_RUNTIME",
+    "EVENT",
     "JOBSET",
     "POD",
     "TRAINING_RUNTIME",
@@ -26,35 +35,8 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class KindInfo:
-    """What the CLI needs to know about a kind: how to ask for it and how to name it."""
-
-    api_version: str
-    kind: str
-    plural: str
-    namespaced: bool
-
-    @property
-    def group(self) -> str:
-        return self.api_version.rpartition("/")[0]
-
-    @property
-    def qualified(self) -> str:
-        """``trainjob.trainer.kubeflow.org`` / ``pod``: the prefix kubectl prints for ``-o name``."""
-        return f"{self.kind.lower()}.{self.group}" if self.group else self.kind.lower()
-
-
-TRAINJOB = KindInfo(L.TRAINER_API_VERSION, L.TRAINJOB_KIND, "trainjobs", True)
-TRAINING_RUNTIME = KindInfo(
-    L.TRAINER_API_VERSION, L.TRAINING_RUNTIME_KIND, "trainingruntimes", True
-)
-CLUSTER_TRAINING_RUNTIME = KindInfo(
-    L.TRAINER_API_VERSION, L.CLUSTER_TRAINING_RUNTIME_KIND, "clustertrainingruntimes", False
-)
-JOBSET = KindInfo(L.JOBSET_API_VERSION, L.JOBSET_KIND, "jobsets", True)
-POD = KindInfo("v1", "Pod", "pods", True)
-EVENT = KindInfo("v1", "Event", "events", True)
+# The kinds come from the one table in kubetrain.kube.kinds.
+KindInfo = Kind
 
 _CUSTOM = (TRAINJOB, TRAINING_RUNTIME, CLUSTER_TRAINING_RUNTIME, JOBSET)
 
@@ -80,10 +62,10 @@ def resolve_kind(name: str) -> tuple[KindInfo, ...]:
 
 def known_kind(api_version: str, kind: str) -> KindInfo | None:
     """The :class:`KindInfo` of a kind kubetrain knows without asking the server."""
-    for info in (*_CUSTOM, POD, EVENT):
-        if api_version == info.api_version and kind == info.kind:
-            return info
-    return None
+    try:
+        return kind_for(api_version, kind)
+    except KeyError:
+        return None
 
 
 def kind_from_discovery(api_version: str, kind: str, resources: list[dict[str, Any]]) -> KindInfo:

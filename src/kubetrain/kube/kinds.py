@@ -15,6 +15,7 @@ __all__ = [
     "EVENT",
     "JOBSET",
     "LEASE",
+    "POD",
     "SECRET",
     "TRAINING_RUNTIME",
     "TRAINJOB",
@@ -25,10 +26,21 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Kind:
+    """A kind and its REST names: how to ask the API for it and how kubectl names it."""
+
     api_version: str
     kind: str
     plural: str
     namespaced: bool = True
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def qualified(self) -> str:
+        """``trainjob.trainer.kubeflow.org`` / ``pod``: the prefix kubectl prints for ``-o name``."""
+        return f"{self.kind.lower()}.{self.group}" if self.group else self.kind.lower()
 
 
 TRAINJOB = Kind("trainer.kubeflow.org/v1alpha1", "TrainJob", "trainjobs")
@@ -40,6 +52,7 @@ JOBSET = Kind("jobset.x-k8s.io/v1alpha2", "JobSet", "jobsets")
 CONFIGMAP = Kind("v1", "ConfigMap", "configmaps")
 SECRET = Kind("v1", "Secret", "secrets")
 EVENT = Kind("v1", "Event", "events")
+POD = Kind("v1", "Pod", "pods")
 LEASE = Kind("coordination.k8s.io/v1", "Lease", "leases")
 _POD_GROUP_X = Kind("scheduling.x-k8s.io/v1alpha1", "PodGroup", "podgroups")
 _POD_GROUP_VOLCANO = Kind("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups")
@@ -52,6 +65,7 @@ _ALL = (
     CONFIGMAP,
     SECRET,
     EVENT,
+    POD,
     LEASE,
     _POD_GROUP_X,
     _POD_GROUP_VOLCANO,
