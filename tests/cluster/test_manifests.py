@@ -145,7 +145,7 @@ def test_controller_calls_are_covered_by_rbac() -> None:
     granted = {r for _, rule in _rbac_rules() for r in rule["resources"]}
     for resource in ("tokenreviews", "leases", "priorityclasses", "secrets", "events"):
         assert resource in granted
-    from kubetrain.controller import resources as kinds
+    from kubetrain.kube import kinds
 
     for kind in (
         kinds.TRAINJOB,

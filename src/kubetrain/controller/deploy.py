@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from kubetrain.controller.cluster import ControllerConfig
+from kubetrain.kube import kinds as K
+from kubetrain.kube.kinds import Kind
 from kubetrain.runtime.defaults import PUBLIC_CONFIG_MAP
 
 __all__ = [
@@ -122,9 +124,14 @@ def _config_map(cert_management: bool = True) -> Obj:
 
 
 def _rule(
-    groups: list[str], resources: list[str], verbs: list[str], names: list[str] | None = None
+    kinds: list[Kind], verbs: list[str], names: list[str] | None = None, subresource: str = ""
 ) -> Obj:
-    rule: Obj = {"apiGroups": groups, "resources": resources}
+    """One PolicyRule over ``kinds`` (their groups and plurals from the kind table)."""
+    groups = list(dict.fromkeys(k.group for k in kinds))
+    plurals = list(
+        dict.fromkeys(k.plural + (f"/{subresource}" if subresource else "") for k in kinds)
+    )
+    rule: Obj = {"apiGroups": groups, "resources": plurals}
     if names:
         rule["resourceNames"] = names
     rule["verbs"] = verbs
@@ -146,51 +153,38 @@ def _cluster_role() -> Obj:
         "kind": "ClusterRole",
         "metadata": _meta(NAME, None),
         "rules": [
-            _rule([""], ["configmaps"], ["create", "get", "list", "patch", "watch"]),
-            _rule([""], ["secrets"], apply),
-            _rule([""], ["events"], ["create", "patch"]),
+            _rule([K.CONFIGMAP], ["create", "get", "list", "patch", "watch"]),
+            _rule([K.SECRET], apply),
+            _rule([K.EVENT], ["create", "patch"]),
+            _rule([K.JOBSET], ["create", "delete", "get", "list", "patch", "watch"]),
+            _rule([K.TRAINJOB], ["get", "list", "watch"]),
+            _rule([K.TRAINJOB], ["get", "patch"], subresource="status"),
+            _rule([K.TRAINJOB], ["update"], subresource="finalizers"),
             _rule(
-                ["jobset.x-k8s.io"],
-                ["jobsets"],
-                ["create", "delete", "get", "list", "patch", "watch"],
+                [K.TRAINING_RUNTIME, K.CLUSTER_TRAINING_RUNTIME], ["get", "list", "patch", "watch"]
             ),
-            _rule([_GROUP], ["trainjobs"], ["get", "list", "watch"]),
-            _rule([_GROUP], ["trainjobs/status"], ["get", "patch"]),
-            _rule([_GROUP], ["trainjobs/finalizers"], ["update"]),
+            _rule([K.POD_GROUP, K.VOLCANO_POD_GROUP], apply),
+            _rule([K.PRIORITY_CLASS], ["list"]),
+            _rule([K.TOKEN_REVIEW], ["create"]),
             _rule(
-                [_GROUP],
-                ["trainingruntimes", "clustertrainingruntimes"],
-                ["get", "list", "patch", "watch"],
+                [K.VALIDATING_WEBHOOK_CONFIGURATION], ["get", "update"], [VALIDATING_CONFIGURATION]
             ),
-            _rule(["scheduling.x-k8s.io", "scheduling.volcano.sh"], ["podgroups"], apply),
-            _rule(["scheduling.k8s.io"], ["priorityclasses"], ["list"]),
-            _rule(["authentication.k8s.io"], ["tokenreviews"], ["create"]),
-            _rule(
-                ["admissionregistration.k8s.io"],
-                ["validatingwebhookconfigurations"],
-                ["get", "update"],
-                [VALIDATING_CONFIGURATION],
-            ),
-            _rule(
-                ["admissionregistration.k8s.io"],
-                ["mutatingwebhookconfigurations"],
-                ["get", "update"],
-                [MUTATING_CONFIGURATION],
-            ),
+            _rule([K.MUTATING_WEBHOOK_CONFIGURATION], ["get", "update"], [MUTATING_CONFIGURATION]),
         ],
     }
 
 
 def _namespaced_role() -> Obj:
     """In the operator namespace only: the leader-election Lease and the webhook Secret."""
+    lease = ControllerConfig().lease_name
     return {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "Role",
         "metadata": _meta(NAME),
         "rules": [
-            _rule(["coordination.k8s.io"], ["leases"], ["create"]),
-            _rule(["coordination.k8s.io"], ["leases"], ["get", "update"], ["trainer.kubeflow.org"]),
-            _rule([""], ["secrets"], ["update"], [WEBHOOK_SECRET]),
+            _rule([K.LEASE], ["create"]),
+            _rule([K.LEASE], ["get", "update"], [lease]),
+            _rule([K.SECRET], ["update"], [WEBHOOK_SECRET]),
         ],
     }
 
@@ -219,7 +213,7 @@ def _public() -> list[Obj]:
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "Role",
             "metadata": _meta(PUBLIC),
-            "rules": [_rule([""], ["configmaps"], ["get", "list", "watch"], [PUBLIC])],
+            "rules": [_rule([K.CONFIGMAP], ["get", "list", "watch"], [PUBLIC])],
         },
         _binding(
             "RoleBinding",

@@ -15,10 +15,16 @@ __all__ = [
     "EVENT",
     "JOBSET",
     "LEASE",
+    "MUTATING_WEBHOOK_CONFIGURATION",
     "POD",
+    "POD_GROUP",
+    "PRIORITY_CLASS",
     "SECRET",
+    "TOKEN_REVIEW",
     "TRAINING_RUNTIME",
     "TRAINJOB",
+    "VALIDATING_WEBHOOK_CONFIGURATION",
+    "VOLCANO_POD_GROUP",
     "Kind",
     "kind_for",
 ]
@@ -54,8 +60,22 @@ SECRET = Kind("v1", "Secret", "secrets")
 EVENT = Kind("v1", "Event", "events")
 POD = Kind("v1", "Pod", "pods")
 LEASE = Kind("coordination.k8s.io/v1", "Lease", "leases")
-_POD_GROUP_X = Kind("scheduling.x-k8s.io/v1alpha1", "PodGroup", "podgroups")
-_POD_GROUP_VOLCANO = Kind("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups")
+POD_GROUP = Kind("scheduling.x-k8s.io/v1alpha1", "PodGroup", "podgroups")
+VOLCANO_POD_GROUP = Kind("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups")
+PRIORITY_CLASS = Kind("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", False)
+TOKEN_REVIEW = Kind("authentication.k8s.io/v1", "TokenReview", "tokenreviews", False)
+VALIDATING_WEBHOOK_CONFIGURATION = Kind(
+    "admissionregistration.k8s.io/v1",
+    "ValidatingWebhookConfiguration",
+    "validatingwebhookconfigurations",
+    False,
+)
+MUTATING_WEBHOOK_CONFIGURATION = Kind(
+    "admissionregistration.k8s.io/v1",
+    "MutatingWebhookConfiguration",
+    "mutatingwebhookconfigurations",
+    False,
+)
 
 _ALL = (
     TRAINJOB,
@@ -67,8 +87,12 @@ _ALL = (
     EVENT,
     POD,
     LEASE,
-    _POD_GROUP_X,
-    _POD_GROUP_VOLCANO,
+    POD_GROUP,
+    VOLCANO_POD_GROUP,
+    PRIORITY_CLASS,
+    TOKEN_REVIEW,
+    VALIDATING_WEBHOOK_CONFIGURATION,
+    MUTATING_WEBHOOK_CONFIGURATION,
 )
 _BY_TYPE = {(k.api_version, k.kind): k for k in _ALL}
 
