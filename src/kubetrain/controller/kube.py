@@ -533,3 +533,13 @@ class KubeClient:
         if uid:
             body["preconditions"] = {"uid": uid}
         await self._request("DELETE", _Path(api_version, plural, namespace, name), body=body)
+
+    async def log(self, name: str, *, namespace: str, container: str) -> str:
+        """A pod's container log (``pods/log``), as text."""
+        path = _Path("v1", "pods", namespace, name, "log")
+        answer = await self._http.request(
+            "GET", path.url(), params={"container": container}, content=None, headers={}
+        )
+        if answer.status >= 400:
+            raise ApiError.from_body(answer.status, answer.reason, answer.body)
+        return answer.body.decode(errors="replace")

@@ -1,0 +1,83 @@
+"""Katib's webhooks for the embedded API server: Experiment defaulting and validation, and the
+pod webhook's part that matters without a sidecar (trial labels, ``KATIB_TRIAL_NAME``, and the
+primary pod's output served as the collector container's log)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Protocol
+
+from kubetrain.api.errors import FieldError
+from kubetrain.api.labels import JOBSET_NAME_LABEL, LOG_ALIASES_ANNOTATION, TRAINER_API_VERSION
+from kubetrain.runtime.katib.experiment import (
+    KATIB_API_VERSION,
+    default_experiment,
+    validate_experiment,
+)
+
+__all__ = ["COLLECTOR_CONTAINER", "TRIAL_LABEL", "KatibAdmission"]
+
+TRIAL_LABEL = "katib.kubeflow.org/trial"
+# The sidecar Katib injects for StdOut/File collectors; the official SDK reads its log.
+COLLECTOR_CONTAINER = "metrics-logger-and-collector"
+
+
+class _Reader(Protocol):
+    def get(
+        self, api_version: str, kind: str, namespace: str | None, name: str
+    ) -> dict[str, Any] | None: ...
+
+
+class KatibAdmission:
+    """``mutate``/``validate`` for Experiments, and trial pods' mutation."""
+
+    def mutate(
+        self, operation: str, obj: dict[str, Any], old: dict[str, Any] | None, *, reader: _Reader
+    ) -> dict[str, Any]:
+        if operation not in ("CREATE", "UPDATE"):
+            return obj
+        if obj.get("apiVersion") == KATIB_API_VERSION and obj.get("kind") == "Experiment":
+            return default_experiment(obj)
+        if obj.get("apiVersion") == "v1" and obj.get("kind") == "Pod" and operation == "CREATE":
+            return _trial_pod(obj, reader)
+        return obj
+
+    def validate(
+        self, operation: str, obj: dict[str, Any], old: dict[str, Any] | None, *, reader: _Reader
+    ) -> tuple[list[FieldError], list[str]]:
+        if operation not in ("CREATE", "UPDATE"):
+            return [], []
+        if obj.get("apiVersion") != KATIB_API_VERSION or obj.get("kind") != "Experiment":
+            return [], []
+        return validate_experiment(obj, old if operation == "UPDATE" else None), []
+
+
+def _trial_pod(pod: dict[str, Any], reader: _Reader) -> dict[str, Any]:
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    job_name = labels.get(JOBSET_NAME_LABEL)
+    namespace = meta.get("namespace")
+    if not job_name:
+        return pod
+    trial = reader.get(KATIB_API_VERSION, "Trial", namespace, job_name)
+    job = reader.get(TRAINER_API_VERSION, "TrainJob", namespace, job_name)
+    if trial is None or job is None:
+        return pod
+    trial_uid = trial["metadata"].get("uid")
+    if not any(o.get("uid") == trial_uid for o in job["metadata"].get("ownerReferences") or []):
+        return pod
+    pod = copy.deepcopy(pod)
+    meta = pod["metadata"]
+    meta.setdefault("labels", {})[TRIAL_LABEL] = job_name
+    spec = trial.get("spec") or {}
+    primary = spec.get("primaryContainerName") or "node"
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        if container.get("name") == primary:
+            env = container.setdefault("env", [])
+            if not any(e.get("name") == "KATIB_TRIAL_NAME" for e in env):
+                env.append({"name": "KATIB_TRIAL_NAME", "value": job_name})
+            wanted = spec.get("primaryPodLabels") or {}
+            if all(meta["labels"].get(k) == v for k, v in wanted.items()):
+                annotations = meta.setdefault("annotations", {})
+                annotations[LOG_ALIASES_ANNOTATION] = f"{COLLECTOR_CONTAINER}={primary}"
+    return pod
