@@ -36,7 +36,9 @@ PYTHON_RUNTIME = {
                             },
                             "spec": {
                                 "template": {
-                                    "spec": {"containers": [{"name": "node", "image": "python:3.11"}]}
+                                    "spec": {
+                                        "containers": [{"name": "node", "image": "python:3.11"}]
+                                    }
                                 }
                             },
                         },
@@ -89,10 +91,14 @@ def test_random_search_of_six_trials_two_at_a_time_finds_the_lowest_loss(
     )
     from kubeflow.trainer import CustomTrainer
 
-    client = OptimizerClient(KubernetesBackendConfig(config_file=str(kubeconfig), namespace="default"))
+    client = OptimizerClient(
+        KubernetesBackendConfig(config_file=str(kubeconfig), namespace="default")
+    )
     started = time.monotonic()
     name = client.optimize(
-        TrainJobTemplate(trainer=CustomTrainer(func=quadratic, num_nodes=2), runtime="python-nodes"),
+        TrainJobTemplate(
+            trainer=CustomTrainer(func=quadratic, num_nodes=2), runtime="python-nodes"
+        ),
         trial_config=TrialConfig(num_trials=6, parallel_trials=2),
         search_space={"lr": Search.uniform(0.0, 1.0)},
         objectives=[Objective(metric="loss", direction="minimize")],
@@ -102,7 +108,9 @@ def test_random_search_of_six_trials_two_at_a_time_finds_the_lowest_loss(
     elapsed = time.monotonic() - started
     assert job.status == "Complete"
     assert len(job.trials) == 6
-    losses = {t.name: float(next(m.latest for m in t.metrics if m.name == "loss")) for t in job.trials}
+    losses = {
+        t.name: float(next(m.latest for m in t.metrics if m.name == "loss")) for t in job.trials
+    }
     best = client.get_best_results(name)
     assert best is not None
     lowest = min(losses, key=losses.__getitem__)
