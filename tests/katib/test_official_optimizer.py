@@ -35,11 +35,13 @@ PYTHON_RUNTIME = {
                                 "labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
                             },
                             "spec": {
+                                # A failed trial fails at once (Kubernetes' default retries 6 times).
+                                "backoffLimit": 0,
                                 "template": {
                                     "spec": {
                                         "containers": [{"name": "node", "image": "python:3.11"}]
                                     }
-                                }
+                                },
                             },
                         },
                     }

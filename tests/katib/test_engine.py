@@ -1,0 +1,223 @@
+"""Experiments on the local engine, end to end: real API server, controller, executor, processes.
+
+Trials use the port-free ``python-nodes`` runtime (see test_official_optimizer.py).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from katib_support import experiment
+from test_official_optimizer import PYTHON_RUNTIME
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(200)]
+
+REPO = Path(__file__).resolve().parents[2]
+BODIES = (
+    Path(os.environ.get("KUBETRAIN_SHARED", REPO.parent / "shared"))
+    / "reference"
+    / "optimizer-bodies"
+)
+KATIB = ("kubeflow.org", "v1beta1", "default")
+
+
+class Cluster:
+    def __init__(self, kubeconfig: Path) -> None:
+        from kubernetes import client, config
+
+        api_client = config.new_client_from_config(str(kubeconfig))
+        self.custom = client.CustomObjectsApi(api_client)
+        self.core = client.CoreV1Api(api_client)
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self.custom.create_namespaced_custom_object(*KATIB, "experiments", body)  # type: ignore[no-any-return]
+
+    def experiment(self, name: str) -> dict[str, Any]:
+        return self.custom.get_namespaced_custom_object(*KATIB, "experiments", name)  # type: ignore[no-any-return]
+
+    def trials(self, name: str) -> list[dict[str, Any]]:
+        return self.custom.list_namespaced_custom_object(
+            *KATIB, "trials", label_selector=f"katib.kubeflow.org/experiment={name}"
+        )["items"]  # type: ignore[no-any-return]
+
+    def trainjobs(self) -> list[dict[str, Any]]:
+        return self.custom.list_namespaced_custom_object(
+            "trainer.kubeflow.org", "v1alpha1", "default", "trainjobs"
+        )["items"]  # type: ignore[no-any-return]
+
+    def until(self, what: str, check: Callable[[], Any], timeout: float = 150) -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = check()
+            if found:
+                return found
+            time.sleep(0.25)
+        raise AssertionError(f"timed out waiting for {what}")
+
+    def verdict(self, name: str) -> dict[str, Any]:
+        def done() -> dict[str, Any] | None:
+            conditions = (self.experiment(name).get("status") or {}).get("conditions") or []
+            last = conditions[-1] if conditions else {}
+            return last if last.get("type") in ("Succeeded", "Failed") else None
+
+        return self.until(f"experiment {name} to finish", done)  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    from kubetrain.local.daemon import ensure_daemon, stop_daemon
+
+    home = tmp_path_factory.mktemp("katib-engine")
+    info = ensure_daemon(home)
+    try:
+        plane = Cluster(Path(info.kubeconfig))
+        plane.custom.create_namespaced_custom_object(
+            "trainer.kubeflow.org", "v1alpha1", "default", "trainingruntimes", PYTHON_RUNTIME
+        )
+        yield plane
+    finally:
+        stop_daemon(home, kill_pods=True)
+
+
+def command(body: dict[str, Any], *argv: str) -> dict[str, Any]:
+    body["spec"]["trialTemplate"]["trialSpec"]["spec"]["trainer"]["command"] = list(argv)
+    return body
+
+
+def test_a_bad_experiment_is_refused_by_the_api_server_with_katibs_message(
+    cluster: Cluster,
+) -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    with pytest.raises(ApiException) as refused:
+        cluster.create(experiment("bad", maxTrialCount=2, parallelTrialCount=3))
+    assert refused.value.status == 403
+    assert (
+        "spec.parallelTrialCount: Invalid value: 3: should be less than or equal to spec.maxTrialCount"
+        in str(refused.value.body)
+    )
+
+
+def test_failing_trials_fail_the_experiment_past_max_failed_trial_count(cluster: Cluster) -> None:
+    body = command(
+        experiment("failing", maxTrialCount=3, parallelTrialCount=1, maxFailedTrialCount=1),
+        "python",
+        "-c",
+        "raise SystemExit(3)  # ${trialParameters.lr}",
+    )
+    cluster.create(body)
+    last = cluster.verdict("failing")
+    assert (last["type"], last["reason"], last["message"]) == (
+        "Failed",
+        "ExperimentFailed",
+        "Experiment has failed because max failed count has reached",
+    )
+    trials = cluster.trials("failing")
+    assert len(trials) == 1  # nothing more was started after the verdict
+    assert trials[0]["status"]["conditions"][-1]["type"] == "Failed"
+    assert trials[0]["status"]["conditions"][-1]["reason"].startswith("TrialFailed. Job reason: ")
+    status = cluster.experiment("failing")["status"]
+    assert (status["trialsFailed"], status["failedTrialList"]) == (
+        1,
+        [trials[0]["metadata"]["name"]],
+    )
+
+
+def test_progress_reports_are_metrics_without_any_output(cluster: Cluster) -> None:
+    script = "from kubetrain import progress\nfor i in range(3):\n    progress.report(step=i + 1, total_steps=3, metrics={'loss': (i + 1) * float('${trialParameters.lr}')})\nprogress.flush()\n"
+    cluster.create(
+        command(
+            experiment("reports", maxTrialCount=1, parallelTrialCount=1), "python", "-c", script
+        )
+    )
+    assert cluster.verdict("reports")["reason"] == "ExperimentMaxTrialsReached"
+    (trial,) = cluster.trials("reports")
+    lr = float(trial["spec"]["parameterAssignments"][0]["value"])
+    (loss,) = trial["status"]["observation"]["metrics"]
+    assert float(loss["latest"]) == pytest.approx(3 * lr, rel=1e-3)
+    assert trial["status"]["conditions"][-1]["type"] == "Succeeded"
+
+
+def test_deleting_an_experiment_removes_its_trials_trainjobs_and_processes(
+    cluster: Cluster,
+) -> None:
+    marker = "import time; time.sleep(120.5)  # ${trialParameters.lr}"
+    cluster.create(
+        command(experiment("doomed", maxTrialCount=4, parallelTrialCount=2), "python", "-c", marker)
+    )
+
+    def pods() -> list[Any]:
+        found = cluster.core.list_namespaced_pod(
+            "default", label_selector="katib.kubeflow.org/trial"
+        )
+        return [p for p in found.items if p.metadata.name.startswith("doomed-")]
+
+    # Trials really run side by side: both processes at once.
+    cluster.until(
+        "two trial pods running", lambda: sum(p.status.phase == "Running" for p in pods()) >= 2
+    )
+    assert len(cluster.trials("doomed")) == 2
+    assert len(processes("time.sleep(120.5)")) >= 2
+    cluster.custom.delete_namespaced_custom_object(*KATIB, "experiments", "doomed")
+    cluster.until("the trials to go", lambda: not cluster.trials("doomed"))
+    cluster.until(
+        "the trainjobs to go",
+        lambda: not [j for j in cluster.trainjobs() if j["metadata"]["name"].startswith("doomed-")],
+    )
+    cluster.until("the pods to go", lambda: not pods())
+    cluster.until("the processes to end", lambda: not processes("time.sleep(120.5)"))
+
+
+def processes(marker: str) -> list[str]:
+    out = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+    return [line for line in out.splitlines() if marker in line and "ps -eo" not in line]
+
+
+def captured(name: str) -> dict[str, Any]:
+    path = BODIES / name
+    if not path.is_file():
+        pytest.skip(f"{path} is missing (the SDK's captured Experiment bodies)")
+    return yaml.safe_load(path.read_text())  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "01-random-loguniform-choice-maximize.yaml",
+        "02-defaults-uniform-only.yaml",
+        "03-grid-two-objectives-initializer.yaml",
+    ],
+)
+def test_the_sdks_captured_bodies_are_accepted_and_defaulted(cluster: Cluster, name: str) -> None:
+    body = captured(name)
+    sent = copy.deepcopy(body)
+    body["spec"]["maxTrialCount"] = 1 if "grid" not in name else body["spec"]["maxTrialCount"]
+    body["spec"]["parallelTrialCount"] = 1
+    body["spec"].pop("maxFailedTrialCount", None)
+    made = cluster.create(body)
+    spec = made["spec"]
+    assert spec["trialTemplate"]["trialSpec"] == sent["spec"]["trialTemplate"]["trialSpec"]
+    assert spec["metricsCollectorSpec"] == {"collector": {"kind": "StdOut"}}
+    assert spec["resumePolicy"] == "Never"
+    cluster.custom.delete_namespaced_custom_object(*KATIB, "experiments", made["metadata"]["name"])
+
+
+def test_grid_without_steps_fails_as_on_katib(cluster: Cluster) -> None:
+    body = captured("03-grid-two-objectives-initializer.yaml")
+    body["metadata"]["name"] = "grid-no-step"
+    cluster.create(body)
+    last = cluster.verdict("grid-no-step")
+    assert (last["type"], last["reason"]) == ("Failed", "ExperimentFailed")
+    assert (
+        last["message"]
+        == "Suggestion has failed: Param lr step is nil; For discrete search space, all parameters must include step"
+    )
+    assert cluster.trials("grid-no-step") == []
