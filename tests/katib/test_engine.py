@@ -33,6 +33,7 @@ class Cluster:
     def __init__(self, kubeconfig: Path) -> None:
         from kubernetes import client, config
 
+        self.kubeconfig = kubeconfig
         api_client = config.new_client_from_config(str(kubeconfig))
         self.custom = client.CustomObjectsApi(api_client)
         self.core = client.CoreV1Api(api_client)
@@ -221,3 +222,56 @@ def test_grid_without_steps_fails_as_on_katib(cluster: Cluster) -> None:
         == "Suggestion has failed: Param lr step is nil; For discrete search space, all parameters must include step"
     )
     assert cluster.trials("grid-no-step") == []
+
+
+def bowl(lr: float, layers: int) -> None:
+    """Parameters arrive typed from kubetrain's OptimizerClient."""
+    assert isinstance(lr, float) and isinstance(layers, int), (lr, layers)
+    print(f"loss={(lr - 0.3) ** 2 + (layers - 2) ** 2}", flush=True)
+
+
+def test_kubetrains_optimizer_client_passes_typed_values_and_raises_on_failure(
+    cluster: Cluster,
+) -> None:
+    from kubetrain.client import CustomTrainer, KubernetesBackendConfig, OptimizerClient
+    from kubetrain.client.optimizer import (
+        Objective,
+        Search,
+        TrainJobTemplate,
+        TrialConfig,
+        TuningAlgorithm,
+    )
+
+    with OptimizerClient(
+        KubernetesBackendConfig(config_file=str(cluster.kubeconfig), namespace="default")
+    ) as client:
+        template = TrainJobTemplate(CustomTrainer(func=bowl, num_nodes=1), runtime="python-nodes")
+        name = client.optimize(
+            template,
+            search_space={"lr": Search.uniform(0.0, 1.0), "layers": Search.int_uniform(1, 3)},
+            trial_config=TrialConfig(num_trials=4, parallel_trials=2, max_failed_trials=0),
+            objectives=[Objective("loss", "minimize")],
+            algorithm=TuningAlgorithm("tpe", {"random_state": 5}),
+        )
+        job = client.wait_for_job_status(name, timeout=120, polling_interval=0.5)
+        assert [t.status for t in job.trials] == ["Succeeded"] * 4
+        best = client.get_best_results(name)
+        assert (
+            best is not None
+            and isinstance(best.parameters["lr"], float)
+            and isinstance(best.parameters["layers"], int)
+        )
+        assert float(best.metrics[0].latest) == min(float(t.metrics[0].latest) for t in job.trials)
+        # A trial whose values break the function: the search fails, and says why.
+        failing = client.optimize(
+            template,
+            search_space={"lr": Search.choice(["x"]), "layers": Search.int_uniform(1, 3)},
+            trial_config=TrialConfig(num_trials=2, parallel_trials=1, max_failed_trials=0),
+        )
+        with pytest.raises(
+            RuntimeError,
+            match=r"Experiment .* is Failed: Experiment has failed because max failed count has reached",
+        ):
+            client.wait_for_job_status(failing, timeout=120, polling_interval=0.5)
+        client.delete_job(name)
+        assert name not in [j.name for j in client.list_jobs()]

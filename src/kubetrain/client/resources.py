@@ -14,10 +14,13 @@ from kubetrain.api import labels as L
 
 __all__ = [
     "CLUSTER_TRAINING_RUNTIME",
+    "EXPERIMENT",
     "JOBSET",
     "POD",
+    "SUGGESTION",
     "TRAINING_RUNTIME",
     "TRAINJOB",
+    "TRIAL",
     "KindInfo",
     "resolve_kind",
     "resource_for",
@@ -54,8 +57,20 @@ CLUSTER_TRAINING_RUNTIME = KindInfo(
 JOBSET = KindInfo(L.JOBSET_API_VERSION, L.JOBSET_KIND, "jobsets", True)
 POD = KindInfo("v1", "Pod", "pods", True)
 EVENT = KindInfo("v1", "Event", "events", True)
+# Katib's kinds (hyperparameter search), served by the local engine and by Katib on a cluster.
+EXPERIMENT = KindInfo("kubeflow.org/v1beta1", "Experiment", "experiments", True)
+TRIAL = KindInfo("kubeflow.org/v1beta1", "Trial", "trials", True)
+SUGGESTION = KindInfo("kubeflow.org/v1beta1", "Suggestion", "suggestions", True)
 
-_CUSTOM = (TRAINJOB, TRAINING_RUNTIME, CLUSTER_TRAINING_RUNTIME, JOBSET)
+_CUSTOM = (
+    TRAINJOB,
+    TRAINING_RUNTIME,
+    CLUSTER_TRAINING_RUNTIME,
+    JOBSET,
+    EXPERIMENT,
+    TRIAL,
+    SUGGESTION,
+)
 
 # What people type -> kinds. ``runtimes`` means both runtime kinds: users rarely care which.
 _ALIASES: dict[str, tuple[KindInfo, ...]] = {}
@@ -65,6 +80,9 @@ for _info, _names in (
     (CLUSTER_TRAINING_RUNTIME, ("clustertrainingruntime", "clustertrainingruntimes", "ctr")),
     (POD, ("pod", "pods", "po")),
     (JOBSET, ("jobset", "jobsets", "js")),
+    (EXPERIMENT, ("experiment", "experiments", "exp")),
+    (TRIAL, ("trial", "trials")),
+    (SUGGESTION, ("suggestion", "suggestions")),
 ):
     for _n in _names:
         _ALIASES[_n] = (_info,)
