@@ -30,9 +30,11 @@ from kubetrain.controller.informer import Informer, object_key
 from kubetrain.controller.kube import TRANSPORT_ERRORS, ApiError, KubeClient
 from kubetrain.controller.resources import TRAINJOB, Kind
 from kubetrain.controller.workqueue import QueueShutDown, WorkQueue
+from kubetrain.runtime.katib.earlystop import median_stop_rule, should_stop
 from kubetrain.runtime.katib.experiment import EXPERIMENT_LABEL, KATIB_API_VERSION
 from kubetrain.runtime.katib.trials import (
     MetricLog,
+    condition,
     experiment_status,
     is_completed,
     is_finished,
@@ -41,8 +43,10 @@ from kubetrain.runtime.katib.trials import (
     next_trial_status,
     observation,
     parse_metric_lines,
+    set_condition,
     trainjob_for,
     trial_name,
+    trial_state,
     trials_wanted,
 )
 
@@ -57,7 +61,10 @@ TRIAL = Kind(KATIB_API_VERSION, "Trial", "trials")
 SUGGESTION = Kind(KATIB_API_VERSION, "Suggestion", "suggestions")
 POD = Kind("v1", "Pod", "pods")
 Key = tuple[str, str]
-_RETRIED: tuple[type[Exception], ...] = (ApiError, *TRANSPORT_ERRORS)  # (namespace, experiment name)
+_RETRIED: tuple[type[Exception], ...] = (
+    ApiError,
+    *TRANSPORT_ERRORS,
+)  # (namespace, experiment name)
 
 
 def _now(clock: Callable[[], datetime]) -> str:
@@ -249,6 +256,12 @@ class ExperimentController:
         await self._adopt(trial, job)
         outcome, _ = job_outcome(trial, job)
         observed = None
+        requeue = None
+        if outcome == "Running" and (trial.get("spec") or {}).get("earlyStoppingRules"):
+            stopped = await self._maybe_stop_early(trial, job)
+            if stopped is not None:
+                return stopped, None
+            requeue = 1.0  # the rule is checked on the trial's output as it runs
         if outcome in ("Succeeded", "Failed"):
             observed = await self._collect(trial, job)
         elif (job.get("status") or {}).get("trainerStatus"):
@@ -257,7 +270,65 @@ class ExperimentController:
         status = next_trial_status(trial, job, observed, _now(self._clock))
         if outcome == "Running" and observed is not None:
             status["observation"] = observed
-        return await self._write_status(TRIAL, trial, status, self.trials), None
+        return await self._write_status(TRIAL, trial, status, self.trials), requeue
+
+    async def _objective_values(self, trial: Obj) -> list[float]:
+        spec = trial.get("spec") or {}
+        metric = str((spec.get("objective") or {}).get("objectiveMetricName"))
+        values = []
+        for entry in await self._stdout_logs(trial, [metric]):
+            try:
+                values.append(float(entry.value))
+            except ValueError:
+                continue
+        return values
+
+    async def _early_stopping_rules(
+        self, experiment: Obj, trials: list[Obj]
+    ) -> list[dict[str, Any]]:
+        if not (experiment["spec"].get("earlyStopping") or {}).get("algorithmName"):
+            return []
+        histories = [
+            await self._objective_values(t) for t in trials if trial_state(t) == "Succeeded"
+        ]
+        return median_stop_rule(experiment, histories)
+
+    async def _maybe_stop_early(self, trial: Obj, job: Obj) -> Obj | None:
+        """medianstop: suspend the TrainJob (its processes stop) and mark the Trial EarlyStopped
+        when its objective so far breaks a rule at the rule's start step."""
+        spec = trial.get("spec") or {}
+        values = await self._objective_values(trial)
+        maximize = (spec.get("objective") or {}).get("type") == "maximize"
+        if not should_stop(spec.get("earlyStoppingRules") or [], values, maximize):
+            return None
+        namespace, name = object_key(trial)
+        await self.client.patch(
+            TRAINJOB.api_version,
+            TRAINJOB.plural,
+            name,
+            {"spec": {"suspend": True}},
+            namespace=namespace,
+        )
+        now = _now(self._clock)
+        logs = await self._stdout_logs(trial, self._metric_names(trial))
+        status = json.loads(json.dumps(trial.get("status") or {}))
+        status["observation"] = observation(
+            logs, (spec.get("objective") or {}).get("metricStrategies") or []
+        )
+        conditions = status.setdefault("conditions", [])
+        set_condition(
+            conditions,
+            condition("Running", "TrialNotRunning", "Trial is not running", now, "False"),
+        )
+        set_condition(
+            conditions,
+            condition("EarlyStopped", "TrialEarlyStopped", "Trial is early stopped", now),
+        )
+        status["completionTime"] = now
+        self.events.record(
+            trial, "Normal", "TrialEarlyStopped", f"Trial {name} is early stopped by medianstop"
+        )
+        return await self._write_status(TRIAL, trial, status, self.trials)
 
     async def _adopt(self, trial: Obj, job: Obj) -> None:
         """Hand the TrainJob from the Experiment to its Trial (see the module's docstring)."""
@@ -374,9 +445,12 @@ class ExperimentController:
             self.events.record(experiment, "Warning", "SuggestionFailed", str(err))
             return None
         created = 0
+        rules = await self._early_stopping_rules(experiment, trials)
         for assignment in assignments:
             name = trial_name(meta["name"], self._rand)
             trial, job = new_trial(experiment, name, assignment, _now(self._clock))
+            if rules:
+                trial["spec"]["earlyStoppingRules"] = rules
             job["metadata"]["ownerReferences"] = [
                 {
                     "apiVersion": KATIB_API_VERSION,
