@@ -275,3 +275,87 @@ def test_kubetrains_optimizer_client_passes_typed_values_and_raises_on_failure(
             client.wait_for_job_status(failing, timeout=120, polling_interval=0.5)
         client.delete_job(name)
         assert name not in [j.name for j in client.list_jobs()]
+
+
+def test_medianstop_stops_a_trial_worse_than_the_finished_ones(cluster: Cluster) -> None:
+    # Grid with random_state 1 tries lr=0.1 first (it succeeds), then 0.9, which reports a
+    # worse loss at its second report and would then sleep for two minutes.
+    script = (
+        "import time\nv = float('${trialParameters.lr}')\n"
+        "for _ in range(3):\n    print(f'loss={v}', flush=True)\n    time.sleep(0.3)\n"
+        "time.sleep(120 if v > 0.5 else 0)\n"
+    )
+    body = command(
+        experiment(
+            "stopper",
+            algorithm={"algorithmName": "grid", "algorithmSettings": [{"name": "random_state", "value": "1"}]},
+            maxTrialCount=2,
+            parallelTrialCount=1,
+            parameters=[{"name": "lr", "parameterType": "categorical", "feasibleSpace": {"list": ["0.1", "0.9"]}}],
+            earlyStopping={"algorithmName": "medianstop", "algorithmSettings": [{"name": "min_trials_required", "value": "1"}, {"name": "start_step", "value": "2"}]},
+        ),
+        "python", "-c", script,
+    )  # fmt: skip
+    started = time.monotonic()
+    cluster.create(body)
+    assert cluster.verdict("stopper")["reason"] == "ExperimentMaxTrialsReached"
+    assert time.monotonic() - started < 100
+    by_lr = {t["spec"]["parameterAssignments"][0]["value"]: t for t in cluster.trials("stopper")}
+    first, second = by_lr["0.1"], by_lr["0.9"]
+    assert first["status"]["conditions"][-1]["type"] == "Succeeded"
+    assert second["spec"]["earlyStoppingRules"] == [
+        {"name": "loss", "value": "0.1", "comparison": "greater", "startStep": 2}
+    ]
+    assert (
+        second["status"]["conditions"][-1]["type"],
+        second["status"]["conditions"][-1]["reason"],
+    ) == ("EarlyStopped", "TrialEarlyStopped")
+    assert cluster.experiment("stopper")["status"]["trialsEarlyStopped"] == 1
+    cluster.until(
+        "the stopped trial's process to end", lambda: not processes("time.sleep(120 if v")
+    )
+
+
+def test_the_cli_tunes_lists_describes_and_deletes_an_experiment(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    import sys
+
+    path = tmp_path / "experiment.yaml"
+    path.write_text(yaml.safe_dump(experiment("cli-search", maxTrialCount=2, parallelTrialCount=2)))
+
+    def kubetrain(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "kubetrain.cli.main", *argv, "--kubeconfig", str(cluster.kubeconfig)],
+            capture_output=True, text=True, timeout=150,
+        )  # fmt: skip
+
+    tuned = kubetrain("tune", "-f", str(path))
+    assert tuned.returncode == 0, tuned.stderr
+    assert "experiment.kubeflow.org/cli-search created" in tuned.stdout
+    assert (
+        "experiment cli-search Complete: Experiment has succeeded because max trial count has reached; best loss="
+        in tuned.stdout
+    )
+    listed = kubetrain("get", "experiments").stdout
+    assert listed.split("\n")[0].split() == [
+        "NAME",
+        "STATE",
+        "ALGORITHM",
+        "TRIALS",
+        "RUNNING",
+        "SUCCEEDED",
+        "FAILED",
+        "BEST",
+        "AGE",
+    ]
+    (row,) = [line.split()[:7] for line in listed.splitlines() if line.startswith("cli-search ")]
+    assert row == ["cli-search", "Complete", "random", "2/2", "0", "2", "0"]
+    trials = kubetrain("get", "trials").stdout
+    assert trials.count("cli-search-") == 2 and "Succeeded" in trials
+    described = kubetrain("describe", "experiment", "cli-search").stdout
+    assert "Objective:     minimize loss" in described and "Best trial:" in described
+    deleted = kubetrain("delete", "experiment", "cli-search")
+    assert deleted.returncode == 0, deleted.stderr
+    assert 'experiment.kubeflow.org "cli-search" deleted' in deleted.stdout
+    assert not [j for j in cluster.trainjobs() if j["metadata"]["name"].startswith("cli-search-")]

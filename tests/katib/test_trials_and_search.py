@@ -438,3 +438,23 @@ def test_a_restarted_suggester_learns_from_trials_it_never_asked_for() -> None:
     suggester = Suggester(body)
     suggester.suggest(history, 1)
     assert len(suggester._study.trials) == 4  # three told, one asked
+
+
+def test_medianstop_rule_is_the_mean_of_first_averages_once_enough_trials_succeeded() -> None:
+    from kubetrain.runtime.katib.earlystop import median_stop_rule, should_stop
+
+    body = made(
+        earlyStopping={
+            "algorithmName": "medianstop",
+            "algorithmSettings": [
+                {"name": "min_trials_required", "value": "2"},
+                {"name": "start_step", "value": "2"},
+            ],
+        }
+    )
+    assert median_stop_rule(body, [[1.0, 3.0, 0.0]]) == []
+    (rule,) = median_stop_rule(body, [[1.0, 3.0, 0.0], [2.0, 2.0]])
+    assert rule == {"name": "loss", "value": "2.0", "comparison": "greater", "startStep": 2}
+    assert not should_stop([rule], [5.0], maximize=False)  # not at the start step yet
+    assert should_stop([rule], [5.0, 2.5, 0.1], maximize=False)  # best of the first two > 2.0
+    assert not should_stop([rule], [5.0, 1.5], maximize=False)
