@@ -458,3 +458,27 @@ def test_medianstop_rule_is_the_mean_of_first_averages_once_enough_trials_succee
     assert not should_stop([rule], [5.0], maximize=False)  # not at the start step yet
     assert should_stop([rule], [5.0, 2.5, 0.1], maximize=False)  # best of the first two > 2.0
     assert not should_stop([rule], [5.0, 1.5], maximize=False)
+
+
+@pytest.mark.parametrize(
+    ("policy", "restarted"),
+    [
+        pytest.param("LongRunning", True, id="LongRunning restarts when maxTrialCount is raised"),
+        pytest.param("Never", False, id="Never stays finished"),
+    ],
+)
+def test_raising_max_trial_count_restarts_only_a_resumable_experiment(
+    policy: str, restarted: bool
+) -> None:
+    body = made(resumePolicy=policy)
+    body["status"] = experiment_status(body, [trial(n, "Succeeded", "0.5") for n in "abcd"], NOW)
+    body["spec"]["maxTrialCount"] = 6
+    again = experiment_status(body, [trial(n, "Succeeded", "0.5") for n in "abcd"], NOW)
+    assert verdict(again) == (
+        ("Running", "ExperimentRunning")
+        if restarted
+        else ("Succeeded", "ExperimentMaxTrialsReached")
+    )
+    assert trials_wanted(
+        {**body, "status": again}, [trial(n, "Succeeded", "0.5") for n in "abcd"]
+    ) == (2 if restarted else 0)

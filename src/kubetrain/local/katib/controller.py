@@ -445,40 +445,43 @@ class ExperimentController:
             self.events.record(experiment, "Warning", "SuggestionFailed", str(err))
             return None
         created = 0
-        rules = await self._early_stopping_rules(experiment, trials)
-        for assignment in assignments:
-            name = trial_name(meta["name"], self._rand)
-            trial, job = new_trial(experiment, name, assignment, _now(self._clock))
-            if rules:
-                trial["spec"]["earlyStoppingRules"] = rules
-            job["metadata"]["ownerReferences"] = [
-                {
-                    "apiVersion": KATIB_API_VERSION,
-                    "kind": "Experiment",
-                    "name": meta["name"],
-                    "uid": uid,
-                    "controller": False,
-                    "blockOwnerDeletion": True,
-                }
-            ]
-            job_obj = await self.client.create(TRAINJOB.api_version, TRAINJOB.plural, job)
-            self.trainjobs.observe(job_obj)
-            status = trial.pop("status")
-            made = await self.client.create(TRIAL.api_version, TRIAL.plural, trial)
-            made = await self.client.patch(
-                TRIAL.api_version,
-                TRIAL.plural,
-                name,
-                {"status": status},
-                namespace=meta["namespace"],
-                subresource="status",
-            )
-            self.trials.observe(made)
-            suggester.bind(name)
-            trials.append(made)
-            await self._adopt(made, job_obj)
-            created += 1
-            self.events.record(made, "Normal", "JobCreated", f"TrainJob {name} is created")
+        try:
+            rules = await self._early_stopping_rules(experiment, trials)
+            for assignment in assignments:
+                name = trial_name(meta["name"], self._rand)
+                trial, job = new_trial(experiment, name, assignment, _now(self._clock))
+                if rules:
+                    trial["spec"]["earlyStoppingRules"] = rules
+                job["metadata"]["ownerReferences"] = [
+                    {
+                        "apiVersion": KATIB_API_VERSION,
+                        "kind": "Experiment",
+                        "name": meta["name"],
+                        "uid": uid,
+                        "controller": False,
+                        "blockOwnerDeletion": True,
+                    }
+                ]
+                job_obj = await self.client.create(TRAINJOB.api_version, TRAINJOB.plural, job)
+                self.trainjobs.observe(job_obj)
+                status = trial.pop("status")
+                made = await self.client.create(TRIAL.api_version, TRIAL.plural, trial)
+                suggester.bind(name)
+                made = await self.client.patch(
+                    TRIAL.api_version,
+                    TRIAL.plural,
+                    name,
+                    {"status": status},
+                    namespace=meta["namespace"],
+                    subresource="status",
+                )
+                self.trials.observe(made)
+                trials.append(made)
+                await self._adopt(made, job_obj)
+                created += 1
+                self.events.record(made, "Normal", "JobCreated", f"TrainJob {name} is created")
+        finally:
+            suggester.discard_pending()  # left only when a create failed
         await self._record_suggestions(suggestion, trials)
         return created
 

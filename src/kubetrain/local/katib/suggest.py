@@ -19,6 +19,7 @@ Katib's points: different libraries draw differently).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import warnings
@@ -170,6 +171,16 @@ class Suggester:
         """Name the oldest unnamed suggestion: the Trial created for it."""
         if self._pending:
             self._numbers[trial_name] = self._pending.pop(0)
+
+    def discard_pending(self) -> None:
+        """Give up the suggestions no Trial was created for (a failed create): they count as
+        failed Optuna trials, so a later tell never lands on the wrong parameters."""
+        import optuna
+
+        for number in self._pending:
+            with contextlib.suppress(RuntimeError, ValueError):
+                self._study.tell(number, state=optuna.trial.TrialState.FAIL)
+        self._pending.clear()
 
     def suggest(
         self, trials: Sequence[Mapping[str, Any]], count: int

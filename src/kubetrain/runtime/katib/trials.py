@@ -20,6 +20,7 @@ from kubetrain.runtime.katib.experiment import (
     EXPERIMENT_LABEL,
     KATIB_API_VERSION,
     condition_type,
+    restartable,
 )
 
 __all__ = [
@@ -528,7 +529,15 @@ def experiment_status(
     if old.get("completionTime"):
         status["completionTime"] = old["completionTime"]
     if _terminal(conditions):
-        return status
+        if not (restartable(experiment) and seen.completed < int(spec.get("maxTrialCount") or 0)):
+            return status
+        # maxTrialCount raised on a LongRunning/FromVolume Experiment that ran out of trials:
+        # Katib restarts it.
+        conditions[:] = [c for c in conditions if c.get("type") not in ("Succeeded", "Running")]
+        conditions.append(
+            condition("Running", "ExperimentRestarting", "Experiment is restarting", now)
+        )
+        status.pop("completionTime", None)
     objective = spec.get("objective") or {}
     max_failed = spec.get("maxFailedTrialCount")
     failed = seen.count("Failed", "MetricsUnavailable")
