@@ -359,3 +359,40 @@ def test_the_cli_tunes_lists_describes_and_deletes_an_experiment(
     assert deleted.returncode == 0, deleted.stderr
     assert 'experiment.kubeflow.org "cli-search" deleted' in deleted.stdout
     assert not [j for j in cluster.trainjobs() if j["metadata"]["name"].startswith("cli-search-")]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "line"),
+    [
+        pytest.param("TEXT", "loss={v}", id="TEXT lines"),
+        pytest.param("JSON", '{{"loss": "{v}"}}', id="JSON lines with string values"),
+    ],
+)
+def test_the_file_collector_reads_the_metrics_file_the_trial_writes(
+    cluster: Cluster, fmt: str, line: str
+) -> None:
+    name = f"file-{fmt.lower()}"
+    script = (
+        "v = float('${trialParameters.lr}')\n"
+        f"open('/var/log/katib/metrics.log', 'w').write(f'{line}\\n')\n"
+        "print('loss=999 on stdout is not the file', flush=True)\n"
+    )
+    collector = {
+        "collector": {"kind": "File"},
+        "source": {
+            "fileSystemPath": {"path": "/var/log/katib/metrics.log", "kind": "File", "format": fmt}
+        },
+    }
+    cluster.create(
+        command(
+            experiment(name, maxTrialCount=1, parallelTrialCount=1, metricsCollectorSpec=collector),
+            "python",
+            "-c",
+            script,
+        )
+    )
+    assert cluster.verdict(name)["reason"] == "ExperimentMaxTrialsReached"
+    (trial,) = cluster.trials(name)
+    lr = float(trial["spec"]["parameterAssignments"][0]["value"])
+    (loss,) = trial["status"]["observation"]["metrics"]
+    assert float(loss["latest"]) == pytest.approx(lr)

@@ -30,6 +30,7 @@ from kubetrain.controller.informer import Informer, object_key
 from kubetrain.controller.kube import TRANSPORT_ERRORS, ApiError, KubeClient
 from kubetrain.controller.resources import TRAINJOB, Kind
 from kubetrain.controller.workqueue import QueueShutDown, WorkQueue
+from kubetrain.runtime.katib.admission import METRICS_FILE_MARKER
 from kubetrain.runtime.katib.earlystop import median_stop_rule, should_stop
 from kubetrain.runtime.katib.experiment import EXPERIMENT_LABEL, KATIB_API_VERSION
 from kubetrain.runtime.katib.trials import (
@@ -420,6 +421,13 @@ class ExperimentController:
         except ApiError as err:
             log.info("trial %s: no output to read metrics from: %s", name, err)
             return []
+        kind = (collector.get("collector") or {}).get("kind")
+        if kind == "File":
+            # What the primary container printed after its metrics file marker (see
+            # kubetrain.runtime.katib.admission); nothing when the file never appeared.
+            text = text.partition(METRICS_FILE_MARKER + "\n")[2]
+            fmt = (source.get("fileSystemPath") or {}).get("format")
+            return parse_metric_lines(text, names, formats, json_lines=fmt == "JSON")
         return parse_metric_lines(text, names, formats)
 
     def _suggestion_failure(self, experiment: Obj) -> tuple[str, str] | None:

@@ -5,6 +5,7 @@ primary pod's output served as the collector container's log)."""
 from __future__ import annotations
 
 import copy
+import shlex
 from typing import Any, Protocol
 
 from kubetrain.api.errors import FieldError
@@ -15,11 +16,15 @@ from kubetrain.runtime.katib.experiment import (
     validate_experiment,
 )
 
-__all__ = ["COLLECTOR_CONTAINER", "TRIAL_LABEL", "KatibAdmission"]
+__all__ = ["COLLECTOR_CONTAINER", "METRICS_FILE_MARKER", "TRIAL_LABEL", "KatibAdmission"]
 
 TRIAL_LABEL = "katib.kubeflow.org/trial"
 # The sidecar Katib injects for StdOut/File collectors; the official SDK reads its log.
 COLLECTOR_CONTAINER = "metrics-logger-and-collector"
+# File collector: after the training process ends, the primary container prints this line and
+# then the metrics file, which the Experiment controller reads from the pod's log (locally there
+# is no sidecar to share the file with).
+METRICS_FILE_MARKER = "--- kubetrain: katib metrics file ---"
 
 
 class _Reader(Protocol):
@@ -80,4 +85,29 @@ def _trial_pod(pod: dict[str, Any], reader: _Reader) -> dict[str, Any]:
             if all(meta["labels"].get(k) == v for k, v in wanted.items()):
                 annotations = meta.setdefault("annotations", {})
                 annotations[LOG_ALIASES_ANNOTATION] = f"{COLLECTOR_CONTAINER}={primary}"
+                _file_collector(pod, container, spec.get("metricsCollector") or {})
     return pod
+
+
+def _file_collector(
+    pod: dict[str, Any], container: dict[str, Any], collector: dict[str, Any]
+) -> None:
+    """Katib's File collector without a sidecar: the file's folder is an emptyDir (Katib's
+    ``metrics-volume``), and the file is printed after the command ends, exit code kept."""
+    if (collector.get("collector") or {}).get("kind") != "File" or not container.get("command"):
+        return
+    path = str(((collector.get("source") or {}).get("fileSystemPath") or {}).get("path") or "")
+    folder = path.rpartition("/")[0] or "/"
+    volumes = pod.setdefault("spec", {}).setdefault("volumes", [])
+    if not any(v.get("name") == "metrics-volume" for v in volumes):
+        volumes.append({"name": "metrics-volume", "emptyDir": {}})
+        container.setdefault("volumeMounts", []).append(
+            {"name": "metrics-volume", "mountPath": folder}
+        )
+    script = (
+        '"$@"; rc=$?; '
+        f"echo {shlex.quote(METRICS_FILE_MARKER)}; cat {shlex.quote(path)} 2>/dev/null; exit $rc"
+    )
+    argv = [*container["command"], *(container.get("args") or [])]
+    container["command"] = ["sh", "-c", script, "sh", *argv]
+    container.pop("args", None)
