@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import os
+import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -396,3 +397,17 @@ def test_the_file_collector_reads_the_metrics_file_the_trial_writes(
     lr = float(trial["spec"]["parameterAssignments"][0]["value"])
     (loss,) = trial["status"]["observation"]["metrics"]
     assert float(loss["latest"]) == pytest.approx(lr)
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kubectl_prints_katibs_columns(cluster: Cluster) -> None:
+    cluster.create(experiment("columns", maxTrialCount=1, parallelTrialCount=1))
+    cluster.verdict("columns")
+    out = subprocess.run(
+        ["kubectl", "--kubeconfig", str(cluster.kubeconfig), "get", "experiment,suggestion", "columns"],
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    assert out[0].split() == ["NAME", "TYPE", "STATUS", "AGE"]
+    assert out[1].split()[:3] == ["experiment.kubeflow.org/columns", "Succeeded", "True"]
+    assert out[3].split() == ["NAME", "TYPE", "STATUS", "REQUESTED", "ASSIGNED", "AGE"]
+    assert out[4].split()[:5] == ["suggestion.kubeflow.org/columns", "Succeeded", "True", "1", "1"]
