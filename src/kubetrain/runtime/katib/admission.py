@@ -68,8 +68,11 @@ def _trial_pod(pod: dict[str, Any], reader: _Reader) -> dict[str, Any]:
     job = reader.get(TRAINER_API_VERSION, "TrainJob", namespace, job_name)
     if trial is None or job is None:
         return pod
-    trial_uid = trial["metadata"].get("uid")
-    if not any(o.get("uid") == trial_uid for o in job["metadata"].get("ownerReferences") or []):
+    # The TrainJob belongs to the Trial, or, for the moment before the Trial exists, to the
+    # Trial's Experiment (see kubetrain.local.katib.controller).
+    owners = {r.get("uid") for r in trial["metadata"].get("ownerReferences") or []}
+    owners.add(trial["metadata"].get("uid"))
+    if not any(o.get("uid") in owners for o in job["metadata"].get("ownerReferences") or []):
         return pod
     pod = copy.deepcopy(pod)
     meta = pod["metadata"]
