@@ -72,6 +72,7 @@ def _trial_pod(pod: dict[str, Any], reader: _Reader) -> dict[str, Any]:
     # Trial's Experiment (see kubetrain.local.katib.controller).
     owners = {r.get("uid") for r in trial["metadata"].get("ownerReferences") or []}
     owners.add(trial["metadata"].get("uid"))
+    owners.discard(None)
     if not any(o.get("uid") in owners for o in job["metadata"].get("ownerReferences") or []):
         return pod
     pod = copy.deepcopy(pod)
