@@ -12,7 +12,7 @@ PUBLIC = {
     "CustomTrainer", "CustomTrainerContainer", "Event", "HuggingFaceDatasetInitializer",
     "HuggingFaceModelInitializer", "Initializer", "JobClient", "KubernetesBackendConfig", "Labels",
     "LocalBackendConfig", "Name", "NotFoundError", "Runtime", "S3DatasetInitializer",
-    "S3ModelInitializer", "Step", "TorchTuneConfig", "TrainJob", "TrainerArgs", "TrainerClient",
+    "S3ModelInitializer", "Step", "TorchTuneConfig", "TrainJob", "TrainerArgs", "TrainerClient", "OptimizerClient",
     "TrainerCommand", "connect",
 }  # fmt: skip
 

@@ -29,6 +29,7 @@ __all__ = [
     "JOB_NAME_LABEL",
     "KUEUE_MANAGED_BY",
     "KUEUE_PATCH_MANAGER",
+    "LOG_ALIASES_ANNOTATION",
     "MANAGED_BY_LABEL",
     "MANAGED_BY_RUNTIMES_INSTALLER",
     "MANAGED_BY_VALUES",
@@ -118,3 +119,8 @@ VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 # --- server-side apply field managers ----------------------------------------------------------
 FIELD_MANAGER = "trainer"
 FIELD_MANAGER_STATUS = "trainer-status"
+
+# --- kubetrain's own pod annotations -----------------------------------------------------------
+# "alias=container,...": pods/log serves the alias's log from that container (Katib's metrics
+# collector sidecar, which the SDK reads, is the trial's primary container locally).
+LOG_ALIASES_ANNOTATION = "kubetrain.kubeflow.org/log-aliases"

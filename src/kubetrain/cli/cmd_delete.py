@@ -10,7 +10,12 @@ __all__ = ["add_arguments", "run"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from kubetrain.client.connection import add_connection_arguments
 
-    parser.add_argument("names", nargs="*", metavar="JOB", help="TrainJob name(s)")
+    parser.add_argument(
+        "names",
+        nargs="*",
+        metavar="JOB",
+        help="TrainJob name(s), or `experiment NAME...` for hyperparameter searches",
+    )
     parser.add_argument(
         "-f",
         "--filename",
@@ -56,14 +61,28 @@ def _run(args: argparse.Namespace) -> int:
     objs = read_objects(args.filename) if args.filename else []
     code = 0
     with JobClient(connect_from_args(args)) as jc:
+        kind, names = R.TRAINJOB, list(args.names)
+        if len(names) > 1 and R.resolve_kind(names[0]) == (R.EXPERIMENT,):
+            kind, names = R.EXPERIMENT, names[1:]
         targets = objs or [
-            {"apiVersion": R.TRAINJOB.api_version, "kind": R.TRAINJOB.kind, "metadata": {"name": n}}
-            for n in args.names
+            {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": {"name": n}}
+            for n in names
         ]
         deleted_jobs: list[tuple[str, str | None]] = []
         # Reverse file order, as kubectl does: a file's TrainJob goes before the runtime it uses.
         for obj in reversed(targets) if objs else targets:
             name = obj["metadata"].get("name", "")
+            trials: list[str] = []
+            if (obj.get("apiVersion"), obj.get("kind")) == (
+                R.EXPERIMENT.api_version,
+                R.EXPERIMENT.kind,
+            ):
+                # Its trials' TrainJobs go with it (ownerReferences); wait for their processes.
+                selector = {"katib.kubeflow.org/experiment": name}
+                trials = [
+                    t["metadata"]["name"]
+                    for t in jc.objects(R.TRIAL, obj["metadata"].get("namespace"), selector)
+                ]
             try:
                 info = jc.delete_object(obj)
             except NotFoundError as exc:
@@ -73,6 +92,7 @@ def _run(args: argparse.Namespace) -> int:
                 continue
             if info == R.TRAINJOB:
                 deleted_jobs.append((name, obj["metadata"].get("namespace")))
+            deleted_jobs += [(t, obj["metadata"].get("namespace")) for t in trials]
             print(f'{info.qualified} "{name}" deleted', flush=True)
         if args.wait:
             for name, ns in deleted_jobs:

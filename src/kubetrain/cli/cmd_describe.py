@@ -26,8 +26,8 @@ def _short_command(command: list[object]) -> str:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from kubetrain.client.connection import add_connection_arguments
 
-    parser.add_argument("kind", metavar="KIND", help="trainjob")
-    parser.add_argument("name", metavar="NAME", help="TrainJob name")
+    parser.add_argument("kind", metavar="KIND", help="trainjob | experiment")
+    parser.add_argument("name", metavar="NAME", help="TrainJob or Experiment name")
     add_connection_arguments(parser)
 
 
@@ -35,9 +35,11 @@ def run(args: argparse.Namespace) -> int:
     from kubetrain.client import resources as R
     from kubetrain.client.present import guarded, print_error
 
+    if R.resolve_kind(args.kind) == (R.EXPERIMENT,):
+        return guarded(lambda: _run_experiment(args))
     if R.resolve_kind(args.kind) != (R.TRAINJOB,):
         print_error(
-            f'describe knows trainjobs; for "{args.kind}" use: kubetrain get {args.kind} NAME -o yaml'
+            f'describe knows trainjobs and experiments; for "{args.kind}" use: kubetrain get {args.kind} NAME -o yaml'
         )
         return 2
     return guarded(lambda: _run(args))
@@ -52,6 +54,20 @@ def _run(args: argparse.Namespace) -> int:
         pods = jc.pods(args.name)
         events = jc.events(args.name)
     print(describe_job(view, pods, events))
+    return 0
+
+
+def _run_experiment(args: argparse.Namespace) -> int:
+    from kubetrain.client import resources as R
+    from kubetrain.client.connection import connect_from_args
+    from kubetrain.client.jobs import JobClient
+    from kubetrain.client.tuning import describe_experiment
+
+    with JobClient(connect_from_args(args)) as jc:
+        experiment = jc.get(R.EXPERIMENT, args.name)
+        trials = jc.objects(R.TRIAL, labels={"katib.kubeflow.org/experiment": args.name})
+    trials.sort(key=lambda t: (t["metadata"].get("creationTimestamp") or "", t["metadata"]["name"]))
+    print(describe_experiment(experiment, trials))
     return 0
 
 

@@ -12,8 +12,8 @@ if TYPE_CHECKING:
 __all__ = ["add_arguments", "run"]
 
 KINDS_HELP = (
-    "trainjobs | runtimes | trainingruntimes | clustertrainingruntimes | pods "
-    "(comma-separated for several)"
+    "trainjobs | runtimes | trainingruntimes | clustertrainingruntimes | pods | "
+    "experiments | trials (comma-separated for several)"
 )
 
 Listing = list[tuple["KindInfo", list[dict[str, Any]]]]
@@ -138,7 +138,9 @@ def _table(
         views = jc.jobs_from(everything)
         headers = trainjob_headers(wide=wide, all_namespaces=all_ns)
         return headers, [trainjob_row(v, wide=wide, all_namespaces=all_ns) for v in views]
-    if infos[0] == R.POD:
+    if infos[0] in (R.EXPERIMENT, R.TRIAL, R.SUGGESTION):
+        headers, rows = _tuning_table(jc, infos[0], everything)
+    elif infos[0] == R.POD:
         headers = ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
         headers += ["EXIT CODE", "IP"] if wide else []
         rows = [pod_row(p, wide=wide) for p in everything]
@@ -153,3 +155,29 @@ def _table(
             for o, r in zip(everything, rows, strict=True)
         ]
     return headers, rows
+
+
+def _tuning_table(
+    jc: JobClient, info: KindInfo, objs: list[dict[str, Any]]
+) -> tuple[list[str], list[list[str]]]:
+    from kubetrain.client import resources as R
+    from kubetrain.client.tuning import (
+        EXPERIMENT_HEADERS,
+        TRIAL_HEADERS,
+        experiment_row,
+        trial_rows,
+    )
+
+    if info == R.EXPERIMENT:
+        return EXPERIMENT_HEADERS, [experiment_row(o) for o in objs]
+    if info == R.TRIAL:
+        return ["EXPERIMENT", *TRIAL_HEADERS], [
+            [str(o["metadata"].get("labels", {}).get("katib.kubeflow.org/experiment", "")), *row]
+            for o, row in zip(objs, trial_rows(None, objs), strict=True)
+        ]
+    rows = [
+        [o["metadata"]["name"], str((o.get("spec") or {}).get("requests", "")),
+         str((o.get("status") or {}).get("suggestionCount", 0))]
+        for o in objs
+    ]  # fmt: skip
+    return ["NAME", "REQUESTED", "ASSIGNED"], rows

@@ -45,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "cmd_upgrade_check",
         "check TrainJobs and runtimes written for Trainer v2.0-v2.2 against v2.3 (--fix)",
     ),
+    "tune": ("cmd_tune", "start a hyperparameter search (Katib Experiment) and follow its trials"),
 }
 
 

@@ -13,6 +13,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kubetrain.client.connection import Connection, connect
     from kubetrain.client.errors import ClientError, NotFoundError
     from kubetrain.client.jobs import JobClient
+    from kubetrain.client.optimizer import OptimizerClient
     from kubetrain.client.trainer_client import TrainerClient
     from kubetrain.client.types import (
         ActiveDeadlineSeconds,
@@ -56,6 +57,7 @@ __all__ = [
     "LocalBackendConfig",
     "Name",
     "NotFoundError",
+    "OptimizerClient",
     "Runtime",
     "S3DatasetInitializer",
     "S3ModelInitializer",
@@ -76,6 +78,8 @@ _MODULES = {
     "connect": "connection",
     "JobClient": "jobs",
     "TrainerClient": "trainer_client",
+    # Search space, objective and algorithm types live beside it in ``kubetrain.client.optimizer``.
+    "OptimizerClient": "optimizer",
 }
 
 

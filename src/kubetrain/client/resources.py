@@ -13,10 +13,13 @@ from typing import Any
 from kubetrain.kube.kinds import (
     CLUSTER_TRAINING_RUNTIME,
     EVENT,
+    EXPERIMENT,
     JOBSET,
     POD,
+    SUGGESTION,
     TRAINING_RUNTIME,
     TRAINJOB,
+    TRIAL,
     Kind,
     kind_for,
 )
@@ -24,10 +27,13 @@ from kubetrain.kube.kinds import (
 __all__ = [
     "CLUSTER_TRAINING_RUNTIME",
     "EVENT",
+    "EXPERIMENT",
     "JOBSET",
     "POD",
+    "SUGGESTION",
     "TRAINING_RUNTIME",
     "TRAINJOB",
+    "TRIAL",
     "KindInfo",
     "kind_from_discovery",
     "known_kind",
@@ -38,7 +44,15 @@ __all__ = [
 # The kinds come from the one table in kubetrain.kube.kinds.
 KindInfo = Kind
 
-_CUSTOM = (TRAINJOB, TRAINING_RUNTIME, CLUSTER_TRAINING_RUNTIME, JOBSET)
+_CUSTOM = (
+    TRAINJOB,
+    TRAINING_RUNTIME,
+    CLUSTER_TRAINING_RUNTIME,
+    JOBSET,
+    EXPERIMENT,
+    TRIAL,
+    SUGGESTION,
+)
 
 # What people type -> kinds. ``runtimes`` means both runtime kinds: users rarely care which.
 _ALIASES: dict[str, tuple[KindInfo, ...]] = {}
@@ -48,6 +62,9 @@ for _info, _names in (
     (CLUSTER_TRAINING_RUNTIME, ("clustertrainingruntime", "clustertrainingruntimes", "ctr")),
     (POD, ("pod", "pods", "po")),
     (JOBSET, ("jobset", "jobsets", "js")),
+    (EXPERIMENT, ("experiment", "experiments", "exp")),
+    (TRIAL, ("trial", "trials")),
+    (SUGGESTION, ("suggestion", "suggestions")),
 ):
     for _n in _names:
         _ALIASES[_n] = (_info,)

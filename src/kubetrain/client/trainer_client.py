@@ -164,6 +164,17 @@ class TrainerClient:
         options: Iterable[T.Option] | None = None,
     ) -> str:
         """Create a TrainJob and return its name (random unless ``Name(...)`` is given)."""
+        job = self.trainjob_body(runtime, initializer, trainer, options)
+        return self._jobs.apply_one(job).name
+
+    def trainjob_body(
+        self,
+        runtime: str | T.Runtime | None = None,
+        initializer: T.Initializer | None = None,
+        trainer: T.CustomTrainer | T.CustomTrainerContainer | T.BuiltinTrainer | None = None,
+        options: Iterable[T.Option] | None = None,
+    ) -> dict[str, Any]:
+        """The TrainJob ``train`` would create (the OptimizerClient's trial template too)."""
         name_of = runtime.name if isinstance(runtime, T.Runtime) else runtime or DEFAULT_RUNTIME
         rt = self._runtime_obj(name_of)
         spec_trainer: dict[str, Any] = {}
@@ -216,8 +227,7 @@ class TrainerClient:
         }
         for option in options or ():
             option.apply(job)
-        result = self._jobs.apply_one(job)
-        return result.name
+        return job
 
     # --- jobs --------------------------------------------------------------------------------
 

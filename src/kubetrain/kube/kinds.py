@@ -13,6 +13,7 @@ __all__ = [
     "CLUSTER_TRAINING_RUNTIME",
     "CONFIGMAP",
     "EVENT",
+    "EXPERIMENT",
     "JOBSET",
     "LEASE",
     "MUTATING_WEBHOOK_CONFIGURATION",
@@ -20,9 +21,11 @@ __all__ = [
     "POD_GROUP",
     "PRIORITY_CLASS",
     "SECRET",
+    "SUGGESTION",
     "TOKEN_REVIEW",
     "TRAINING_RUNTIME",
     "TRAINJOB",
+    "TRIAL",
     "VALIDATING_WEBHOOK_CONFIGURATION",
     "VOLCANO_POD_GROUP",
     "Kind",
@@ -60,6 +63,10 @@ SECRET = Kind("v1", "Secret", "secrets")
 EVENT = Kind("v1", "Event", "events")
 POD = Kind("v1", "Pod", "pods")
 LEASE = Kind("coordination.k8s.io/v1", "Lease", "leases")
+# Katib's kinds: hyperparameter searches, served by the local engine and by Katib on a cluster.
+EXPERIMENT = Kind("kubeflow.org/v1beta1", "Experiment", "experiments")
+TRIAL = Kind("kubeflow.org/v1beta1", "Trial", "trials")
+SUGGESTION = Kind("kubeflow.org/v1beta1", "Suggestion", "suggestions")
 POD_GROUP = Kind("scheduling.x-k8s.io/v1alpha1", "PodGroup", "podgroups")
 VOLCANO_POD_GROUP = Kind("scheduling.volcano.sh/v1beta1", "PodGroup", "podgroups")
 PRIORITY_CLASS = Kind("scheduling.k8s.io/v1", "PriorityClass", "priorityclasses", False)
@@ -87,6 +94,9 @@ _ALL = (
     EVENT,
     POD,
     LEASE,
+    EXPERIMENT,
+    TRIAL,
+    SUGGESTION,
     POD_GROUP,
     VOLCANO_POD_GROUP,
     PRIORITY_CLASS,

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kubetrain.api.labels import LOG_ALIASES_ANNOTATION
 from kubetrain.local.apiserver import errors as E
 
 __all__ = ["LogRequest", "log_file", "pick_container", "stream_log"]
@@ -55,6 +56,9 @@ def pick_container(pod: dict[str, Any], wanted: str) -> str:
     init_names = [c.get("name", "") for c in (spec.get("initContainers") or [])]
     name = str(pod["metadata"]["name"])
     if wanted:
+        alias = _aliases(pod).get(wanted)
+        if wanted not in names and alias in names:
+            return str(alias)
         if wanted not in names and wanted not in init_names:
             raise E.bad_request(f"container {wanted} is not valid for pod {name}")
         return wanted
@@ -69,6 +73,13 @@ def pick_container(pod: dict[str, Any], wanted: str) -> str:
         f"a container name must be specified for pod {name}, choose one of: [{' '.join(names)}]"
         + (f" or one of the init containers: [{' '.join(init_names)}]" if init_names else "")
     )
+
+
+def _aliases(pod: dict[str, Any]) -> dict[str, str]:
+    """A pod's log aliases (``alias=container,...``): another name for a container's log."""
+    text = (pod["metadata"].get("annotations") or {}).get(LOG_ALIASES_ANNOTATION) or ""
+    pairs = (item.partition("=") for item in str(text).split(",") if "=" in item)
+    return {alias.strip(): target.strip() for alias, _, target in pairs}
 
 
 def log_file(

@@ -212,6 +212,32 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
         "jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets", True, "jobset",
         subresources=frozenset({"status"}), printer_columns=_NAME_AGE, custom=True,
     ),
+    # Katib's kinds (kubeflow.org/v1beta1): its CRDs carry no schema (x-kubernetes-preserve-
+    # unknown-fields); Katib's webhooks do all checking, here kubetrain.runtime.katib's admission.
+    *(
+        ResourceDef(
+            "kubeflow.org", "v1beta1", kind, kind.lower() + "s", True, kind.lower(),
+            categories=("all", "kubeflow", "katib"), subresources=frozenset({"status"}),
+            printer_columns=(
+                PrinterColumn("Type", json_path=".status.conditions[-1:].type"),
+                PrinterColumn("Status", json_path=".status.conditions[-1:].status"),
+                *extra,
+                _age(),
+            ),
+            custom=True,
+        )
+        for kind, extra in (
+            ("Experiment", ()),
+            ("Trial", ()),
+            (
+                "Suggestion",
+                (
+                    PrinterColumn("Requested", "string", json_path=".spec.requests"),
+                    PrinterColumn("Assigned", "string", json_path=".status.suggestionCount"),
+                ),
+            ),
+        )
+    ),
 )  # fmt: skip
 
 

@@ -63,9 +63,11 @@ def _previous_port(files: DaemonFiles) -> int:
 
 async def _start_server(home: Path, port: int, host: str = "127.0.0.1") -> ApiServer:
     from kubetrain.api.schema import crd_manifests
+    from kubetrain.local.apiserver.admission import ChainAdmission
     from kubetrain.local.tokens import TokenAuthority
     from kubetrain.runtime.admission import TrainerAdmission
     from kubetrain.runtime.defaults import install_defaults
+    from kubetrain.runtime.katib import KatibAdmission
 
     # TokenRequest/TokenReview, as a cluster's API server serves them: pods get bound tokens
     # for the status server, which reviews them here.
@@ -82,8 +84,9 @@ async def _start_server(home: Path, port: int, host: str = "127.0.0.1") -> ApiSe
             host=host,
             port=candidate,
             crds=crds,
-            # Trainer's webhooks, in-process: the same rules the cluster webhook server applies.
-            admission=TrainerAdmission(),
+            # Trainer's webhooks, in-process: the same rules the cluster webhook server applies;
+            # then Katib's (Experiment defaults and validation, trial pods).
+            admission=ChainAdmission([TrainerAdmission(), KatibAdmission()]),
             # What an install holds from its first start: default runtimes, public ConfigMap.
             seed_objects=install_defaults,
             routes=authority.routes(),
@@ -141,6 +144,7 @@ async def run_daemon(
         else Executor(api, executor_settings or _executor_settings(home, api, plane))
     )
     controller_task: asyncio.Task[None] | None = None
+    katib_task: asyncio.Task[None] | None = None
     try:
         if executor is not None:
             await executor.start()
@@ -148,6 +152,7 @@ async def run_daemon(
             controller_task = asyncio.create_task(
                 _run_controller(home, kubeconfig, stop, environment), name="controller"
             )
+            katib_task = asyncio.create_task(_run_katib(kubeconfig, stop), name="katib")
         info = {
             "pid": os.getpid(),
             "url": server.url,
@@ -170,9 +175,10 @@ async def run_daemon(
         files.clear_ready()
         kill_pods = _stop_mode(files) == "kill-pods"
         stop.set()
-        if controller_task is not None:
-            with contextlib.suppress(asyncio.TimeoutError, Exception):
-                await asyncio.wait_for(controller_task, timeout=5)
+        for task in (controller_task, katib_task):
+            if task is not None:
+                with contextlib.suppress(asyncio.TimeoutError, Exception):
+                    await asyncio.wait_for(task, timeout=5)
         if executor is not None:
             await executor.stop(kill_pods=kill_pods)
         if plane is not None:
@@ -222,6 +228,20 @@ def _stop_mode(files: DaemonFiles) -> str:
         return files.stop_request.read_text().strip()
     except OSError:
         return ""
+
+
+async def _run_katib(kubeconfig: Path, stop: asyncio.Event) -> None:
+    from kubetrain.local.katib import run_katib
+
+    while not stop.is_set():
+        try:
+            await run_katib(kubeconfig, stop)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # Experiments must not take the TrainJob controller and the pods down with them.
+            log.exception("Experiment controller crashed; restarting in 1 s")
+            await asyncio.sleep(1)
 
 
 async def _run_controller(
