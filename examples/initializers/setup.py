@@ -57,14 +57,16 @@ def write_model(directory: Path, *, seed: int = 0) -> None:
     (directory / "config.json").write_text(json.dumps(config, indent=2) + "\n")
 
 
-def upload(endpoint: str) -> None:
+def upload(
+    endpoint: str, access_key_id: str = "kubetrain", secret_access_key: str = "kubetrain-secret"
+) -> None:
     import boto3
 
-    from kubetrain.testing.s3 import ACCESS_KEY_ID, SECRET_ACCESS_KEY, upload_dir
+    from kubetrain.testing.s3 import upload_dir
 
     client = boto3.session.Session().client(
-        "s3", endpoint_url=endpoint, aws_access_key_id=ACCESS_KEY_ID,
-        aws_secret_access_key=SECRET_ACCESS_KEY, region_name="us-east-1",
+        "s3", endpoint_url=endpoint, aws_access_key_id=access_key_id,
+        aws_secret_access_key=secret_access_key, region_name="us-east-1",
     )  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         write_dataset(Path(tmp) / "dataset")
@@ -77,4 +79,7 @@ def upload(endpoint: str) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--endpoint", default="http://127.0.0.1:9000")
-    upload(parser.parse_args().endpoint)
+    parser.add_argument("--access-key-id", default="kubetrain")
+    parser.add_argument("--secret-access-key", default="kubetrain-secret")
+    args = parser.parse_args()
+    upload(args.endpoint, args.access_key_id, args.secret_access_key)

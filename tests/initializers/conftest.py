@@ -15,7 +15,7 @@ from kubetrain.testing.s3 import S3Server
 def s3() -> Iterator[S3Server]:
     pytest.importorskip("boto3")
     pytest.importorskip("moto")
-    with S3Server() as server:
+    with S3Server(auth=True) as server:
         yield server
 
 
@@ -24,5 +24,5 @@ def example_data(s3: S3Server) -> S3Server:
     """The example's bucket, uploaded by the example's own setup step."""
     pytest.importorskip("torch")
     pytest.importorskip("safetensors")
-    example_setup().upload(s3.endpoint)
+    example_setup().upload(s3.endpoint, s3.access_key_id, s3.secret_access_key)
     return s3

@@ -41,15 +41,19 @@ def home(tmp_path: Path) -> Iterator[Path]:
         stop_daemon(path, kill_pods=True, timeout=10)
 
 
-def _example(endpoint: str, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def _example(s3: S3Server, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
     runtime = yaml.safe_load((EXAMPLE / "runtime.yaml").read_text())
     runtime["metadata"]["namespace"] = "default"
     job = yaml.safe_load((EXAMPLE / "trainjob.yaml").read_text())
     job["metadata"].update(name=name, namespace="default")
+    values = {
+        "ENDPOINT": s3.endpoint,
+        "ACCESS_KEY_ID": s3.access_key_id,
+        "SECRET_ACCESS_KEY": s3.secret_access_key,
+    }
     for source in job["spec"]["initializer"].values():
         for env in source["env"]:
-            if env["name"] == "ENDPOINT":
-                env["value"] = endpoint
+            env["value"] = values[env["name"]]
     return runtime, job
 
 
@@ -96,7 +100,7 @@ async def test_the_example_fetches_then_trains_and_a_second_run_fetches_nothing(
     info = await asyncio.to_thread(ensure_daemon, home)
     api = KubeApi.from_kubeconfig(info.kubeconfig)
     try:
-        runtime, job = _example(example_data.endpoint, "first")
+        runtime, job = _example(example_data, "first")
         await api.create(RUNTIMES, runtime)
         await api.create(TRAINJOBS, job)
         obj, _ = await _finish(api, "first", 180)
@@ -126,7 +130,7 @@ async def test_the_example_fetches_then_trains_and_a_second_run_fetches_nothing(
 
         # The same sources again (another TrainJob, whose trainer only lists what it got):
         # everything comes from the cache.
-        _, again = _example(example_data.endpoint, "second")
+        _, again = _example(example_data, "second")
         again["spec"]["trainer"]["command"] = ["ls", "-R", "/workspace"]
         await api.create(TRAINJOBS, again)
         obj, _ = await _finish(api, "second", 180)
@@ -142,7 +146,7 @@ async def test_the_example_fetches_then_trains_and_a_second_run_fetches_nothing(
         await api.close()
 
 
-def _break(job: dict[str, Any], what: str, endpoint: str) -> str:
+def _break(job: dict[str, Any], what: str) -> str:
     """Spoil the dataset initializer's source as ``what`` says; the expected URI."""
     dataset = job["spec"]["initializer"]["dataset"]
     if what == "bucket":
@@ -151,10 +155,15 @@ def _break(job: dict[str, Any], what: str, endpoint: str) -> str:
         dataset["storageUri"] = "s3://kubetrain-examples/no/such/key"
     elif what == "scheme":
         dataset["storageUri"] = "gs://kubetrain-examples/initializers/dataset"
-    elif what == "endpoint":
+    else:
+        bad = {
+            "endpoint": ("ENDPOINT", "http://127.0.0.1:9"),  # discard: nothing listens there
+            "key-id": ("ACCESS_KEY_ID", "AKIAUNKNOWN"),
+            "secret": ("SECRET_ACCESS_KEY", "not-the-secret"),
+        }[what]
         for env in dataset["env"]:
-            if env["name"] == "ENDPOINT":
-                env["value"] = "http://127.0.0.1:9"  # discard: nothing listens there
+            if env["name"] == bad[0]:
+                env["value"] = bad[1]
     return str(dataset["storageUri"])
 
 
@@ -165,6 +174,8 @@ CASES = [
     ),
     pytest.param("scheme", "unsupported storage URI scheme (gs://)", id="an unknown scheme"),
     pytest.param("endpoint", "cannot connect to the S3 endpoint", id="an unreachable endpoint"),
+    pytest.param("key-id", "the S3 server does not know this access key", id="an unknown key"),
+    pytest.param("secret", "the secret access key does not match", id="a wrong secret"),
 ]
 
 
@@ -177,7 +188,7 @@ def plane(tmp_path_factory: pytest.TempPathFactory, example_data: S3Server) -> I
         info = await asyncio.to_thread(ensure_daemon, home)
         api = KubeApi.from_kubeconfig(info.kubeconfig)
         try:
-            await api.create(RUNTIMES, _example(example_data.endpoint, "x")[0])
+            await api.create(RUNTIMES, _example(example_data, "x")[0])
         finally:
             await api.close()
 
@@ -196,8 +207,8 @@ async def test_a_bad_source_fails_the_trainjob_within_30_s_with_the_uri_and_the_
     api = KubeApi.from_kubeconfig(info.kubeconfig)
     name = f"broken-{what}"
     try:
-        _, job = _example(example_data.endpoint, name)
-        uri = _break(job, what, example_data.endpoint)
+        _, job = _example(example_data, name)
+        uri = _break(job, what)
         await api.create(TRAINJOBS, job)
         obj, elapsed = await _finish(api, name, 60)
         cond = _condition(obj)

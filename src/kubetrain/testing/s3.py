@@ -27,9 +27,12 @@ from typing import Any
 
 __all__ = ["ACCESS_KEY_ID", "SECRET_ACCESS_KEY", "S3Server", "upload_dir"]
 
-# moto accepts any key pair; these are the ones the examples and tests send.
+# Without ``auth`` moto accepts any key pair; these are the ones the examples send.
 ACCESS_KEY_ID = "kubetrain"
 SECRET_ACCESS_KEY = "kubetrain-secret"
+# With ``auth``, the requests that create the IAM user, its policy and its key go unchecked.
+_SETUP_ACTIONS = 3
+_ALLOW_ALL = '{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"*","Resource":"*"}]}'
 
 
 def _free_port(host: str) -> int:
@@ -39,16 +42,27 @@ def _free_port(host: str) -> int:
 
 
 class S3Server:
-    """``moto_server`` on ``host``:``port`` (a free one by default) until the block ends."""
+    """``moto_server`` on ``host``:``port`` (a free one by default) until the block ends.
 
-    def __init__(self, host: str = "127.0.0.1", port: int | None = None) -> None:
+    With ``auth`` the server checks credentials as S3 does (unknown access key, wrong secret)
+    and `access_key_id` / `secret_access_key` are the only valid pair.
+    """
+
+    def __init__(
+        self, host: str = "127.0.0.1", port: int | None = None, *, auth: bool = False
+    ) -> None:
         self.host = host
         self.port = port or _free_port(host)
         self.endpoint = f"http://{host}:{self.port}"
+        self.auth = auth
+        self.access_key_id = ACCESS_KEY_ID
+        self.secret_access_key = SECRET_ACCESS_KEY
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout_s: float = 30.0) -> S3Server:
         env = {**os.environ, "MOTO_ALLOW_NONEXISTENT_REGION": "true"}
+        if self.auth:
+            env["INITIAL_NO_AUTH_ACTION_COUNT"] = str(_SETUP_ACTIONS)
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", self.host, "-p", str(self.port)],
             stdout=subprocess.DEVNULL,
@@ -60,10 +74,14 @@ class S3Server:
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
                 raise RuntimeError(f"moto_server exited with {self._proc.returncode}")
-            with contextlib.suppress(OSError):
-                with urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=1):
-                    return self
-            time.sleep(0.1)
+            try:
+                urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=1).close()
+            except OSError:
+                time.sleep(0.1)
+                continue
+            if self.auth:
+                self._make_user()
+            return self
         self.stop()
         raise RuntimeError(f"moto_server did not answer on {self.endpoint} in {timeout_s} s")
 
@@ -77,14 +95,26 @@ class S3Server:
                 self._proc.wait()
         self._proc = None
 
+    def _make_user(self) -> None:
+        import boto3
+
+        iam = boto3.session.Session().client(
+            "iam", endpoint_url=self.endpoint, aws_access_key_id=ACCESS_KEY_ID,
+            aws_secret_access_key=SECRET_ACCESS_KEY, region_name="us-east-1",
+        )  # fmt: skip
+        iam.create_user(UserName="kubetrain")
+        iam.put_user_policy(UserName="kubetrain", PolicyName="all", PolicyDocument=_ALLOW_ALL)
+        key = iam.create_access_key(UserName="kubetrain")["AccessKey"]
+        self.access_key_id, self.secret_access_key = key["AccessKeyId"], key["SecretAccessKey"]
+
     def client(self) -> Any:
         import boto3
 
         return boto3.session.Session().client(
             "s3",
             endpoint_url=self.endpoint,
-            aws_access_key_id=ACCESS_KEY_ID,
-            aws_secret_access_key=SECRET_ACCESS_KEY,
+            aws_access_key_id=self.access_key_id,
+            aws_secret_access_key=self.secret_access_key,
             region_name="us-east-1",
         )
 
@@ -114,9 +144,13 @@ def _main() -> None:
     parser = argparse.ArgumentParser(prog="python -m kubetrain.testing.s3")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9000)
+    parser.add_argument("--auth", action="store_true", help="check credentials; print the key")
     args = parser.parse_args()
-    server = S3Server(args.host, args.port).start()
+    server = S3Server(args.host, args.port, auth=args.auth).start()
     print(f"S3 endpoint {server.endpoint} (moto_server); Ctrl-C stops it", flush=True)
+    if args.auth:
+        print(f"ACCESS_KEY_ID={server.access_key_id}", flush=True)
+        print(f"SECRET_ACCESS_KEY={server.secret_access_key}", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         while server._proc is not None and server._proc.poll() is None:
