@@ -33,6 +33,10 @@ class Store:
 
     def __post_init__(self) -> None:
         self.output.mkdir(parents=True, exist_ok=True)
+        if self.cache is None:
+            # Partial files of a run that was killed: this run writes its own.
+            for stale in self.output.rglob("*.part"):
+                stale.unlink(missing_ok=True)
         self._manifest_path = self.output / MANIFEST
         self._manifest: dict[str, str] = {}
         try:
