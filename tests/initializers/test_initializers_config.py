@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from kubetrain.initializers import InitializerError, read_config
+from kubetrain.initializers.main import main
 from kubetrain.initializers.config import HF_MODEL_ALLOW_PATTERNS, MODEL_IGNORE_PATTERNS
 from kubetrain.initializers.select import selected
 
@@ -102,3 +103,20 @@ def test_file_selection(
     path: str, allow: tuple[str, ...], ignore: tuple[str, ...], fetched: bool
 ) -> None:
     assert selected(path, allow=allow, ignore=ignore) is fetched
+
+
+def test_the_failure_line_goes_to_the_termination_log_the_kubelet_made(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STORAGE_URI", "gs://bucket/key")
+    log = tmp_path / "termination-log"
+    log.write_text("")
+    assert main(["dataset", "--output", str(tmp_path / "out")], termination_log=log) == 1
+    assert log.read_text() == (
+        "dataset initializer failed: gs://bucket/key: unsupported storage URI scheme (gs://); "
+        "the dataset initializer fetches hf://, s3://"
+    )
+    # Where no kubelet made the file (a plain process), none is created.
+    missing = tmp_path / "no-such-log"
+    assert main(["dataset", "--output", str(tmp_path / "out")], termination_log=missing) == 1
+    assert not missing.exists()

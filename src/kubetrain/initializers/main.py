@@ -63,8 +63,11 @@ def main(argv: Sequence[str] | None = None, *, termination_log: Path = TERMINATI
     logging.basicConfig(
         format="%(asctime)s %(levelname)s %(message)s", level=logging.INFO, stream=sys.stdout
     )
-    # huggingface_hub's and boto's own progress bars and debug lines are noise in a pod log.
+    # huggingface_hub's progress bars and every HTTP request of its client are noise in a
+    # pod log (the meter and the summary lines say what happened).
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    for name in ("httpx", "httpx2", "botocore", "urllib3"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     kind: Kind = args.kind
     output = args.output or Path(DEFAULT_OUTPUT[kind])
     cache = Path(os.environ[CACHE_ENV]) if os.environ.get(CACHE_ENV) else None
