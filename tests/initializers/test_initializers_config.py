@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from kubetrain.initializers import InitializerError, read_config
-from kubetrain.initializers.main import main
 from kubetrain.initializers.config import HF_MODEL_ALLOW_PATTERNS, MODEL_IGNORE_PATTERNS
+from kubetrain.initializers.main import main
 from kubetrain.initializers.select import selected
 
 CASES: list[Any] = [
