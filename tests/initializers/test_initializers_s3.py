@@ -4,10 +4,12 @@ cache and a rerun skip, and that a changed object is fetched anew."""
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 import pytest
 
+import kubetrain.initializers.s3 as s3_source
 from kubetrain.initializers import run
 from kubetrain.testing.s3 import S3Server
 
@@ -87,3 +89,18 @@ def test_without_a_cache_a_rerun_fetches_only_what_is_missing(
     assert "fetching 1 objects" in caplog.text
     assert (out / "model.safetensors").read_bytes() == b"w" * 3_000_000
     assert not list(out.rglob("*.part"))
+
+
+def test_a_large_object_comes_in_ranges_written_at_their_offsets(
+    bucket: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Scaled down: ranges from 1 MB on, at least 256 KB each.
+    monkeypatch.setattr(s3_source, "RANGE_THRESHOLD", 1024 * 1024)
+    monkeypatch.setattr(s3_source, "MIN_PART", 256 * 1024)
+    body = os.urandom(3_000_001)
+    bucket.client().put_object(Bucket=BUCKET, Key="large/blob.bin", Body=body)
+    obj = s3_source.S3Object("large/blob.bin", "blob.bin", len(body), "")
+    parts = s3_source.plan_parts(obj, tmp_path / "x", concurrency=16)
+    assert len(parts) == 11 and parts[-1].end == len(body)
+    run("dataset", _env(bucket, f"s3://{BUCKET}/large/"), tmp_path / "out")
+    assert (tmp_path / "out" / "blob.bin").read_bytes() == body

@@ -1,9 +1,16 @@
-"""``s3://bucket/prefix``: every object under the prefix, through boto3's transfer manager.
+"""``s3://bucket/prefix``: every object under the prefix, fetched in parallel with boto3.
 
-One listing, then every selected object queued on one ``s3transfer`` manager: objects go in
-parallel, and an object above the multipart threshold in parallel byte ranges. Sizes come from
-the listing, so no object costs an extra HEAD. The output path of an object is its key below
-the prefix; an object whose key is the prefix itself keeps its base name (upstream's rule).
+One listing, then a pool of threads streams ``GetObject`` bodies straight into files: every
+object at once (up to ``concurrency`` requests in flight), and an object of 256 MB or more in
+byte ranges of its own (at least 64 MB each) written at their offsets. Sizes come from the
+listing, so no object costs an extra HEAD; a part whose ETag differs from the listing's fails
+the run (the object changed while it was being fetched). The output path of an object is its
+key below the prefix; an object whose key is the prefix itself keeps its base name
+(upstream's rule).
+
+Why not s3transfer's download manager: it funnels every byte through one I/O thread in
+256 KB pieces, and on a small machine that thread, not the network, sets the pace (about a
+fifth of a plain streamed ``GetObject`` here).
 """
 
 from __future__ import annotations
@@ -105,25 +112,46 @@ def _identity(cfg: Config, obj: S3Object) -> str:
     return f"s3|{cfg.endpoint or 'aws'}|{cfg.location}|{obj.key}|{obj.etag}|{obj.size}"
 
 
-class _Progress:
-    """An ``s3transfer`` subscriber: gives the known size (no HEAD) and counts bytes."""
+RANGE_THRESHOLD = 256 * MB
+MIN_PART = 64 * MB
+_BUFFER = MB
 
-    def __init__(self, size: int, meter: Meter) -> None:
-        self.size = size
-        self.meter = meter
 
-    def on_queued(self, future: Any, **kwargs: Any) -> None:
-        future.meta.provide_transfer_size(self.size)
+@dataclass(frozen=True)
+class _Part:
+    obj: S3Object
+    path: Path
+    start: int
+    end: int  # exclusive
+    ranged: bool
 
-    def on_progress(self, future: Any, bytes_transferred: int, **kwargs: Any) -> None:
-        self.meter.add(bytes_transferred)
 
-    def on_done(self, future: Any, **kwargs: Any) -> None:
-        pass
+def plan_parts(obj: S3Object, path: Path, concurrency: int) -> list[_Part]:
+    """The requests that fetch ``obj``: one for the whole, or ranges for a large one."""
+    if obj.size < RANGE_THRESHOLD:
+        return [_Part(obj, path, 0, obj.size, False)]
+    count = max(1, min(concurrency, obj.size // MIN_PART))
+    step = -(-obj.size // count)
+    return [_Part(obj, path, lo, min(lo + step, obj.size), True) for lo in range(0, obj.size, step)]
+
+
+def _fetch_part(client: Any, bucket: str, part: _Part, meter: Meter) -> None:
+    extra = {"Range": f"bytes={part.start}-{part.end - 1}"} if part.ranged else {}
+    response = client.get_object(Bucket=bucket, Key=part.obj.key, **extra)
+    if part.obj.etag and response.get("ETag") not in (None, part.obj.etag):
+        raise InitializerError(
+            f"s3://{bucket}/{part.obj.key}", "the object changed while it was being fetched"
+        )
+    body = response["Body"]
+    with part.path.open("r+b" if part.ranged else "wb") as f:
+        f.seek(part.start)
+        while chunk := body.read(_BUFFER):
+            f.write(chunk)
+            meter.add(len(chunk))
 
 
 def fetch_s3(cfg: Config, store: Store, *, concurrency: int = 16) -> None:
-    from boto3.s3.transfer import TransferConfig, create_transfer_manager
+    from concurrent.futures import ThreadPoolExecutor
 
     client = s3_client(cfg, concurrency=concurrency)
     try:
@@ -151,24 +179,28 @@ def fetch_s3(cfg: Config, store: Store, *, concurrency: int = 16) -> None:
         return
     total = sum(o.size for o in todo)
     log.info("fetching %d objects (%s) from %s", len(todo), human(total), cfg.storage_uri)
-    config = TransferConfig(
-        multipart_threshold=8 * MB,
-        multipart_chunksize=8 * MB,
-        max_concurrency=concurrency,
-        max_io_queue=1000,
-    )
-    with Meter(total) as meter, create_transfer_manager(client, config) as manager:
-        futures = []
-        for o in todo:
-            part = store.target(o.rel, _identity(cfg, o))
-            future = manager.download(
-                cfg.location, o.key, str(part), subscribers=[_Progress(o.size, meter)]
-            )
-            futures.append((o, part, future))
-        for o, part, future in futures:
+    plans: list[tuple[S3Object, Path, list[_Part]]] = []
+    for o in todo:
+        path = store.target(o.rel, _identity(cfg, o))
+        parts = plan_parts(o, path, concurrency)
+        if parts[0].ranged:
+            with path.open("wb") as f:
+                f.truncate(o.size)
+        plans.append((o, path, parts))
+    with Meter(total) as meter, ThreadPoolExecutor(concurrency, "s3-get") as pool:
+        futures = [
+            (o, path, [pool.submit(_fetch_part, client, cfg.location, p, meter) for p in parts])
+            for o, path, parts in plans
+        ]
+        for o, path, pending in futures:
             try:
-                future.result()
+                for future in pending:
+                    future.result()
             except Exception as err:
-                manager.shutdown(cancel=True)
+                pool.shutdown(wait=True, cancel_futures=True)
+                for _, part_path, _ in plans:
+                    part_path.unlink(missing_ok=True)
+                if isinstance(err, InitializerError):
+                    raise
                 raise InitializerError(f"s3://{cfg.location}/{o.key}", _cause(err, cfg)) from err
-            store.commit(o.rel, _identity(cfg, o), Path(part))
+            store.commit(o.rel, _identity(cfg, o), path)
