@@ -138,7 +138,8 @@ async def test_the_example_fetches_then_trains_and_a_second_run_fetches_nothing(
         assert _condition(obj)["type"] == "Complete", (obj["status"], logs)
         init_logs = [v for k, v in logs.items() if "initializer" in k]
         assert len(init_logs) == 2
-        assert "part-0003.parquet" in logs["second-node-0-0"], logs
+        listing = next(v for k, v in logs.items() if k.startswith("second-node-0-0"))
+        assert "part-0003.parquet" in listing and "model.safetensors" in listing, logs
         for text in init_logs:
             assert "cache hit" in text and "nothing to fetch" in text, text
             assert "fetching" not in text, text
