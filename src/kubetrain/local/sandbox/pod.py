@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -118,7 +119,12 @@ class PodSandbox:
         if self.mode == "bwrap":
             own = {m.target for m in launch.mounts}
             message_path = str(container.get("terminationMessagePath") or TERMINATION_LOG)
-            if message_path not in own:
+            # bwrap can create the mount point only on its own /dev and tmpfs dirs, or bind
+            # over a file the host has; elsewhere the container gets no message file.
+            bindable = message_path.startswith(("/dev/", "/tmp/", "/run/")) or os.path.isfile(
+                message_path
+            )
+            if bindable and message_path not in own:
                 # A fresh empty file per start, as the kubelet gives each container one.
                 launch.mounts.append(Mount(self._message_file(launch.name), message_path, False))
             etc = self.ctx.pod_dir / "etc"
