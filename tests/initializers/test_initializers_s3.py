@@ -104,3 +104,27 @@ def test_a_large_object_comes_in_ranges_written_at_their_offsets(
     assert len(parts) == 11 and parts[-1].end == len(body)
     run("dataset", _env(bucket, f"s3://{BUCKET}/large/"), tmp_path / "out")
     assert (tmp_path / "out" / "blob.bin").read_bytes() == body
+
+
+def test_role_arn_fetches_with_the_roles_temporary_credentials(
+    bucket: S3Server, tmp_path: Path
+) -> None:
+    import boto3
+
+    session = boto3.session.Session(
+        aws_access_key_id=bucket.access_key_id,
+        aws_secret_access_key=bucket.secret_access_key,
+        region_name="us-east-1",
+    )
+    iam_client = session.client("iam", endpoint_url=bucket.endpoint)
+    # moto serves IAM and STS at the same endpoint as S3.
+    trust = '{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"*"},"Action":"sts:AssumeRole"}]}'
+    role = iam_client.create_role(RoleName="reader", AssumeRolePolicyDocument=trust)["Role"]
+    iam_client.put_role_policy(
+        RoleName="reader",
+        PolicyName="read",
+        PolicyDocument='{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:*","Resource":"*"}]}',
+    )
+    env = {**_env(bucket, f"s3://{BUCKET}/single.parquet"), "ROLE_ARN": role["Arn"]}
+    run("dataset", env, tmp_path / "out")
+    assert (tmp_path / "out" / "single.parquet").read_bytes() == b"p" * 100

@@ -45,12 +45,28 @@ def s3_client(cfg: Config, *, concurrency: int) -> Any:
     import boto3
     from botocore.config import Config as BotoConfig
 
-    return boto3.session.Session().client(
-        "s3",
-        endpoint_url=cfg.endpoint,
+    region = cfg.region if cfg.region and cfg.region != "auto" else None
+    session = boto3.session.Session(
         aws_access_key_id=cfg.access_key_id,
         aws_secret_access_key=cfg.secret_access_key,
-        region_name=cfg.region if cfg.region and cfg.region != "auto" else None,
+        region_name=region,
+    )
+    if cfg.role_arn:
+        # ROLE_ARN: the given (or ambient) credentials assume the role; its temporary
+        # credentials do the fetching. STS lives at the same endpoint on S3-compatible servers.
+        sts = session.client("sts", endpoint_url=cfg.endpoint, region_name=region or "us-east-1")
+        creds = sts.assume_role(RoleArn=cfg.role_arn, RoleSessionName="kubetrain-initializer")[
+            "Credentials"
+        ]
+        session = boto3.session.Session(
+            aws_access_key_id=creds["AccessKeyId"],
+            aws_secret_access_key=creds["SecretAccessKey"],
+            aws_session_token=creds["SessionToken"],
+            region_name=region,
+        )
+    return session.client(
+        "s3",
+        endpoint_url=cfg.endpoint,
         config=BotoConfig(
             # Path-style: an endpoint given as an address has no per-bucket host names.
             s3={"addressing_style": "path" if cfg.endpoint else "auto"},
@@ -153,8 +169,8 @@ def _fetch_part(client: Any, bucket: str, part: _Part, meter: Meter) -> None:
 def fetch_s3(cfg: Config, store: Store, *, concurrency: int = 16) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    client = s3_client(cfg, concurrency=concurrency)
     try:
+        client = s3_client(cfg, concurrency=concurrency)
         listed = list_objects(client, cfg)
     except Exception as err:
         raise InitializerError(cfg.storage_uri, _cause(err, cfg)) from err
