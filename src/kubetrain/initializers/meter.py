@@ -51,7 +51,8 @@ class Meter:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        self.emit(final=True)
+        if self.done or not self.total:  # nothing came (all cached): no "0 of N" line
+            self.emit(final=True)
 
     def rate(self) -> float:
         elapsed = max(self._clock() - self._start, 1e-6)
