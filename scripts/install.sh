@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Installs kubetrain into ./.venv with everything the local engine needs.
-#   scripts/install.sh          runtime install (torch CPU build included)
+#   scripts/install.sh          runtime install (torch CPU build and the initializers included)
 #   scripts/install.sh --dev    also the test and lint tools and the other frameworks
 #                               (JAX, XGBoost, mpi4py, DeepSpeed, MLX) the e2e tests train with
 set -euo pipefail
 cd "$(dirname "$0")/.."
-extra="torch"
+extra="torch,initializers"
 [[ "${1:-}" == "--dev" ]] && extra="dev"
 
 # System packages: bubblewrap sandboxes pods; OpenMPI and ssh serve the MPI runtimes.

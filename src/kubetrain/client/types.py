@@ -12,6 +12,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from kubetrain.initializers.config import MODEL_IGNORE_PATTERNS
+
 __all__ = [
     "ActiveDeadlineSeconds",
     "Annotations",
@@ -144,9 +146,7 @@ class HuggingFaceDatasetInitializer(_InitializerBase):
 
 @dataclass
 class HuggingFaceModelInitializer(_InitializerBase):
-    ignore_patterns: list[str] | None = field(
-        default_factory=lambda: ["*.msgpack", "*.h5", "*.bin", "*.pt", "*.pth"]
-    )
+    ignore_patterns: list[str] | None = field(default_factory=lambda: list(MODEL_IGNORE_PATTERNS))
     access_token: str | None = None
 
 
@@ -162,7 +162,8 @@ class S3DatasetInitializer(_InitializerBase):
 
 @dataclass
 class S3ModelInitializer(S3DatasetInitializer):
-    pass
+    # As the official SDK: the model initializers' default ignore patterns travel as env.
+    ignore_patterns: list[str] | None = field(default_factory=lambda: list(MODEL_IGNORE_PATTERNS))
 
 
 @dataclass

@@ -205,7 +205,13 @@ async def _start_status_plane(home: Path, kubeconfig: Path) -> StatusPlane | Non
 
 
 def _executor_settings(home: Path, api: KubeApi, plane: StatusPlane | None) -> ExecutorSettings:
-    from kubetrain.local.frameworks import local_refusal, pod_overlay, with_framework_images
+    from kubetrain.local.frameworks import (
+        engine_overlay,
+        initializer_failure,
+        local_refusal,
+        with_framework_images,
+        with_initializer_images,
+    )
     from kubetrain.local.sandbox import load_image_map
     from kubetrain.local.statusplane import token_provider
 
@@ -215,11 +221,12 @@ def _executor_settings(home: Path, api: KubeApi, plane: StatusPlane | None) -> E
     return ExecutorSettings(
         home=home,
         # Image → local environment mapping, read once at start (restart the daemon after edits).
-        images=with_framework_images(load_image_map(home / IMAGES_FILE)),
+        images=with_initializer_images(with_framework_images(load_image_map(home / IMAGES_FILE))),
         token_provider=token_provider(api),
         extra_hosts=plane.hosts() if plane is not None else {},
-        overlay=pod_overlay,
+        overlay=engine_overlay(home),
         refusal=refusal,
+        final_failure=initializer_failure,
     )
 
 

@@ -24,8 +24,14 @@ from .spec import ReplicatedJob
 # A pod the local engine refused to run (see `settings.Refusal`); spelled here too because
 # settings imports the JobSet logic.
 REFUSED_REASON = "UnsupportedOnLocalEngine"
+# A pod whose failure the engine judged final (`podrunner.FinalFailure`: an initializer that
+# already retried what can be retried); its message is the container's termination message.
+FINAL_FAILURE_REASON = "FailedForGood"
+# Pods of these reasons fail their Job at once: a replacement could only fail the same way.
+_FINAL_REASONS = (REFUSED_REASON, FINAL_FAILURE_REASON)
 
 __all__ = [
+    "FINAL_FAILURE_REASON",
     "REFUSED_REASON",
     "JobView",
     "container_restarts",
@@ -154,9 +160,11 @@ class JobView:
         """
         for p in self.pods:
             status = p.get("status") or {}
-            if pod_phase(p) == "Failed" and status.get("reason") == REFUSED_REASON:
-                # The local engine can never run this pod: retrying cannot help.
-                return REFUSED_REASON, str(status.get("message") or REFUSED_REASON)
+            reason = status.get("reason")
+            if pod_phase(p) == "Failed" and reason in _FINAL_REASONS:
+                # The local engine can never run this pod, or it failed for good: retrying
+                # cannot help.
+                return str(reason), str(status.get("message") or reason)
         limit = self.rjob.backoff_limit
         if self.failed > limit:
             return BACKOFF_LIMIT_EXCEEDED_REASON, BACKOFF_LIMIT_EXCEEDED_MESSAGE
@@ -173,6 +181,26 @@ class JobView:
     @property
     def finished(self) -> bool:
         return self.complete or self.failure() is not None
+
+    def failure_message(self) -> str:
+        """The first line of why the earliest failed pod failed: its status message, else
+        the termination message of its first failed container ('' when it left none)."""
+        failed = sorted((p for p in self.pods if pod_phase(p) == "Failed"), key=last_finished_at)
+        for p in failed:
+            status = p.get("status") or {}
+            texts = [str(status.get("message") or "")]
+            for cs in [
+                *(status.get("initContainerStatuses") or []),
+                *(status.get("containerStatuses") or []),
+            ]:
+                term = (cs.get("state") or {}).get("terminated") or {}
+                if term.get("exitCode") not in (None, 0):
+                    texts.append(str(term.get("message") or ""))
+            for text in texts:
+                lines = [line for line in text.strip().splitlines() if line.strip()]
+                if lines:
+                    return lines[-1].strip()
+        return ""
 
     def failure_time(self) -> str:
         return max((last_finished_at(p) for p in self.pods if pod_phase(p) == "Failed"), default="")

@@ -120,6 +120,7 @@ class Kubelet:
             clock=lambda: format_time(now()),
             settings=self.settings.runner,
             pod_ip=pod_ip,
+            final_failure=self.settings.final_failure,
         )
         self.runners[uid] = runner
         self._spawn(uid, self._run(runner, uid, adopt=has_state))

@@ -17,11 +17,21 @@ from typing import Any
 
 from kubetrain.local.sandbox import ContainerProcess, PodSandbox, SandboxContext, SandboxError
 
+from .jobs import FINAL_FAILURE_REASON
 from .podstatus import PodStatusModel
 
-__all__ = ["EmitEvent", "PodRunner", "Publish", "RunnerSettings"]
+__all__ = [
+    "FINAL_FAILURE_REASON",
+    "EmitEvent",
+    "FinalFailure",
+    "PodRunner",
+    "Publish",
+    "RunnerSettings",
+]
 
 Publish = Callable[[dict[str, Any]], Awaitable[None]]
+# pod → True when its failure is final: its Job must not start a replacement (see jobs.py).
+FinalFailure = Callable[[dict[str, Any]], bool]
 # (type, reason, message)
 EmitEvent = Callable[[str, str, str], Awaitable[None]]
 Clock = Callable[[], str]
@@ -50,6 +60,7 @@ class PodRunner:
         settings: RunnerSettings,
         pod_ip: str,
         host_ip: str = "127.0.0.1",
+        final_failure: FinalFailure | None = None,
     ) -> None:
         self.pod = pod
         self.name = str(pod["metadata"]["name"])
@@ -66,6 +77,7 @@ class PodRunner:
         self._published: dict[str, Any] | None = None
         spec = pod.get("spec") or {}
         self.policy = str(spec.get("restartPolicy") or "Always")
+        self.final_failure = final_failure
 
     async def publish(self) -> None:
         async with self._lock:
@@ -115,9 +127,16 @@ class PodRunner:
         await self._stop_sidecars(sidecars)
         return await self._end()
 
+    def _final(self) -> bool:
+        return self.final_failure is not None and self.final_failure(self.pod)
+
     async def _end(self) -> str:
         if self.stopping:
             return ""
+        if self._final() and self.model.any_failed():
+            # Failed for good: the pod ends Failed whatever its restartPolicy, and says why.
+            message = self.model.failure_message() or "the container failed"
+            self.model.fail(FINAL_FAILURE_REASON, message.strip().splitlines()[-1])
         await self.publish()
         return self.model.phase()
 
@@ -186,11 +205,15 @@ class PodRunner:
                 code = await proc.wait()
                 if self.stopping:
                     return code
-                self.model.exited(name, code, self.clock(), known=proc.exit_known)
+                assert self.sandbox is not None
+                message = await asyncio.to_thread(self.sandbox.termination_message, name, code)
+                self.model.exited(name, code, self.clock(), known=proc.exit_known, message=message)
                 await self.publish()
             again = self.policy == "Always" or (self.policy == "OnFailure" and code != 0)
             if self.stopping or not again or (init and code == 0):
                 return code
+            if code != 0 and self._final():
+                return code  # no restart in place either: it would fail the same way
             self.model.back_off(name, self.name)
             await self.emit(
                 "Warning",

@@ -122,7 +122,9 @@ class PodStatusModel:
         rec.state = {"running": {"startedAt": now}}
         rec.container_id = container_id
 
-    def exited(self, name: str, exit_code: int, now: str, *, known: bool = True) -> None:
+    def exited(
+        self, name: str, exit_code: int, now: str, *, known: bool = True, message: str = ""
+    ) -> None:
         rec = self.record(name)
         started_at = str((rec.state.get("running") or {}).get("startedAt") or now)
         term: dict[str, Any] = {
@@ -131,6 +133,8 @@ class PodStatusModel:
             "startedAt": started_at,
             "finishedAt": now,
         }
+        if message:
+            term["message"] = message
         if not known:
             term.update(reason=UNKNOWN_REASON, message=UNKNOWN_MESSAGE)
         if rec.container_id:
@@ -151,6 +155,21 @@ class PodStatusModel:
 
     def waiting(self, name: str, reason: str, message: str) -> None:
         self.record(name).state = {"waiting": {"reason": reason, "message": message}}
+
+    def any_failed(self) -> bool:
+        """Some container's last run ended with a non-zero exit code."""
+        return any(
+            (t := r.terminated) is not None and t.get("exitCode") != 0
+            for r in [*self.init, *self.containers]
+        )
+
+    def failure_message(self) -> str:
+        """The termination message of the first failed container (init containers first)."""
+        for rec in [*self.init, *self.containers]:
+            t = rec.terminated
+            if t is not None and t.get("exitCode") != 0 and t.get("message"):
+                return str(t["message"])
+        return ""
 
     def fail(self, reason: str, message: str) -> None:
         """The pod ends Failed without its containers telling (start errors, lost containers)."""

@@ -46,11 +46,18 @@ def _restart(
             p.delete(pod, "JobSetRestart")
 
 
+def _first_failed_suffix(job: JobView) -> str:
+    # The failed pod's own words (an initializer's "s3://bucket/key: bucket does not exist")
+    # ride along, so the TrainJob's Failed condition says why, not only which Job.
+    why = job.failure_message()
+    return f" (first failed job: {job.name}: {why})" if why else f" (first failed job: {job.name})"
+
+
 def apply_failure_policy(p: Pass, failed: list[JobView]) -> None:
     policy = p.spec.failure_policy
     if policy is None:
         first = first_failed(failed)
-        _fail(p, L.FAILED_JOBS_REASON, f"{L.FAILED_JOBS_MESSAGE} (first failed job: {first.name})")
+        _fail(p, L.FAILED_JOBS_REASON, L.FAILED_JOBS_MESSAGE + _first_failed_suffix(first))
         return
     action, rule_name, first = "RestartJobSet", "", first_failed(failed)
     for rule in policy.rules:
@@ -66,7 +73,7 @@ def apply_failure_policy(p: Pass, failed: list[JobView]) -> None:
         if matching:
             action, rule_name, first = rule.action, rule.name, first_failed(matching)
             break
-    suffix = f" (first failed job: {first.name})"
+    suffix = _first_failed_suffix(first)
     cond_reason = f"FailurePolicy_{rule_name}" if rule_name else L.RESTARTING_DEFAULT_POLICY_REASON
     if action == "FailJobSet":
         _fail(p, L.FAIL_JOBSET_ACTION_REASON, L.FAIL_JOBSET_ACTION_MESSAGE + suffix)

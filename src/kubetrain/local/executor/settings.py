@@ -11,7 +11,7 @@ from kubetrain.local.sandbox import ImageMap, OverlayHook, SandboxMode
 
 from .decision import Settings
 from .jobs import REFUSED_REASON
-from .podrunner import RunnerSettings
+from .podrunner import FinalFailure, RunnerSettings
 
 __all__ = ["REFUSED_REASON", "UNSIGNED_TOKEN", "ExecutorSettings", "Refusal", "TokenProvider"]
 
@@ -44,3 +44,6 @@ class ExecutorSettings:
     overlay: OverlayHook | None = None
     # Asked before a pod starts: pods that cannot run here fail at once with its message.
     refusal: Refusal | None = None
+    # Asked when a pod has failed: True fails its Job at once with the pod's termination
+    # message instead of starting a replacement after a back-off.
+    final_failure: FinalFailure | None = None

@@ -13,10 +13,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kubetrain.local.sandbox import OverlayHook
+
+from .initializers import initializer_overlay
 from .ssh import ssh_overlay
 from .types import Overlay
 
-__all__ = ["jax_overlay", "pod_overlay"]
+__all__ = ["engine_overlay", "jax_overlay", "pod_overlay"]
 
 
 def jax_overlay(pod_ip: str, env: Mapping[str, str]) -> Overlay:
@@ -56,3 +59,22 @@ def pod_overlay(
     return ssh_overlay(
         pod, container, pod_ip=pod_ip, env=env, volumes=volumes, work_dir=work_dir
     ) + jax_overlay(pod_ip, env)
+
+
+def engine_overlay(home: Path) -> OverlayHook:
+    """`pod_overlay` plus what needs the engine's home: the initializers' shared cache."""
+
+    def hook(
+        pod: Mapping[str, Any],
+        container: Mapping[str, Any],
+        *,
+        pod_ip: str,
+        env: Mapping[str, str],
+        volumes: Mapping[str, Path],
+        work_dir: Path,
+    ) -> Overlay:
+        return pod_overlay(
+            pod, container, pod_ip=pod_ip, env=env, volumes=volumes, work_dir=work_dir
+        ) + initializer_overlay(pod, container, home)
+
+    return hook

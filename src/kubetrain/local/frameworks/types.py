@@ -15,14 +15,20 @@ class Overlay:
 
     ``files``: host file → absolute path in the sandbox, bound read-only over whatever the
     sandbox has there (a host file, or a file of a volume). ``env``: names the container does
-    not set itself; the container's own values always win.
+    not set itself; the container's own values always win. ``dirs``: host directory → path in
+    the sandbox, bound writable (a cache shared across pods).
     """
 
     files: tuple[tuple[Path, str], ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
+    dirs: tuple[tuple[Path, str], ...] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.files or self.env)
+        return bool(self.files or self.env or self.dirs)
 
     def __add__(self, other: Overlay) -> Overlay:
-        return Overlay(files=self.files + other.files, env={**self.env, **other.env})
+        return Overlay(
+            files=self.files + other.files,
+            env={**self.env, **other.env},
+            dirs=self.dirs + other.dirs,
+        )

@@ -84,7 +84,8 @@ class ImageMap:
 
 class ContainerOverlay(Protocol):
     """Extra read-only files (host file → path in the sandbox) and default env for one
-    container: what a framework's image would have shipped (kubetrain.local.frameworks)."""
+    container: what a framework's image would have shipped (kubetrain.local.frameworks).
+    It may also carry ``dirs``: writable host directories (host dir → path in the sandbox)."""
 
     @property
     def files(self) -> tuple[tuple[Path, str], ...]: ...

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -25,7 +26,20 @@ from .process import ContainerProcess
 from .state import read_states
 from .volumes import Mount, prepare_volumes
 
-__all__ = ["ContainerEvent", "EventHook", "PodResult", "PodSandbox"]
+__all__ = [
+    "TERMINATION_LOG",
+    "TERMINATION_MESSAGE_MAX",
+    "ContainerEvent",
+    "EventHook",
+    "PodResult",
+    "PodSandbox",
+]
+
+# The kubelet's defaults: terminationMessagePath, and at most 4096 bytes of message (with
+# FallbackToLogsOnError, the log's last 80 lines within 2048 bytes).
+TERMINATION_LOG = "/dev/termination-log"
+TERMINATION_MESSAGE_MAX = 4096
+_LOG_TAIL_LINES, _LOG_TAIL_BYTES = 80, 2048
 
 
 @dataclass(frozen=True)
@@ -104,6 +118,15 @@ class PodSandbox:
             self._apply_overlay(container, launch)
         if self.mode == "bwrap":
             own = {m.target for m in launch.mounts}
+            message_path = str(container.get("terminationMessagePath") or TERMINATION_LOG)
+            # bwrap can create the mount point only on its own /dev and tmpfs dirs, or bind
+            # over a file the host has; elsewhere the container gets no message file.
+            bindable = message_path.startswith(("/dev/", "/tmp/", "/run/")) or os.path.isfile(
+                message_path
+            )
+            if bindable and message_path not in own:
+                # A fresh empty file per start, as the kubelet gives each container one.
+                launch.mounts.append(Mount(self._message_file(launch.name), message_path, False))
             etc = self.ctx.pod_dir / "etc"
             for name in ("hosts", "hostname"):
                 if f"/etc/{name}" not in own:
@@ -113,6 +136,47 @@ class PodSandbox:
                 for path in write_identity(etc, launch.user, image.users, launch.env["HOME"]):
                     launch.mounts.append(Mount(path, f"/etc/{path.name.split('-')[0]}", True))
         return launch
+
+    def _message_file(self, container_name: str, *, fresh: bool = True) -> Path:
+        path = self.ctx.pod_dir / "termination" / container_name
+        if fresh:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"")
+        return path
+
+    def termination_message(self, container_name: str, exit_code: int) -> str:
+        """What the kubelet reports as ``state.terminated.message`` after a container ended.
+
+        The file at its ``terminationMessagePath`` (bwrap mode); with
+        ``terminationMessagePolicy: FallbackToLogsOnError``, or in plain mode (which has no
+        file to offer), the tail of its log when it failed and wrote no message.
+        """
+        text = ""
+        if self.mode == "bwrap":
+            with contextlib.suppress(OSError):
+                raw = self._message_file(container_name, fresh=False).read_bytes()
+                text = raw[:TERMINATION_MESSAGE_MAX].decode("utf-8", "replace")
+        container = find_container(self.pod, container_name)
+        fallback = (
+            container.get("terminationMessagePolicy") == "FallbackToLogsOnError"
+            or self.mode == "plain"
+        )
+        if not text.strip() and exit_code != 0 and fallback:
+            text = self._log_tail(container_name)
+        return text
+
+    def _log_tail(self, container_name: str) -> str:
+        proc = self.processes.get(container_name)
+        path = proc.log_path if proc is not None else self.log_dir / f"{container_name}.log"
+        try:
+            with path.open("rb") as f:
+                f.seek(0, 2)
+                f.seek(max(0, f.tell() - _LOG_TAIL_BYTES))
+                data = f.read()
+        except OSError:
+            return ""
+        lines = data.decode("utf-8", "replace").splitlines()[-_LOG_TAIL_LINES:]
+        return "\n".join(lines)
 
     def _apply_overlay(self, container: Mapping[str, Any], launch: Launch) -> None:
         assert self.ctx.overlay is not None and self._volumes is not None
@@ -129,6 +193,11 @@ class PodSandbox:
                 launch.mounts.append(Mount(Path(source), target, read_only=True))
             else:
                 launch.warnings.append(f"plain mode: {target} is not provided ({source})")
+        for source, target in getattr(extra, "dirs", ()):
+            # Writable host directories (the initializers' cache); in plain mode the process
+            # sees the host's path itself, so the overlay names the same path on both sides.
+            if self.mode == "bwrap":
+                launch.mounts.append(Mount(Path(source), target, read_only=False))
 
     async def start_container(
         self, name: str, *, restart_count: int = 0, init: bool = False

@@ -1,0 +1,130 @@
+"""Fetching from a real S3 server (moto, checking credentials): what lands where, what the
+cache and a rerun skip, and that a changed object is fetched anew."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+
+import kubetrain.initializers.s3 as s3_source
+from kubetrain.initializers import run
+from kubetrain.testing.s3 import S3Server
+
+BUCKET = "initializer-tests"
+
+
+@pytest.fixture(scope="module")
+def bucket(s3: S3Server) -> S3Server:
+    client = s3.client()
+    client.create_bucket(Bucket=BUCKET)
+    for key, body in {
+        "model/model.safetensors": b"w" * 3_000_000,
+        "model/pytorch_model.bin": b"b" * 10,
+        "model/tokenizer/config.json": b"{}",
+        "single.parquet": b"p" * 100,
+    }.items():
+        client.put_object(Bucket=BUCKET, Key=key, Body=body)
+    return s3
+
+
+def _env(s3: S3Server, uri: str) -> dict[str, str]:
+    return {
+        "STORAGE_URI": uri,
+        "ENDPOINT": s3.endpoint,
+        "ACCESS_KEY_ID": s3.access_key_id,
+        "SECRET_ACCESS_KEY": s3.secret_access_key,
+    }
+
+
+def _files(root: Path) -> set[str]:
+    return {p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()}
+
+
+def test_a_model_prefix_lands_below_the_output_without_the_ignored_files(
+    bucket: S3Server, tmp_path: Path
+) -> None:
+    run("model", _env(bucket, f"s3://{BUCKET}/model"), tmp_path / "out", tmp_path / "cache")
+    assert _files(tmp_path / "out") == {"model.safetensors", "tokenizer/config.json"}
+    assert (tmp_path / "out" / "model.safetensors").read_bytes() == b"w" * 3_000_000
+
+
+def test_a_uri_naming_one_object_gives_that_file(bucket: S3Server, tmp_path: Path) -> None:
+    run("dataset", _env(bucket, f"s3://{BUCKET}/single.parquet"), tmp_path / "out")
+    assert _files(tmp_path / "out") - {".kubetrain-initializer.jsonl"} == {"single.parquet"}
+
+
+def test_the_cache_serves_a_second_run_and_a_changed_object_is_fetched_again(
+    bucket: S3Server, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "kubetrain.initializers")
+    env = _env(bucket, f"s3://{BUCKET}/model")
+    run("model", env, tmp_path / "first", tmp_path / "cache")
+    caplog.clear()
+    run("model", env, tmp_path / "second", tmp_path / "cache")
+    assert "cache hit: 2 of 2 objects" in caplog.text and "fetching" not in caplog.text
+    assert _files(tmp_path / "second") == _files(tmp_path / "first")
+
+    bucket.client().put_object(Bucket=BUCKET, Key="model/tokenizer/config.json", Body=b"{1}")
+    caplog.clear()
+    run("model", env, tmp_path / "third", tmp_path / "cache")
+    assert "cache hit: 1 of 2 objects" in caplog.text and "fetching 1 objects" in caplog.text
+    assert (tmp_path / "third" / "tokenizer" / "config.json").read_bytes() == b"{1}"
+
+
+def test_without_a_cache_a_rerun_fetches_only_what_is_missing(
+    bucket: S3Server, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, "kubetrain.initializers")
+    env = _env(bucket, f"s3://{BUCKET}/model")
+    out = tmp_path / "out"
+    run("model", env, out)
+    # As if killed half-way: one file gone, a partial download left behind.
+    (out / "model.safetensors").unlink()
+    (out / "model.safetensors.123-456.part").write_bytes(b"w" * 10)
+    caplog.clear()
+    run("model", env, out)
+    assert "fetching 1 objects" in caplog.text
+    assert (out / "model.safetensors").read_bytes() == b"w" * 3_000_000
+    assert not list(out.rglob("*.part"))
+
+
+def test_a_large_object_comes_in_ranges_written_at_their_offsets(
+    bucket: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Scaled down: ranges from 1 MB on, at least 256 KB each.
+    monkeypatch.setattr(s3_source, "RANGE_THRESHOLD", 1024 * 1024)
+    monkeypatch.setattr(s3_source, "MIN_PART", 256 * 1024)
+    body = os.urandom(3_000_001)
+    bucket.client().put_object(Bucket=BUCKET, Key="large/blob.bin", Body=body)
+    obj = s3_source.S3Object("large/blob.bin", "blob.bin", len(body), "")
+    parts = s3_source.plan_parts(obj, tmp_path / "x", concurrency=16)
+    assert len(parts) == 11 and parts[-1].end == len(body)
+    run("dataset", _env(bucket, f"s3://{BUCKET}/large/"), tmp_path / "out")
+    assert (tmp_path / "out" / "blob.bin").read_bytes() == body
+
+
+def test_role_arn_fetches_with_the_roles_temporary_credentials(
+    bucket: S3Server, tmp_path: Path
+) -> None:
+    import boto3
+
+    session = boto3.session.Session(
+        aws_access_key_id=bucket.access_key_id,
+        aws_secret_access_key=bucket.secret_access_key,
+        region_name="us-east-1",
+    )
+    iam_client = session.client("iam", endpoint_url=bucket.endpoint)
+    # moto serves IAM and STS at the same endpoint as S3.
+    trust = '{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":"*"},"Action":"sts:AssumeRole"}]}'
+    role = iam_client.create_role(RoleName="reader", AssumeRolePolicyDocument=trust)["Role"]
+    iam_client.put_role_policy(
+        RoleName="reader",
+        PolicyName="read",
+        PolicyDocument='{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"s3:*","Resource":"*"}]}',
+    )
+    env = {**_env(bucket, f"s3://{BUCKET}/single.parquet"), "ROLE_ARN": role["Arn"]}
+    run("dataset", env, tmp_path / "out")
+    assert (tmp_path / "out" / "single.parquet").read_bytes() == b"p" * 100
