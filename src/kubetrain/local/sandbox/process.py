@@ -132,6 +132,7 @@ class ContainerProcess:
                     bwrap, hostname=launch.hostname, mounts=launch.mounts,
                     workdir=launch.workdir, command=launch.command, status_fd=status_fd,
                     die_with_parent=die_with_parent, user=launch.user,
+                    hidden=launch.hidden, shown=launch.shown,
                 )  # fmt: skip
                 # The options (hundreds of binds when /etc is split) go through a file
                 # (``--args``): ps stays readable and no argv limit is ever near.
