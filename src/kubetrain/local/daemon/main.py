@@ -55,6 +55,18 @@ def _take_lock(files: DaemonFiles) -> int | None:
     return fd
 
 
+def _make_private(home: Path) -> None:
+    """Everything this daemon writes is its user's alone: the database (every Secret), keys,
+    tokens, pods' volumes and logs. Containers start with a runtime's umask instead
+    (`kubetrain.local.sandbox`); a home made by an older version is closed up here."""
+    os.umask(0o077)
+    home.mkdir(parents=True, exist_ok=True)
+    os.chmod(home, 0o700)
+    for name in ("apiserver.db", "apiserver.db-wal", "apiserver.db-shm", "kubeconfig"):
+        with contextlib.suppress(OSError):
+            os.chmod(home / name, 0o600)
+
+
 def _previous_port(files: DaemonFiles) -> int:
     info = files.read_info() or {}
     port = info.get("port")
@@ -63,6 +75,8 @@ def _previous_port(files: DaemonFiles) -> int:
 
 async def _start_server(home: Path, port: int, host: str = "127.0.0.1") -> ApiServer:
     from kubetrain.api.schema import crd_manifests
+    from kubetrain.local.apiserver.admission import ChainAdmission
+    from kubetrain.local.policy import HostPathPolicy, load_engine_config
     from kubetrain.local.tokens import TokenAuthority
     from kubetrain.runtime.admission import TrainerAdmission
     from kubetrain.runtime.defaults import install_defaults
@@ -70,6 +84,7 @@ async def _start_server(home: Path, port: int, host: str = "127.0.0.1") -> ApiSe
     # TokenRequest/TokenReview, as a cluster's API server serves them: pods get bound tokens
     # for the status server, which reviews them here.
     authority = TokenAuthority.for_home(home)
+    engine = load_engine_config(home)
 
     # Schemas without prose: about a second less per cold start; `kubectl explain` then shows
     # field types without descriptions.
@@ -82,8 +97,9 @@ async def _start_server(home: Path, port: int, host: str = "127.0.0.1") -> ApiSe
             host=host,
             port=candidate,
             crds=crds,
-            # Trainer's webhooks, in-process: the same rules the cluster webhook server applies.
-            admission=TrainerAdmission(),
+            # Trainer's webhooks, in-process: the same rules the cluster webhook server applies;
+            # then the engine's own policy (no hostPath outside engine.yaml's allowedHostPaths).
+            admission=ChainAdmission([TrainerAdmission(), HostPathPolicy(engine)]),
             # What an install holds from its first start: default runtimes, public ConfigMap.
             seed_objects=install_defaults,
             routes=authority.routes(),
@@ -118,6 +134,7 @@ async def run_daemon(
     object they both apply).
     """
     files = DaemonFiles(home)
+    _make_private(home)
     lock_fd = _take_lock(files)
     if lock_fd is None:
         print(f"kubetrain daemon: another daemon already runs for {home}", file=sys.stderr)
@@ -200,10 +217,17 @@ async def _start_status_plane(home: Path, kubeconfig: Path) -> StatusPlane | Non
 
 def _executor_settings(home: Path, api: KubeApi, plane: StatusPlane | None) -> ExecutorSettings:
     from kubetrain.local.frameworks import local_refusal, pod_overlay, with_framework_images
+    from kubetrain.local.policy import host_path_errors, load_engine_config
     from kubetrain.local.sandbox import load_image_map
     from kubetrain.local.statusplane import token_provider
 
+    engine = load_engine_config(home)
+
     def refusal(pod: Mapping[str, Any], mode: str, why: str) -> str | None:
+        # Admission refused these already; a pod stored before the setting changed is not run.
+        denied = host_path_errors(pod, engine)
+        if denied:
+            return str(denied[0])
         return local_refusal(pod, sandbox_mode=mode, mode_reason=why)
 
     return ExecutorSettings(
