@@ -7,6 +7,7 @@ directory the engine's owner listed::
 
     # <KUBETRAIN_HOME>/engine.yaml
     allowedHostPaths: [/data/datasets, /scratch]
+    maxNumNodes: 1000        # kubetrain's sanity limit on a TrainJob's numNodes (the default)
 
 The refusal happens at admission (TrainJobs, runtimes, JobSets, Jobs, Pods: anything whose
 pod template has volumes) and again before a pod starts, for objects stored before the
@@ -25,6 +26,7 @@ import yaml
 
 from kubetrain.api.errors import FieldError
 from kubetrain.local.apiserver.admission import ObjectReader, Operation, PermissiveAdmission
+from kubetrain.runtime.config import DEFAULT_MAX_NUM_NODES
 
 __all__ = [
     "ENGINE_CONFIG_FILE",
@@ -37,6 +39,7 @@ __all__ = [
 
 ENGINE_CONFIG_FILE = "engine.yaml"
 _SETTING = "allowedHostPaths"
+_MAX_NODES = "maxNumNodes"
 
 
 class EngineConfigError(Exception):
@@ -49,6 +52,7 @@ class EngineConfig:
 
     allowed_host_paths: tuple[str, ...] = ()
     source: str = ENGINE_CONFIG_FILE
+    max_num_nodes: int = DEFAULT_MAX_NUM_NODES
 
 
 def load_engine_config(home: Path) -> EngineConfig:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -79,6 +80,7 @@ async def _start_server(home: Path, port: int, host: str = "127.0.0.1") -> ApiSe
     from kubetrain.local.policy import HostPathPolicy, load_engine_config
     from kubetrain.local.tokens import TokenAuthority
     from kubetrain.runtime.admission import TrainerAdmission
+    from kubetrain.runtime.config import Environment
     from kubetrain.runtime.defaults import install_defaults
 
     # TokenRequest/TokenReview, as a cluster's API server serves them: pods get bound tokens
@@ -99,7 +101,12 @@ async def _start_server(home: Path, port: int, host: str = "127.0.0.1") -> ApiSe
             crds=crds,
             # Trainer's webhooks, in-process: the same rules the cluster webhook server applies;
             # then the engine's own policy (no hostPath outside engine.yaml's allowedHostPaths).
-            admission=ChainAdmission([TrainerAdmission(), HostPathPolicy(engine)]),
+            admission=ChainAdmission(
+                [
+                    TrainerAdmission(environment=Environment(max_num_nodes=engine.max_num_nodes)),
+                    HostPathPolicy(engine),
+                ]
+            ),
             # What an install holds from its first start: default runtimes, public ConfigMap.
             seed_objects=install_defaults,
             routes=authority.routes(),
@@ -161,7 +168,12 @@ async def run_daemon(
     try:
         if executor is not None:
             await executor.start()
-            environment = plane.environment() if plane is not None else None
+            from kubetrain.local.policy import load_engine_config
+            from kubetrain.runtime.config import Environment
+
+            base = plane.environment() if plane is not None else Environment()
+            limit = load_engine_config(home).max_num_nodes
+            environment = dataclasses.replace(base, max_num_nodes=limit)
             controller_task = asyncio.create_task(
                 _run_controller(home, kubeconfig, stop, environment), name="controller"
             )
