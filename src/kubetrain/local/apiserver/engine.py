@@ -50,6 +50,10 @@ from kubetrain.local.apiserver.schema import ProjectSchemas, SchemaRules
 from kubetrain.local.apiserver.selectors import FieldSelector, LabelSelector
 from kubetrain.local.apiserver.store import Change, Store
 
+# The largest object stored (kube-apiserver: 1 MiB of ConfigMap or Secret data; etcd's
+# request limit is about that).
+MAX_OBJECT_BYTES = 1024 * 1024
+
 __all__ = ["Engine", "Result", "WriteOptions"]
 
 _MODIFIED = (
@@ -330,7 +334,13 @@ class Engine(Deletion):
             dns_label=res.kind == "Namespace" and not res.group,
             check_name=operation == "CREATE",
         )
-        if schematic:
+        size = len(codec.dumps(obj))
+        if size > MAX_OBJECT_BYTES:
+            # What a ConfigMap or Secret may hold on a cluster, and about what etcd stores.
+            errors.append(
+                FieldError("", f"Too long: must have at most {MAX_OBJECT_BYTES} bytes", "TooLong")
+            )
+        elif schematic:
             errors += self.schema.validate(obj)
         if errors:
             raise E.invalid(res.group, res.kind, name, errors)

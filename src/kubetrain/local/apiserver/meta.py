@@ -96,6 +96,10 @@ def _check_label_key(path: str, key: str) -> list[FieldError]:
     return []
 
 
+# kube-apiserver's limit on the total size of an object's annotations (keys and values).
+MAX_ANNOTATIONS_BYTES = 256 * 1024
+
+
 def validate_metadata(
     meta: Mapping[str, Any], dns_label: bool, check_name: bool = True
 ) -> list[FieldError]:
@@ -124,6 +128,16 @@ def validate_metadata(
         or not all(isinstance(v, str) for v in annotations.values())
     ):
         errors.append(FieldError("metadata.annotations", "must be a map of strings"))
+    elif annotations:
+        size = sum(len(str(k).encode()) + len(v.encode()) for k, v in annotations.items())
+        if size > MAX_ANNOTATIONS_BYTES:
+            errors.append(
+                FieldError(
+                    "metadata.annotations",
+                    f"Too long: must have at most {MAX_ANNOTATIONS_BYTES} bytes",
+                    "TooLong",
+                )
+            )
     finalizers = meta.get("finalizers")
     if finalizers is not None and (
         not isinstance(finalizers, list) or not all(isinstance(f, str) for f in finalizers)
