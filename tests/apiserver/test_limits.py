@@ -56,3 +56,17 @@ def test_a_hostile_request_gets_a_status_not_a_crash(
         assert message in status["message"]
     # And the server still answers.
     assert _request(embedded, "GET", "/api/v1/namespaces/default/configmaps").status_code == 200
+
+
+def test_finding_7_a_json_patch_renaming_an_object_is_invalid(embedded: ApiServer) -> None:
+    path = "/api/v1/namespaces/default/configmaps"
+    assert _request(embedded, "POST", path, json=_configmap("renamed")).status_code == 201
+    patch = [{"op": "replace", "path": "/metadata/name", "value": "other"}]
+    answer = _request(
+        embedded, "PATCH", f"{path}/renamed", json=patch,
+        headers={"Content-Type": "application/json-patch+json"},
+    )  # fmt: skip
+    assert answer.status_code == 422, answer.text
+    assert 'metadata.name: Invalid value: "other": field is immutable' in answer.json()["message"]
+    assert _request(embedded, "GET", f"{path}/renamed").status_code == 200
+    assert _request(embedded, "GET", f"{path}/other").status_code == 404

@@ -415,6 +415,7 @@ class Engine(Deletion):
                 candidate = strategic_merge_patch(old, patch)
             else:
                 raise E.unsupported_media_type(content_type)
+            _immutable_identity(res, old, candidate)
             result = self._update(
                 op, res, old, codec.clone(candidate), subresource, opts, "Update", None
             )
@@ -652,3 +653,25 @@ def _decode_continue(token: str) -> tuple[str, str]:
         return str(ns), str(name)
     except (ValueError, KeyError, TypeError) as exc:
         raise E.bad_request(f"continue key is not valid: {exc}") from exc
+
+
+def _immutable_identity(res: ResourceDef, old: dict[str, Any], new: Any) -> None:
+    """A patch may not rename or move an object: 422, as kube-apiserver answers."""
+    before, after = (
+        old.get("metadata") or {},
+        (new or {}).get("metadata") if isinstance(new, dict) else None,
+    )
+    if not isinstance(after, dict):
+        raise E.invalid(
+            res.group,
+            res.kind,
+            before.get("name", ""),
+            [FieldError("metadata", "Required value", "Required")],
+        )
+    errors = [
+        FieldError(f"metadata.{key}", f'Invalid value: "{after.get(key)}": field is immutable')
+        for key in ("name", "namespace", "uid")
+        if key in before and after.get(key, before[key]) != before[key]
+    ]
+    if errors:
+        raise E.invalid(res.group, res.kind, str(before.get("name", "")), errors)
