@@ -364,5 +364,8 @@ class StatusServer:
             result = self._on_accepted(namespace, name, uid, trainer_status)
             if inspect.isawaitable(result):
                 await result
-        except Exception:
-            log.exception("status server: on_accepted for %s/%s", namespace, name)
+        except Exception as err:  # the write succeeded; only the local history misses it
+            log.warning(
+                "status server: recording the report of %s/%s failed: %s: %s",
+                namespace, name, type(err).__name__, err,
+            )  # fmt: skip
