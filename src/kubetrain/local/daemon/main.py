@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kubetrain.local.statusplane import StatusPlane
     from kubetrain.runtime.config import Environment
 
-__all__ = ["ALREADY_RUNNING", "IMAGES_FILE", "run_daemon"]
+__all__ = ["ALREADY_RUNNING", "IMAGES_FILE", "run_daemon", "startup_problem"]
 
 log = logging.getLogger("kubetrain.daemon")
 
@@ -43,6 +43,22 @@ log = logging.getLogger("kubetrain.daemon")
 ALREADY_RUNNING = 3
 # In KUBETRAIN_HOME: which local environment plays which container image.
 IMAGES_FILE = "images.yaml"
+
+
+def startup_problem(err: BaseException) -> str | None:
+    """One line naming the file and the cause, for the errors a start-up can meet from a
+    damaged or misconfigured home (None: not one of those, a bug worth its traceback)."""
+    import sqlite3
+
+    from kubetrain.local.policy import EngineConfigError
+    from kubetrain.local.sandbox import SandboxError
+
+    if isinstance(err, OSError):
+        where = err.filename or "start-up"
+        return f"{where}: {err.strerror or err}"
+    if isinstance(err, (sqlite3.Error, EngineConfigError, SandboxError)):
+        return str(err)
+    return None
 
 
 def _take_lock(files: DaemonFiles) -> int | None:
