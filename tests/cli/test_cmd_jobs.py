@@ -716,3 +716,33 @@ def test_finding_6_validate_checks_metadata_and_runtime_names(
     )
     assert "metadata.name: Required value: name or generateName is required" in err
     assert "metadata.annotations" in err
+
+
+def test_finding_10_logs_of_a_finished_job_without_pods_says_why(
+    api: Api, ns: str, cli: Any, tmp_path: Path
+) -> None:
+    from lightkube.generic_resource import create_namespaced_resource
+    from lightkube.types import PatchType
+
+    cli("apply", "-f", str(write_job(tmp_path, "gone")))
+    trainjob = create_namespaced_resource(
+        "trainer.kubeflow.org", "v1alpha1", "TrainJob", "trainjobs"
+    )
+    failed = {"type": "Failed", "status": "True", "reason": "JobSetFailed",
+              "message": "node-0 exited 1", "lastTransitionTime": _now()}  # fmt: skip
+    api.client.patch(
+        trainjob.Status, "gone", {"status": {"conditions": [failed]}}, namespace=ns,
+        patch_type=PatchType.MERGE,
+    )  # fmt: skip
+    done = cli("logs", "gone")
+    assert done.code == 1
+    assert done.err == (
+        'error: trainjob "gone" is Failed: JobSetFailed: node-0 exited 1; its pods and their '
+        "logs are gone\n"
+    )
+
+
+def test_finding_10_logs_refuses_a_negative_tail(cli: Any) -> None:
+    with pytest.raises(SystemExit) as usage:
+        cli("logs", "any", "--tail", "-5")
+    assert usage.value.code == 2

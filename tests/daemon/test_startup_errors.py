@@ -58,7 +58,7 @@ def test_finding_9_a_damaged_daemon_json_is_named_at_once(home: Path) -> None:
     ensure_daemon(home)
     (home / "daemon.json").write_text("garbage{")
     started = time.monotonic()
-    with pytest.raises(DaemonError, match="daemon.json: not a daemon description"):
+    with pytest.raises(DaemonError, match=r"daemon\.json: not a daemon description"):
         ensure_daemon(home, timeout=60)
     assert time.monotonic() - started < 5
 

@@ -382,8 +382,16 @@ class JobClient:
         for s in view.steps:
             if s.name == step:
                 return s
-        have = ", ".join(s.name for s in view.steps) or "none yet"
-        raise NotFoundError(f'trainjob "{job}" has no step {step} (steps: {have})')
+        have = ", ".join(s.name for s in view.steps)
+        if have:
+            raise NotFoundError(f'trainjob "{job}" has no step {step} (steps: {have})')
+        if view.state in ("Complete", "Failed"):
+            # Its pods were removed with their logs (deleted, or cleaned up after the end).
+            why = f": {view.message}" if view.message else ""
+            raise NotFoundError(
+                f'trainjob "{job}" is {view.state}{why}; its pods and their logs are gone'
+            )
+        raise NotFoundError(f'trainjob "{job}" has no pods yet (state {view.state or "Created"})')
 
     def logs(
         self,
