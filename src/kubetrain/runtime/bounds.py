@@ -86,27 +86,45 @@ def runtime_bound_errors(
             )
         )
     for i, job in enumerate(jobs):
-        replicas = _d(job).get("replicas")
-        if isinstance(replicas, int) and _is_int(replicas) and replicas < 1:
-            errors.append(
-                FieldError(f"{base}[{i}].replicas", f"Invalid value: {replicas}: must be >= 1")
-            )
+        job = _d(job)
+        tspec = _d(_d(job.get("template")).get("spec"))
+        # Each of these multiplies the pods (and endpoints) a job builds: bounded like numNodes.
+        for path, value, least in (
+            (f"{base}[{i}].replicas", job.get("replicas"), 1),
+            (f"{base}[{i}].template.spec.parallelism", tspec.get("parallelism"), 0),
+            (f"{base}[{i}].template.spec.completions", tspec.get("completions"), 0),
+        ):
+            if not isinstance(value, int) or isinstance(value, bool):
+                continue
+            if value < least:
+                errors.append(FieldError(path, f"Invalid value: {value}: must be >= {least}"))
+            elif value > max_num_nodes:
+                errors.append(
+                    FieldError(
+                        path,
+                        f"Invalid value: {value}: must be <= {max_num_nodes} (kubetrain's sanity limit)",
+                    )
+                )
     return errors
 
 
-def _longest_names(name: str, runtime: Obj, num_nodes: int) -> list[str]:
-    """The longest Job and pod hostname each replicated job would get."""
+def _generated(name: str, runtime: Obj, num_nodes: int) -> list[tuple[str, list[str], int]]:
+    """Per replicated job: its name, the longest Job name and pod hostname it would give,
+    and how many pods it would run."""
     out = []
     for job in _replicated_jobs(runtime):
         job = _d(job)
         template = _d(job.get("template"))
         ancestor = _d(_d(template.get("metadata")).get("labels")).get(ANCESTOR_LABEL)
         tspec = _d(template.get("spec"))
-        pods = as_int(tspec.get("completions"), as_int(tspec.get("parallelism"), 1))
+        pods = max(as_int(tspec.get("completions"), as_int(tspec.get("parallelism"), 1)), 1)
         if ancestor == "trainer":
             pods = max(pods, num_nodes)
-        job_name = f"{name}-{job.get('name', '')}-{max(as_int(job.get('replicas'), 1), 1) - 1}"
-        out += [job_name, f"{job_name}-{max(pods, 1) - 1}"]
+        replicas = max(as_int(job.get("replicas"), 1), 1)
+        job_name = f"{name}-{job.get('name', '')}-{replicas - 1}"
+        out.append(
+            (str(job.get("name", "")), [job_name, f"{job_name}-{pods - 1}"], replicas * pods)
+        )
     return out
 
 
@@ -122,11 +140,23 @@ def trainjob_bound_errors(
         return errors
     for e in runtime_bound_errors(runtime, max_num_nodes=max_num_nodes):
         errors.append(FieldError("spec.runtimeRef", f"the runtime's {e.path}: {e.reason}"))
+    if errors:
+        return errors
+    ml = _d(_d(runtime.get("spec")).get("mlPolicy"))
+    nodes = as_int(trainer.get("numNodes"), as_int(ml.get("numNodes"), 1))
     name = _d(trainjob.get("metadata")).get("name")
+    generated = _generated(name if isinstance(name, str) else "", runtime, nodes)
+    for job, _, pods in generated:
+        if pods > max_num_nodes:
+            errors.append(
+                FieldError(
+                    "spec.runtimeRef",
+                    f"the runtime's replicated job {job!r} would run {pods} pods (replicas "
+                    f"times pods per Job); kubetrain's sanity limit is {max_num_nodes}",
+                )
+            )
     if isinstance(name, str) and name and not errors:
-        ml = _d(_d(runtime.get("spec")).get("mlPolicy"))
-        nodes = as_int(trainer.get("numNodes"), as_int(ml.get("numNodes"), 1))
-        too_long = [n for n in _longest_names(name, runtime, nodes) if len(n) > _LABEL_MAX]
+        too_long = [n for _, names, _ in generated for n in names if len(n) > _LABEL_MAX]
         if too_long:
             worst = max(too_long, key=len)
             errors.append(
