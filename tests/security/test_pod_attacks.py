@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
-import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx2 as httpx
 import pytest
+from security_support import JOBSETS, PODS, TRAINJOBS, trainjob
 
-from kubetrain.local.daemon import DaemonInfo, ensure_daemon, stop_daemon
+from kubetrain.local.daemon import DaemonInfo
 from kubetrain.local.executor import KubeApi, KubeApiError
 from kubetrain.local.sandbox import sandbox_mode
 
@@ -32,63 +30,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 PROBE = (Path(__file__).parent / "probe.py").read_text()
-TRAINJOBS = ("trainer.kubeflow.org/v1alpha1", "trainjobs")
-RUNTIMES = ("trainer.kubeflow.org/v1alpha1", "trainingruntimes")
-PODS = ("v1", "pods")
-JOBSETS = ("jobset.x-k8s.io/v1alpha2", "jobsets")
-# A runtime with no framework: no ports, so these jobs never queue behind other torch jobs.
-RUNTIME = {
-    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-    "kind": "TrainingRuntime",
-    "metadata": {"name": "plain", "namespace": "default"},
-    "spec": {
-        "mlPolicy": {"numNodes": 1},
-        "template": {"spec": {"replicatedJobs": [{
-            "name": "node",
-            "template": {
-                "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-                "spec": {"template": {"spec": {"containers": [{"name": "node", "image": "python"}]}}},
-            },
-        }]}},
-    },
-}  # fmt: skip
 PRINT_TOKEN = "import os; print('TOKEN', open(os.environ['KUBEFLOW_TRAINER_SERVER_TOKEN']).read())"
 RUN_A_WHILE = "import time; time.sleep(120)"
-
-
-def trainjob(name: str, code: str, **env: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "runtimeRef": {"name": "plain", "kind": "TrainingRuntime"},
-            "trainer": {
-                "command": ["python", "-c", code],
-                "env": [{"name": k, "value": v} for k, v in {"TRAINJOB_NAME": name, **env}.items()],
-            },
-        },
-    }
-
-
-@pytest.fixture(scope="module")
-def engine() -> Iterator[tuple[Path, DaemonInfo]]:
-    # Not under /tmp, which every pod has private anyway: the engine home itself must be hidden.
-    home = Path(tempfile.mkdtemp(prefix="kubetrain-security-", dir="/var/tmp"))
-    try:
-        yield home, ensure_daemon(home)
-    finally:
-        stop_daemon(home, kill_pods=True, timeout=10)
-        shutil.rmtree(home, ignore_errors=True)
-
-
-@pytest.fixture
-async def api(engine: tuple[Path, DaemonInfo]) -> AsyncIterator[KubeApi]:
-    api = KubeApi.from_kubeconfig(engine[1].kubeconfig)
-    try:
-        yield api
-    finally:
-        await api.close()
 
 
 async def _until(what: Any, timeout: float = 120) -> Any:
@@ -123,7 +66,6 @@ async def test_findings_1_and_2_every_attack_from_inside_a_pod_is_refused(
     engine: tuple[Path, DaemonInfo], api: KubeApi
 ) -> None:
     home, info = engine
-    await api.create(RUNTIMES, RUNTIME)
     await api.create(TRAINJOBS, trainjob("reuse", PRINT_TOKEN))
     old_token = await _log(api, home, "reuse", "TOKEN")
     await api.delete(TRAINJOBS, "default", "reuse")
