@@ -19,7 +19,10 @@ RUNTIME = {
             "name": "node",
             "template": {
                 "metadata": {"labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
-                "spec": {"template": {"spec": {"containers": [{"name": "node", "image": "python"}]}}},
+                # A failing command fails the job at once: no restarts to wait through.
+                "spec": {"backoffLimit": 0, "template": {"spec": {
+                    "restartPolicy": "Never", "containers": [{"name": "node", "image": "python"}],
+                }}},
             },
         }]}},
     },
