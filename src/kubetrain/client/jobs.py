@@ -402,17 +402,32 @@ class JobClient:
         follow: bool = False,
         tail: int | None = None,
     ) -> Iterator[str]:
-        """Lines (without newlines) of one container's log; streams while ``follow``."""
+        """Lines (without newlines) of one container's log; streams while ``follow``.
+
+        Always streamed, in pieces of at most ``MAX_LOG_LINE`` bytes: a program that prints
+        200 MB without a newline costs the reader a megabyte, not the whole line several
+        times over (lightkube's ``Client.log`` reads a whole non-followed log into memory).
+        """
+        import httpx2
+        from lightkube.resources import core_v1
+
+        inner = self.client._client  # lightkube's transport: prepare, send, raise_for_status
         with self._errors(f'pods "{pod}"'):
-            stream = self.client.log(
-                pod,
-                namespace=namespace or self.namespace,
-                container=container,
-                follow=follow,
-                tail_lines=tail,
-                newlines=False,
-            )
-            yield from stream
+            request = inner.prepare_request(
+                "get", core_v1.PodLog, name=pod, namespace=namespace or self.namespace,
+                params={"tailLines": tail, "container": container, "follow": follow},
+            )  # fmt: skip
+            if follow:  # an open stream has no read timeout
+                request.timeout = httpx2.Timeout(self.client._timeout)
+                request.timeout.read = None
+            response = inner.send(inner.build_adapter_request(request), stream=True)
+            try:
+                if response.is_error:
+                    response.read()
+                inner.raise_for_status(response)
+                yield from bounded_lines(response.iter_bytes())
+            finally:
+                response.close()
 
     def events(self, job: str, namespace: str | None = None) -> list[dict[str, Any]]:
         """core/v1 Events of the TrainJob, its JobSet, its Jobs and its pods, oldest first.
@@ -455,3 +470,28 @@ def event_time_key(ev: dict[str, Any]) -> str:
             return when.isoformat()
     created = parse_time((ev.get("metadata") or {}).get("creationTimestamp"))
     return created.isoformat() if created else ""
+
+
+# The longest piece of a log line handed out at once; longer lines come in several pieces.
+MAX_LOG_LINE = 1024 * 1024
+
+
+def bounded_lines(chunks: Iterable[bytes], limit: int = MAX_LOG_LINE) -> Iterator[str]:
+    """Lines of a byte stream (newlines dropped), none longer than ``limit`` bytes."""
+    buffer = bytearray()
+    for chunk in chunks:
+        buffer += chunk
+        start = 0
+        while True:
+            end = buffer.find(b"\n", start)
+            if end < 0:
+                break
+            line = buffer[start:end]
+            yield (line[:-1] if line.endswith(b"\r") else line).decode(errors="replace")
+            start = end + 1
+        del buffer[:start]
+        while len(buffer) >= limit:
+            yield bytes(buffer[:limit]).decode(errors="replace")
+            del buffer[:limit]
+    if buffer:
+        yield buffer.decode(errors="replace")
