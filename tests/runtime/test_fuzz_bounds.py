@@ -87,7 +87,7 @@ def _pod_names(plan_objects: list[dict[str, Any]]) -> tuple[list[str], int]:
     return out, pods
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(job=trainjobs(), runtime=runtimes())
 def test_every_input_gets_field_errors_or_a_bounded_runnable_plan(
     job: dict[str, Any], runtime: dict[str, Any]
