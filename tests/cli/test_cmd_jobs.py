@@ -665,3 +665,89 @@ def test_an_unknown_kind_in_a_file_is_a_clear_error(cli: Any, tmp_path: Path, co
     assert done.code == 1
     assert done.err.startswith("error: unknown kind 'Widget' (apiVersion 'example.com/v1')")
     assert "Traceback" not in done.err
+
+
+def _four_documents(tmp_path: Path) -> Path:
+    """Four TrainJobs; the third has a label key Kubernetes refuses."""
+    docs = [write_job(tmp_path, f"multi-{i}", 1).read_text() for i in range(4)]
+    docs[2] = docs[2].replace(
+        "metadata: {name: multi-2}", "metadata: {name: multi-2, labels: {'bad key!': x}}"
+    )
+    path = tmp_path / "four.yaml"
+    path.write_text("---\n".join(docs))
+    return path
+
+
+def test_finding_6_apply_checks_every_document_first_and_applies_nothing_if_one_is_bad(
+    cli: Any, ns: str, tmp_path: Path
+) -> None:
+    done = cli("apply", "-f", str(_four_documents(tmp_path)))
+    assert done.code == 1
+    assert "document 3 (TrainJob multi-2): metadata.labels" in done.err
+    assert "nothing applied" in done.err
+    assert cli("get", "trainjobs").err == f"No resources found in {ns} namespace.\n"
+
+
+def test_finding_6_continue_on_error_applies_the_others_as_kubectl_does(
+    cli: Any, tmp_path: Path
+) -> None:
+    done = cli("apply", "-f", str(_four_documents(tmp_path)), "--continue-on-error")
+    assert done.code == 1
+    assert "document 3 (TrainJob multi-2)" in done.err
+    names = [row[0] for row in table(cli("get", "trainjobs").out)[1:]]
+    assert names == ["multi-0", "multi-1", "multi-3"]
+
+
+def test_finding_6_validate_checks_metadata_and_runtime_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kubetrain.cli.main import main
+
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: ClusterTrainingRuntime\n"
+        "metadata: {name: Bad_Name}\nspec: {template: {spec: {replicatedJobs: [{name: node, template: "
+        "{spec: {template: {spec: {containers: [{name: node, image: x}]}}}}}]}}}\n"
+        "---\n"
+        + write_job(tmp_path, "nameless")
+        .read_text()
+        .replace("metadata: {name: nameless}", "metadata: {annotations: {'a b': c}}")
+    )
+    assert main(["validate", "-f", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert (
+        'ClusterTrainingRuntime Bad_Name: metadata.name: "Bad_Name": a lowercase RFC 1123 subdomain'
+        in err
+    )
+    assert "metadata.name: Required value: name or generateName is required" in err
+    assert "metadata.annotations" in err
+
+
+def test_finding_10_logs_of_a_finished_job_without_pods_says_why(
+    api: Api, ns: str, cli: Any, tmp_path: Path
+) -> None:
+    from lightkube.generic_resource import create_namespaced_resource
+    from lightkube.types import PatchType
+
+    cli("apply", "-f", str(write_job(tmp_path, "gone")))
+    trainjob = create_namespaced_resource(
+        "trainer.kubeflow.org", "v1alpha1", "TrainJob", "trainjobs"
+    )
+    failed = {"type": "Failed", "status": "True", "reason": "JobSetFailed",
+              "message": "node-0 exited 1", "lastTransitionTime": _now()}  # fmt: skip
+    api.client.patch(
+        trainjob.Status, "gone", {"status": {"conditions": [failed]}}, namespace=ns,
+        patch_type=PatchType.MERGE,
+    )  # fmt: skip
+    done = cli("logs", "gone")
+    assert done.code == 1
+    assert done.err == (
+        'error: trainjob "gone" is Failed: JobSetFailed: node-0 exited 1; its pods and their '
+        "logs are gone\n"
+    )
+
+
+def test_finding_10_logs_refuses_a_negative_tail(cli: Any) -> None:
+    with pytest.raises(SystemExit) as usage:
+        cli("logs", "any", "--tail", "-5")
+    assert usage.value.code == 2

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -82,3 +83,46 @@ def test_the_runtime_chooses_the_launcher(policy: dict[str, dict[str, str]], lau
     command = function_command(greet, None, policy)
     assert command[-1].rstrip().splitlines()[-1] == launcher
     assert (command[0] == "mpirun") == ("mpi" in policy)
+
+
+def echo(x: object) -> None:
+    print(repr(x))
+
+
+def test_finding_5_dollar_parens_reach_the_function_unchanged(tmp_path: Path) -> None:
+    from kubetrain.local.sandbox.envvars import expand
+
+    value = "pw=$(PET_NNODES) $$(HOME) $ cost$"
+    command = function_command(echo, {"x": value}, {})
+    # What the kubelet does to a command before running it: $(VAR) expansion.
+    env = {"PET_NNODES": "1", "HOME": "/root"}
+    done = _run([expand(part, env) for part in command], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == repr(value)
+
+
+def _closure() -> object:
+    secret = 3
+
+    def inner() -> None:
+        print(secret)
+
+    return inner
+
+
+REFUSED = [
+    ("finding 5: a lambda", lambda: None, None, "is a lambda"),
+    ("finding 5: a closure", _closure(), None, "uses variables of the function around it (secret)"),
+    ("finding 5: an object argument", echo, {"x": object()}, "func_args['x'] = <object object"),
+    ("finding 5: a NaN argument", echo, {"x": float("nan")}, "cannot be passed to the pod faithfully"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("func", "args", "message"), [c[1:] for c in REFUSED], ids=[c[0] for c in REFUSED]
+)
+def test_what_cannot_travel_faithfully_is_refused_before_anything_is_created(
+    func: object, args: dict[str, object] | None, message: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        function_command(func, args, {})  # type: ignore[arg-type]

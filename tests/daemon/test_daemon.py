@@ -123,10 +123,13 @@ def test_clients_racing_to_start_end_up_with_one_daemon(home: Path) -> None:
 
 @pytest.mark.parametrize("how", ["kill -9", "daemon stop"])
 async def test_after_a_stop_a_live_pod_is_adopted_and_recorded_once(home: Path, how: str) -> None:
-    info = await asyncio.to_thread(ensure_daemon, home)
-    api = KubeApi.from_kubeconfig(info.kubeconfig)
     ctl = home.parent / "ctl"
     ctl.mkdir()
+    # The local engine refuses hostPath volumes unless its owner allows the directory.
+    home.mkdir()
+    (home / "engine.yaml").write_text(f"allowedHostPaths: [{ctl}]\n")
+    info = await asyncio.to_thread(ensure_daemon, home)
+    api = KubeApi.from_kubeconfig(info.kubeconfig)
     # Runs until the test says go.
     script = "import os,time\nwhile not os.path.exists('/ctl/go'): time.sleep(0.05)\nprint('done')"
     try:

@@ -73,3 +73,12 @@ def test_values_read_as_numbers_when_they_are_numbers() -> None:
     assert as_number("0.25") == 0.25
     assert as_number("1e-3") == 0.001
     assert as_number("warm") is None
+
+
+def test_finding_8_a_value_sqlite_cannot_hold_is_left_out_not_a_failed_write(
+    tmp_path: Path,
+) -> None:
+    h = MetricsHistory(tmp_path / HISTORY_FILE)
+    h.record("ns", "job", "u", {**status(1, 1.0), "estimatedRemainingSeconds": 10**26})
+    (point,) = h.series("ns", "job")
+    assert point.progress == 1 and point.eta is None

@@ -83,3 +83,23 @@ def test_get_has_progress_and_eta_columns() -> None:
 def test_metrics_text_takes_the_first_few() -> None:
     assert metrics_text(TRAINER_STATUS, limit=2) == "loss=0.41 lr=0.001"
     assert metrics_text({}) == ""
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [
+        (12, "12s"),
+        (185, "3m05s"),
+        (3720, "1h02m"),
+        (3 * 86400 + 4 * 3600, "3d04h"),
+        (1e26, "-"),
+        (float("nan"), "-"),
+        (-5, "-"),
+    ],
+    ids=["seconds", "minutes", "hours", "days", "finding 8: 1e26 is unknown, not 27777777777777777777777h",
+         "NaN", "negative"],
+)  # fmt: skip
+def test_eta_reads_as_a_duration(seconds: float, shown: str) -> None:
+    from kubetrain.client.present import eta
+
+    assert eta(seconds) == shown

@@ -167,3 +167,20 @@ def test_trainer_status_is_preserved() -> None:
 def test_job_state_table(job: Obj, state: JobState) -> None:
     assert job_state(job) is state
     assert state.is_terminal() == (state in (JobState.COMPLETE, JobState.FAILED))
+
+
+@pytest.mark.parametrize(
+    ("end", "reason"), [("Complete", "JobSetCompleted"), ("Failed", "DeadlineExceeded")]
+)
+def test_finding_10_suspending_a_finished_job_leaves_it_finished_alone(
+    end: str, reason: str
+) -> None:
+    done = {"type": end, "status": "True", "reason": reason, "message": "done",
+            "lastTransitionTime": "2026-01-01T00:00:00Z"}  # fmt: skip
+    job = make_trainjob("j").suspend().conditions(done).obj()
+    status = derive(job, None, now=datetime(2026, 1, 2, tzinfo=UTC)).status
+    types = {c["type"]: c["status"] for c in status.get("conditions") or []}
+    assert "Suspended" not in types
+    assert job_state({**job, "status": status}) == (
+        JobState.COMPLETE if end == "Complete" else JobState.FAILED
+    )

@@ -128,6 +128,9 @@ class _Node:
         self.names: list[str] = []  # property names, for suggestions
 
 
+_INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+
+
 def _compile(s: Obj) -> _Node:
     n = _Node()
     n.type = s.get("type")
@@ -149,6 +152,12 @@ def _compile(s: Obj) -> _Node:
         n.enum = tuple(s["enum"])
     n.minimum = s.get("minimum")
     n.maximum = s.get("maximum")
+    if n.type == "integer":
+        # What the field's Go type holds (int32 where the schema says so, else int64): the
+        # API server refuses anything larger before any controller sees it.
+        low, high = _INT_RANGES.get(s.get("format") or "int64", _INT_RANGES["int64"])
+        n.minimum = low if n.minimum is None else max(n.minimum, low)
+        n.maximum = high if n.maximum is None else min(n.maximum, high)
     n.min_length = s.get("minLength")
     n.max_length = s.get("maxLength")
     n.min_items = s.get("minItems")

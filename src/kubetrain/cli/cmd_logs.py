@@ -21,13 +21,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rank", type=int, metavar="N", help="node rank for --step node (default 0)"
     )
     parser.add_argument("-f", "--follow", action="store_true", help="stream until the job ends")
-    parser.add_argument("--tail", type=int, metavar="N", help="only the last N lines")
+    parser.add_argument("--tail", type=_lines, metavar="N", help="only the last N lines")
     parser.add_argument(
         "--all-ranks",
         action="store_true",
         help="every node's output, each line prefixed by its step",
     )
     add_connection_arguments(parser)
+
+
+def _lines(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of lines") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value}: the number of lines must be 0 or more")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:

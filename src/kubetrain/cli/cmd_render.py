@@ -110,6 +110,7 @@ def find_runtime(job: Obj, runtimes: list[Obj]) -> Obj | None:
 
 def admit(inputs: Inputs, gates: Any) -> tuple[list[tuple[Obj, Obj | None]], list[str], list[str]]:
     """Validate every runtime and TrainJob; return (job, runtime) pairs, error lines, warnings."""
+    from kubetrain.api.objectmeta import document_errors
     from kubetrain.runtime.validate import (
         runtime_webhook_enabled,
         validate_runtime,
@@ -130,12 +131,18 @@ def admit(inputs: Inputs, gates: Any) -> tuple[list[tuple[Obj, Obj | None]], lis
         return [f"{who}{e}" for e in found]
 
     for rt in inputs.runtimes:
-        # A runtime labelled webhook-validation=disabled skips the webhook, not the CRD rules.
+        # Metadata syntax first (what the API server refuses for any kind), then the rules
+        # of the kind. A runtime labelled webhook-validation=disabled skips the webhook only.
+        errors.extend(lines(rt, document_errors(rt), prefix_runtimes))
         verdict = validate_runtime(rt, operation="CREATE", webhook=runtime_webhook_enabled(rt))
         errors.extend(lines(rt, verdict.errors, prefix_runtimes))
         warnings.extend(verdict.warnings)
     pairs: list[tuple[Obj, Obj | None]] = []
     for job in inputs.trainjobs:
+        # A present name's format is the TrainJob CRD's own rule, reported by validate_trainjob.
+        named = isinstance((job.get("metadata") or {}).get("name"), str)
+        doc = [e for e in document_errors(job) if not (named and e.path == "metadata.name")]
+        errors.extend(lines(job, doc, prefix_jobs))
         runtime = find_runtime(job, inputs.runtimes)
         verdict = validate_trainjob(job, runtime, gates=gates)
         errors.extend(lines(job, verdict.errors, prefix_jobs))

@@ -30,7 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--port",
-        type=int,
+        type=_port,
         default=None,
         help="port to listen on (default: the last one, else a free one)",
     )
@@ -49,6 +49,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve the API alone (no controller, executor or status server): a stand-in "
         "cluster for `kubetrain controller --kubeconfig`",
     )
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port (0 to 65535; 0 picks a free one)")
+    return port
 
 
 def run(args: argparse.Namespace) -> int:
@@ -84,10 +94,21 @@ def run(args: argparse.Namespace) -> int:
             run_daemon(home, port=args.port, host=args.host, on_ready=ready, api_only=args.api_only)
         )
     except OSError as exc:
-        print(
-            f"kubetrain serve: cannot listen on {args.host}:{args.port}: {exc.strerror}",
-            file=sys.stderr,
-        )
+        if exc.filename:
+            print(f"kubetrain serve: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        else:
+            print(
+                f"kubetrain serve: cannot listen on {args.host}:{args.port}: {exc.strerror}",
+                file=sys.stderr,
+            )
+        return 1
+    except Exception as exc:
+        from kubetrain.local.daemon.main import startup_problem
+
+        problem = startup_problem(exc)
+        if problem is None:
+            raise
+        print(f"kubetrain serve: {problem}", file=sys.stderr)
         return 1
     if code == ALREADY_RUNNING:
         return 1

@@ -9,6 +9,7 @@ local engine's environment alike, and a satisfied job never touches the network.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
 import shlex
@@ -89,8 +90,8 @@ def function_command(
     index_urls: list[str] | None = None,
 ) -> list[str]:
     """The ``spec.trainer.command`` that runs ``func(**func_args)`` under the runtime's launcher."""
-    if not callable(func):
-        raise ValueError("CustomTrainer.func must be a function")
+    _check_func(func)
+    _check_args(func_args or {})
     try:
         source = textwrap.dedent(inspect.getsource(func))
     except (OSError, TypeError) as exc:
@@ -105,4 +106,42 @@ def function_command(
             f"{interpreter} {shlex.quote(path)}\n",
         ]
     )
-    return [*prefix, script]
+    # Kubernetes expands $(NAME) in commands and turns $$ into $: doubling every $ makes the
+    # pod receive the source and arguments exactly as written.
+    return [*prefix, script.replace("$", "$$")]
+
+
+def _check_func(func: Callable[..., Any]) -> None:
+    """Refuse what cannot travel as source text, before anything is created."""
+    if not inspect.isfunction(func):
+        raise ValueError(f"CustomTrainer.func must be a function defined with def, got {func!r}")
+    if func.__name__ == "<lambda>":
+        raise ValueError(
+            "CustomTrainer.func is a lambda: its source cannot be shipped on its own; "
+            "define the function with def"
+        )
+    if func.__code__.co_freevars:
+        names = ", ".join(func.__code__.co_freevars)
+        raise ValueError(
+            f"CustomTrainer.func {func.__name__} uses variables of the function around it "
+            f"({names}); the pod gets only its source: pass them in func_args"
+        )
+
+
+def _check_args(func_args: dict[str, Any]) -> None:
+    """Each argument must come back equal from its repr, which is how it reaches the pod."""
+    for key, value in func_args.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            raise ValueError(f"func_args key {key!r} is not a keyword argument name")
+        try:
+            faithful = bool(ast.literal_eval(repr(value)) == value)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            faithful = False
+        if not faithful:
+            shown = repr(value)
+            shown = shown if len(shown) <= 60 else shown[:57] + "..."
+            raise ValueError(
+                f"func_args[{key!r}] = {shown} ({type(value).__name__}) cannot be passed to the "
+                "pod faithfully: only Python literals can (str, bytes, numbers, bool, None, and "
+                "lists, tuples, sets and dicts of them)"
+            )

@@ -401,8 +401,16 @@ class JobClient:
         for s in view.steps:
             if s.name == step:
                 return s
-        have = ", ".join(s.name for s in view.steps) or "none yet"
-        raise NotFoundError(f'trainjob "{job}" has no step {step} (steps: {have})')
+        have = ", ".join(s.name for s in view.steps)
+        if have:
+            raise NotFoundError(f'trainjob "{job}" has no step {step} (steps: {have})')
+        if view.state in ("Complete", "Failed"):
+            # Its pods were removed with their logs (deleted, or cleaned up after the end).
+            why = f": {view.message}" if view.message else ""
+            raise NotFoundError(
+                f'trainjob "{job}" is {view.state}{why}; its pods and their logs are gone'
+            )
+        raise NotFoundError(f'trainjob "{job}" has no pods yet (state {view.state or "Created"})')
 
     def logs(
         self,
@@ -462,3 +470,6 @@ def event_time_key(ev: dict[str, Any]) -> str:
             return when.isoformat()
     created = parse_time((ev.get("metadata") or {}).get("creationTimestamp"))
     return created.isoformat() if created else ""
+
+
+# The longest piece of a log line handed out at once; longer lines come in several pieces.

@@ -115,10 +115,15 @@ def print_table(
 
 
 def eta(seconds: Any) -> str:
-    """``1h02m``/``3m05s``/``12s`` for a remaining-seconds value; ``-`` when unknown."""
-    if not isinstance(seconds, int | float):
+    """``3d04h``/``1h02m``/``3m05s``/``12s`` for a remaining-seconds value; ``-`` when unknown
+    (or not a sane number: a stored value from before the bounds, NaN, negative)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float):
+        return "-"
+    if not 0 <= seconds < 2**31:
         return "-"
     s = int(seconds)
+    if s >= 2 * 86400:
+        return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
     if s >= 3600:
         return f"{s // 3600}h{(s % 3600) // 60:02d}m"
     if s >= 60:

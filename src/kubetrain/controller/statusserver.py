@@ -85,14 +85,16 @@ class TokenVerifier(Protocol):
 class TokenReviewVerifier:
     """Verifies tokens with the API server's TokenReview, as a cluster's kube-apiserver would.
 
-    Answers are cached briefly, keyed by a hash of the token and the audience: accepted ones
-    for ``cache_s`` so a busy job costs one review per ``cache_s`` rather than one per report,
-    refused ones for ``refusal_cache_s`` so a flood of bad tokens cannot turn into a flood of
-    reviews. Both caches are bounded.
+    Refused answers are cached for ``refusal_cache_s``, keyed by a hash of the token and the
+    audience, so a flood of bad tokens cannot turn into a flood of reviews (bounded).
+    Accepted ones are not cached unless ``cache_s`` says so: a token is good only while the
+    pod it is bound to exists, and a cached yes would let a deleted pod's token write a
+    same-named new job's status. Reports are paced per TrainJob (``min_interval_s``), so a
+    review per report stays cheap.
     """
 
     client: KubeClient
-    cache_s: float = 30.0
+    cache_s: float = 0.0
     refusal_cache_s: float = 5.0
     max_entries: int = 10_000
     _cache: dict[tuple[str, str], tuple[float, bool]] = field(default_factory=dict)
@@ -122,7 +124,9 @@ class TokenReviewVerifier:
             del self._pending[key]
         if len(self._cache) >= self.max_entries:
             self._cache.clear()
-        self._cache[key] = (now + (self.cache_s if ok else self.refusal_cache_s), ok)
+        ttl = self.cache_s if ok else self.refusal_cache_s
+        if ttl > 0:
+            self._cache[key] = (now + ttl, ok)
         return ok
 
     async def _review(self, token: str, audience: str, namespace: str) -> bool:
@@ -360,5 +364,8 @@ class StatusServer:
             result = self._on_accepted(namespace, name, uid, trainer_status)
             if inspect.isawaitable(result):
                 await result
-        except Exception:
-            log.exception("status server: on_accepted for %s/%s", namespace, name)
+        except Exception as err:  # the write succeeded; only the local history misses it
+            log.warning(
+                "status server: recording the report of %s/%s failed: %s: %s",
+                namespace, name, type(err).__name__, err,
+            )  # fmt: skip

@@ -33,6 +33,7 @@ from lightkube.core.exceptions import ConfigError
 
 from kubetrain.api import codec
 from kubetrain.api.types import Obj
+from kubetrain.kube.lines import MAX_LOG_LINE, LineSplitter, decode_line
 
 __all__ = [
     "TRANSPORT_ERRORS",
@@ -298,10 +299,12 @@ class _Http:
         params: Mapping[str, str],
         read_timeout: float | None,
         keep_empty: bool = False,
+        max_line: int | None = None,
         accept: str = "application/json",
     ) -> AsyncGenerator[bytes, None]:
-        """The lines of a streamed GET (empty ones only with ``keep_empty``); raises
-        ``ApiError`` for an error answer. ``read_timeout`` None waits for ever (a log follow)."""
+        """The lines of a streamed GET (empty ones only with ``keep_empty``, longer ones than
+        ``max_line`` in pieces); raises ``ApiError`` for an error answer. ``read_timeout``
+        None waits for ever (a log follow)."""
         timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=self.timeout, sock_read=read_timeout
         )
@@ -312,17 +315,13 @@ class _Http:
             if resp.status >= 400:
                 raise ApiError.from_body(resp.status, resp.reason, await resp.read())
             finished = False
+            splitter = LineSplitter(limit=max_line, keep_empty=keep_empty)
             try:
-                pending = bytearray()
                 async for chunk in resp.content.iter_any():
-                    pending += chunk
-                    while (end := pending.find(b"\n")) >= 0:
-                        line = bytes(pending[:end])
-                        del pending[: end + 1]
-                        if keep_empty or line.strip():
-                            yield line
-                if pending.strip() or (keep_empty and pending):
-                    yield bytes(pending)
+                    for line in splitter.feed(chunk):
+                        yield line
+                for line in splitter.end():
+                    yield line
                 finished = True
             finally:
                 if not finished and resp.connection is not None:
@@ -554,7 +553,9 @@ class KubeClient:
         follow: bool = False,
         tail_lines: int | None = None,
     ) -> AsyncIterator[str]:
-        """A pod's log (``pods/log``), line by line without the newline; streams while ``follow``."""
+        """A pod's log (``pods/log``), line by line without the newline (a line longer than
+        ``MAX_LOG_LINE`` in pieces, so a reader never holds a whole 200 MB line); streams while
+        ``follow``."""
         params: dict[str, str] = {}
         if container:
             params["container"] = container
@@ -568,11 +569,12 @@ class KubeClient:
             params=params,
             read_timeout=None if follow else self._http.timeout,
             keep_empty=True,
+            max_line=MAX_LOG_LINE,
             accept="*/*",
         )
         try:
             async for line in lines:
-                yield line.decode(errors="replace").removesuffix("\r")
+                yield decode_line(line)
         finally:
             await lines.aclose()
 

@@ -74,7 +74,10 @@ class Point:
 
 
 def _int_or_none(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    # SQLite holds 64-bit integers: anything else is not a value worth a row's column.
+    if isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63:
+        return value
+    return None
 
 
 class MetricsHistory:

@@ -105,6 +105,7 @@ class TrainerAdmission:
                 old=old,
                 operation="UPDATE" if operation == "UPDATE" else "CREATE",
                 webhook=runtime_webhook_enabled(obj),
+                environment=self._environment,
             )
             return list(verdict.errors), list(verdict.warnings)
         return [], []

@@ -12,6 +12,7 @@ from types import MappingProxyType
 
 __all__ = [
     "DEFAULT_GATES",
+    "DEFAULT_MAX_NUM_NODES",
     "KNOWN_GATES",
     "MANAGER_SERVICE",
     "OPERATOR_NAMESPACE",
@@ -27,6 +28,9 @@ __all__ = [
 # upstream's default output.
 KNOWN_GATES: Mapping[str, bool] = MappingProxyType({"TrainJobStatus": False})
 DEFAULT_GATES: Mapping[str, bool] = MappingProxyType({"TrainJobStatus": True})
+
+# kubetrain's sanity limit on numNodes (kubetrain.runtime.bounds): what a TrainJob may ask for.
+DEFAULT_MAX_NUM_NODES = 1000
 
 # Accepted spellings of booleans, as Go's strconv.ParseBool (what --feature-gates uses).
 _TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
@@ -137,6 +141,8 @@ class Environment:
     """Namespace assumed for a TrainJob without ``metadata.namespace``."""
     flux_view_image: str = "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy"
     """Upstream reads ``FLUX_VIEW_IMAGE`` from the controller's environment; this is its default."""
+    max_num_nodes: int = DEFAULT_MAX_NUM_NODES
+    """kubetrain's sanity limit on ``numNodes`` (`kubetrain.runtime.bounds`); upstream has none."""
 
     @property
     def status_server_base_url(self) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from kubetrain.api.errors import FieldError
+from kubetrain.runtime.bounds import trainjob_bound_errors
 from kubetrain.runtime.config import Environment, FeatureGates
 from kubetrain.runtime.core import (
     CLUSTER_TRAINING_RUNTIME,
@@ -333,11 +334,15 @@ def _new_objects(
     snapshot = existing.get("ConfigMap", snapshot_name(name))
     if snapshot is not None:
         runtime = _read_snapshot(job, snapshot, str(uid))
-        info = new_runtime_info(job, runtime, env)
-    else:
-        if runtime is None:
-            raise RenderError(FieldError("", runtime_not_found(kind, ref_name)))
-        info = new_runtime_info(job, runtime, env)
+    elif runtime is None:
+        raise RenderError(FieldError("", runtime_not_found(kind, ref_name)))
+    # Admission checks these too; a job stored before (or a runtime whose webhook is off)
+    # must fail here with the reason, not build two billion endpoints or nothing at all.
+    unrunnable = trainjob_bound_errors(job, runtime, max_num_nodes=env.max_num_nodes)
+    if unrunnable:
+        raise RenderError(*unrunnable)
+    info = new_runtime_info(job, runtime, env)
+    if snapshot is None:
         objects.append(snapshot_configmap(info, runtime))
     framework.run_enforce(info, job)
     built = framework.run_build(info, job, BuildContext(gates=gates, env=env, existing=existing))

@@ -152,8 +152,11 @@ def derive(
             },
             now,
         )
-    # Step 5.
-    if spec.get("suspend") is True:
+    # Step 5. A finished job is not suspended after the fact (issue 13, finding 10): its
+    # state stays Complete or Failed, alone.
+    before = _l(_d(job.get("status")).get("conditions"))
+    finished = condition_true(before, "Complete") or condition_true(before, "Failed")
+    if spec.get("suspend") is True and not finished:
         set_condition(
             conditions,
             {

@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from kubetrain.api.errors import FieldError
 from kubetrain.api.meta import format_time
+from kubetrain.runtime.bounds import runtime_bound_errors, trainjob_bound_errors
 from kubetrain.runtime.config import Environment, FeatureGates
 from kubetrain.runtime.core import (
     ANCESTOR_LABEL,
@@ -213,6 +214,11 @@ def validate_trainjob(
     crd = trainjob_crd_errors(new, old_d)
     if crd:
         return Validation(errors=crd)
+    # Before anything is built from it: a job that could never run is refused here. Bad
+    # process counts are left to the plugins first, whose messages are upstream's.
+    bounds = trainjob_bound_errors(new, runtime, max_num_nodes=env.max_num_nodes)
+    if any("numProcPerNode" not in e.path for e in bounds):
+        return Validation(errors=bounds)
 
     key = registry_key(new)
     if key not in SUPPORTED_RUNTIME_KEYS:
@@ -245,6 +251,7 @@ def validate_trainjob(
         runtime=runtime,
     )
     errors = framework_for(gates, env).run_validation(info, new, ctx)
+    errors += [e for e in bounds if e.path not in {x.path for x in errors}]
     return Validation(errors=errors, warnings=warnings)
 
 
@@ -380,6 +387,7 @@ def validate_runtime(
     old: Obj | None = None,
     operation: Literal["CREATE", "UPDATE"] = "CREATE",
     webhook: bool = True,
+    environment: Environment | None = None,
 ) -> Validation:
     """Admit a TrainingRuntime or ClusterTrainingRuntime: CRD rules, then the runtime webhook.
 
@@ -393,6 +401,10 @@ def validate_runtime(
     crd = _runtime_crd_errors(new, old_d)
     if crd:
         return Validation(errors=crd)
+    env = environment if environment is not None else Environment()
+    bounds = runtime_bound_errors(new, max_num_nodes=env.max_num_nodes)
+    if bounds:
+        return Validation(errors=bounds)
     kind = new.get("kind")
     if not webhook or (kind == TRAINING_RUNTIME and operation == "UPDATE"):
         return Validation()

@@ -50,6 +50,10 @@ from kubetrain.local.apiserver.schema import ProjectSchemas, SchemaRules
 from kubetrain.local.apiserver.selectors import FieldSelector, LabelSelector
 from kubetrain.local.apiserver.store import Change, Store
 
+# The largest object stored (kube-apiserver: 1 MiB of ConfigMap or Secret data; etcd's
+# request limit is about that).
+MAX_OBJECT_BYTES = 1024 * 1024
+
 __all__ = ["Engine", "Result", "WriteOptions"]
 
 _MODIFIED = (
@@ -330,7 +334,13 @@ class Engine(Deletion):
             dns_label=res.kind == "Namespace" and not res.group,
             check_name=operation == "CREATE",
         )
-        if schematic:
+        size = len(codec.dumps(obj))
+        if size > MAX_OBJECT_BYTES:
+            # What a ConfigMap or Secret may hold on a cluster, and about what etcd stores.
+            errors.append(
+                FieldError("", f"Too long: must have at most {MAX_OBJECT_BYTES} bytes", "TooLong")
+            )
+        elif schematic:
             errors += self.schema.validate(obj)
         if errors:
             raise E.invalid(res.group, res.kind, name, errors)
@@ -405,6 +415,7 @@ class Engine(Deletion):
                 candidate = strategic_merge_patch(old, patch)
             else:
                 raise E.unsupported_media_type(content_type)
+            _immutable_identity(res, old, candidate)
             result = self._update(
                 op, res, old, codec.clone(candidate), subresource, opts, "Update", None
             )
@@ -642,3 +653,25 @@ def _decode_continue(token: str) -> tuple[str, str]:
         return str(ns), str(name)
     except (ValueError, KeyError, TypeError) as exc:
         raise E.bad_request(f"continue key is not valid: {exc}") from exc
+
+
+def _immutable_identity(res: ResourceDef, old: dict[str, Any], new: Any) -> None:
+    """A patch may not rename or move an object: 422, as kube-apiserver answers."""
+    before, after = (
+        old.get("metadata") or {},
+        (new or {}).get("metadata") if isinstance(new, dict) else None,
+    )
+    if not isinstance(after, dict):
+        raise E.invalid(
+            res.group,
+            res.kind,
+            before.get("name", ""),
+            [FieldError("metadata", "Required value", "Required")],
+        )
+    errors = [
+        FieldError(f"metadata.{key}", f'Invalid value: "{after.get(key)}": field is immutable')
+        for key in ("name", "namespace", "uid")
+        if key in before and after.get(key, before[key]) != before[key]
+    ]
+    if errors:
+        raise E.invalid(res.group, res.kind, str(before.get("name", "")), errors)

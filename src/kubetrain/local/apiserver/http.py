@@ -52,6 +52,11 @@ log = logging.getLogger(__name__)
 JSON = "application/json"
 _PUBLIC = frozenset({"/version", "/healthz", "/livez", "/readyz"})
 _TRUE = ("true", "1")
+# kube-apiserver's largest request body (MaxRequestBodyBytes: 3 MiB).
+MAX_BODY_BYTES = 3 * 1024 * 1024
+# Deeper bodies are refused before anything walks them (the schema, copies, patches recurse);
+# real Kubernetes objects nest a few dozen levels at most.
+MAX_DEPTH = 100
 
 
 def _dumps(body: Any) -> bytes:
@@ -103,7 +108,7 @@ class HttpApi:
         self.server_address = "127.0.0.1:0"
 
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[self._middleware], client_max_size=64 * 1024 * 1024)
+        app = web.Application(middlewares=[self._middleware], client_max_size=MAX_BODY_BYTES)
         # Extra endpoints (TokenRequest, TokenReview) go before the catch-all, behind the same auth.
         for method, path, handler in self.routes:
             app.router.add_route(method, path, handler)
@@ -447,7 +452,7 @@ class HttpApi:
         self.watches.add(w)
         if self.closing:
             w.close()
-        timeout = _int(q.get("timeoutSeconds"))
+        timeout = _int(q.get("timeoutSeconds"), "timeoutSeconds")
         bookmarks = q.get("allowWatchBookmarks", "").lower() in _TRUE
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout if timeout else math.inf
@@ -546,13 +551,36 @@ class HttpApi:
         return response
 
 
-def _int(value: str | None) -> int:
+def _int(value: str | None, name: str = "limit") -> int:
     if not value:
         return 0
     try:
-        return int(value)
+        number = int(value)
     except ValueError as exc:
-        raise E.bad_request(f"invalid integer {value!r}") from exc
+        raise E.bad_request(f"{name}: invalid integer {value!r}") from exc
+    if number < 0:
+        raise E.bad_request(f"{name}: Invalid value: {number}: must be greater than or equal to 0")
+    return number
+
+
+def _depth(obj: Any) -> int:
+    """How deeply ``obj`` nests (iteratively: the point is not to recurse on it)."""
+    deepest, stack = 0, [(obj, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, list):
+            deepest = max(deepest, depth)
+            if depth <= MAX_DEPTH:
+                stack.extend((v, depth + 1) for v in value if isinstance(v, (dict, list)))
+    return deepest
+
+
+def _decoded(obj: Any) -> Any:
+    if _depth(obj) > MAX_DEPTH:
+        raise E.bad_request(f"the body nests deeper than {MAX_DEPTH} levels")
+    return obj
 
 
 def _field_validation(value: str | None) -> str:
@@ -571,7 +599,12 @@ def _default_manager(request: web.Request) -> str:
 
 async def _body(request: web.Request, optional: bool = False) -> Any:
     content_type = request.headers.get("Content-Type", "")
-    raw = await request.read()
+    try:
+        raw = await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise E.ApiError(
+            413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY_BYTES}"
+        ) from None
     if "protobuf" in content_type or "cbor" in content_type:
         # kubectl 1.32+ sends its typed creates as protobuf; those few kinds are understood.
         try:
@@ -588,10 +621,14 @@ async def _body(request: web.Request, optional: bool = False) -> Any:
             return None
         raise E.bad_request("the request has no body")
     try:
-        return codec.loads(raw)
+        return _decoded(codec.loads(raw))
+    except RecursionError:
+        raise E.bad_request(f"the body nests deeper than {MAX_DEPTH} levels") from None
     except codec.DecodeError:
         pass
     try:
-        return yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        return _decoded(yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+    except RecursionError:
+        raise E.bad_request(f"the body nests deeper than {MAX_DEPTH} levels") from None
     except yaml.YAMLError as exc:
         raise E.bad_request(f"the body could not be decoded: {exc}") from exc

@@ -32,21 +32,25 @@ class LogRequest:
         self.follow = _bool(query.get("follow"))
         self.previous = _bool(query.get("previous"))
         self.timestamps = _bool(query.get("timestamps"))
-        self.tail_lines = _int(query.get("tailLines"))
-        self.limit_bytes = _int(query.get("limitBytes"))
+        self.tail_lines = _int(query.get("tailLines"), "tailLines", 0)
+        self.limit_bytes = _int(query.get("limitBytes"), "limitBytes", 1)
 
 
 def _bool(value: str | None) -> bool:
     return (value or "").lower() in ("true", "1")
 
 
-def _int(value: str | None) -> int | None:
+def _int(value: str | None, name: str, least: int) -> int | None:
     if value in (None, ""):
         return None
     try:
-        return int(str(value))
+        number = int(str(value))
     except ValueError as exc:
-        raise E.bad_request(f"invalid integer {value!r}") from exc
+        raise E.bad_request(f"{name}: invalid integer {value!r}") from exc
+    if number < least:
+        # PodLogOptions validation: tailLines >= 0, limitBytes > 0.
+        raise E.bad_request(f"{name}: Invalid value: {number}: must be at least {least}")
+    return number
 
 
 def pick_container(pod: dict[str, Any], wanted: str) -> str:

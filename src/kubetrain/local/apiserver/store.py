@@ -203,9 +203,15 @@ def _connect(path: Path | None) -> sqlite3.Connection:
         conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
+        try:
+            conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as err:
+            # Say which file, so a person can move a damaged database away.
+            raise sqlite3.DatabaseError(f"{path}: {err}") from err
+        return conn
     conn.executescript(_SCHEMA)
     return conn
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from kubetrain.local.apiserver import default_home
 
-from .main import run_daemon
+from .main import run_daemon, startup_problem
 
 __all__ = ["main"]
 
@@ -30,7 +30,15 @@ def main(argv: list[str] | None = None) -> int:
     # One line per HTTP request would drown the daemon log.
     logging.getLogger("httpx2").setLevel(logging.WARNING)
     home = (args.home or default_home()).expanduser().resolve()
-    return asyncio.run(run_daemon(home))
+    try:
+        return asyncio.run(run_daemon(home))
+    except Exception as err:
+        problem = startup_problem(err)
+        if problem is None:
+            raise
+        # The client shows this line (the last of daemon.log) as the reason.
+        print(f"kubetrain daemon: {problem}", file=sys.stderr, flush=True)
+        return 1
 
 
 if __name__ == "__main__":

@@ -107,11 +107,21 @@ def _info(files: DaemonFiles, status: DaemonStatus) -> DaemonInfo:
     return DaemonInfo(files.home, status.url, token, status.kubeconfig, status.pid)
 
 
-def _log_tail(files: DaemonFiles, lines: int = 20) -> str:
+def _last_words(files: DaemonFiles) -> str:
+    """The last line the latest start wrote to daemon.log: the reason, in one line (earlier
+    starts' lines are not its reason)."""
     try:
-        return "\n".join(files.log.read_text(errors="replace").splitlines()[-lines:])
+        text = files.log.read_text(errors="replace").splitlines()
     except OSError:
-        return ""
+        text = []
+    starts = [i for i, line in enumerate(text) if line.startswith(_START_MARK)]
+    tail = [line for line in (text[starts[-1] + 1 :] if starts else text) if line.strip()]
+    if not tail:
+        return f"it wrote nothing to {files.log}"
+    return f"{tail[-1].strip()} (more in {files.log})" if len(tail) > 1 else tail[-1].strip()
+
+
+_START_MARK = "--- starting daemon"
 
 
 def _spawn(files: DaemonFiles) -> int:
@@ -122,7 +132,7 @@ def _spawn(files: DaemonFiles) -> int:
     """
     files.home.mkdir(parents=True, exist_ok=True)
     with open(files.log, "ab") as log:
-        log.write(f"--- starting daemon at {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
+        log.write(f"{_START_MARK} at {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
         log.flush()
         argv = [sys.executable, "-m", "kubetrain.local.daemon", "--home", str(files.home)]
         shell = subprocess.run(
@@ -148,6 +158,12 @@ def _alive(pid: int) -> bool:
 def start_daemon(home: Path | str | None = None, *, timeout: float = 60.0) -> DaemonInfo:
     """Start a detached daemon (if none runs) and wait until it answers."""
     files = DaemonFiles(_home(home))
+    if files.home.exists() and not files.home.is_dir():
+        raise DaemonError(f"{files.home}: KUBETRAIN_HOME must be a directory, and this is a file")
+    try:
+        files.home.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise DaemonError(f"{files.home}: cannot create KUBETRAIN_HOME: {err.strerror}") from None
     status = daemon_status(files.home)
     if status.ready:
         return _info(files, status)
@@ -157,15 +173,21 @@ def start_daemon(home: Path | str | None = None, *, timeout: float = 60.0) -> Da
         status = daemon_status(files.home)
         if status.ready:
             return _info(files, status)
+        if status.running and files.port.exists() and files.read_info() is None:
+            # The daemon writes daemon.json before daemon.port: this one was damaged since.
+            raise DaemonError(
+                f"{files.info}: not a daemon description (damaged after the daemon started); "
+                f"run `kubetrain daemon stop` and any command starts a fresh daemon"
+            )
         if child is not None and not _alive(child):
             if not lock_is_held(files.lock):
                 raise DaemonError(
-                    f"the kubetrain daemon exited during start-up:\n{_log_tail(files)}"
+                    f"the kubetrain daemon exited during start-up: {_last_words(files)}"
                 )
             child = None  # another client's daemon won the race: wait for that one
         time.sleep(0.05)
     raise DaemonError(
-        f"the kubetrain daemon did not become ready within {timeout:.0f}s:\n{_log_tail(files)}"
+        f"the kubetrain daemon did not become ready within {timeout:.0f}s: {_last_words(files)}"
     )
 
 

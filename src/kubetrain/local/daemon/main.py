@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -34,7 +35,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from kubetrain.local.statusplane import StatusPlane
     from kubetrain.runtime.config import Environment
 
-__all__ = ["ALREADY_RUNNING", "IMAGES_FILE", "run_daemon"]
+__all__ = ["ALREADY_RUNNING", "IMAGES_FILE", "run_daemon", "startup_problem"]
 
 log = logging.getLogger("kubetrain.daemon")
 
@@ -42,6 +43,22 @@ log = logging.getLogger("kubetrain.daemon")
 ALREADY_RUNNING = 3
 # In KUBETRAIN_HOME: which local environment plays which container image.
 IMAGES_FILE = "images.yaml"
+
+
+def startup_problem(err: BaseException) -> str | None:
+    """One line naming the file and the cause, for the errors a start-up can meet from a
+    damaged or misconfigured home (None: not one of those, a bug worth its traceback)."""
+    import sqlite3
+
+    from kubetrain.local.policy import EngineConfigError
+    from kubetrain.local.sandbox import SandboxError
+
+    if isinstance(err, OSError):
+        where = err.filename or "start-up"
+        return f"{where}: {err.strerror or err}"
+    if isinstance(err, (sqlite3.Error, EngineConfigError, SandboxError)):
+        return str(err)
+    return None
 
 
 def _take_lock(files: DaemonFiles) -> int | None:
@@ -55,6 +72,18 @@ def _take_lock(files: DaemonFiles) -> int | None:
     return fd
 
 
+def _make_private(home: Path) -> None:
+    """Everything this daemon writes is its user's alone: the database (every Secret), keys,
+    tokens, pods' volumes and logs. Containers start with a runtime's umask instead
+    (`kubetrain.local.sandbox`); a home made by an older version is closed up here."""
+    os.umask(0o077)
+    home.mkdir(parents=True, exist_ok=True)
+    os.chmod(home, 0o700)
+    for name in ("apiserver.db", "apiserver.db-wal", "apiserver.db-shm", "kubeconfig"):
+        with contextlib.suppress(OSError):
+            os.chmod(home / name, 0o600)
+
+
 def _previous_port(files: DaemonFiles) -> int:
     info = files.read_info() or {}
     port = info.get("port")
@@ -64,14 +93,17 @@ def _previous_port(files: DaemonFiles) -> int:
 async def _start_server(home: Path, port: int, host: str = "127.0.0.1") -> ApiServer:
     from kubetrain.api.schema import crd_manifests
     from kubetrain.local.apiserver.admission import ChainAdmission
+    from kubetrain.local.policy import HostPathPolicy, load_engine_config
     from kubetrain.local.tokens import TokenAuthority
     from kubetrain.runtime.admission import TrainerAdmission
+    from kubetrain.runtime.config import Environment
     from kubetrain.runtime.defaults import install_defaults
     from kubetrain.runtime.katib import KatibAdmission
 
     # TokenRequest/TokenReview, as a cluster's API server serves them: pods get bound tokens
     # for the status server, which reviews them here.
     authority = TokenAuthority.for_home(home)
+    engine = load_engine_config(home)
 
     # Schemas without prose: about a second less per cold start; `kubectl explain` then shows
     # field types without descriptions.
@@ -85,8 +117,15 @@ async def _start_server(home: Path, port: int, host: str = "127.0.0.1") -> ApiSe
             port=candidate,
             crds=crds,
             # Trainer's webhooks, in-process: the same rules the cluster webhook server applies;
-            # then Katib's (Experiment defaults and validation, trial pods).
-            admission=ChainAdmission([TrainerAdmission(), KatibAdmission()]),
+            # then Katib's (Experiment defaults and validation, trial pods); then the engine's
+            # own policy (no hostPath outside engine.yaml's allowedHostPaths).
+            admission=ChainAdmission(
+                [
+                    TrainerAdmission(environment=Environment(max_num_nodes=engine.max_num_nodes)),
+                    KatibAdmission(),
+                    HostPathPolicy(engine),
+                ]
+            ),
             # What an install holds from its first start: default runtimes, public ConfigMap.
             seed_objects=install_defaults,
             routes=authority.routes(),
@@ -121,6 +160,7 @@ async def run_daemon(
     object they both apply).
     """
     files = DaemonFiles(home)
+    _make_private(home)
     lock_fd = _take_lock(files)
     if lock_fd is None:
         print(f"kubetrain daemon: another daemon already runs for {home}", file=sys.stderr)
@@ -148,7 +188,12 @@ async def run_daemon(
     try:
         if executor is not None:
             await executor.start()
-            environment = plane.environment() if plane is not None else None
+            from kubetrain.local.policy import load_engine_config
+            from kubetrain.runtime.config import Environment
+
+            base = plane.environment() if plane is not None else Environment()
+            limit = load_engine_config(home).max_num_nodes
+            environment = dataclasses.replace(base, max_num_nodes=limit)
             controller_task = asyncio.create_task(
                 _run_controller(home, kubeconfig, stop, environment), name="controller"
             )
@@ -212,10 +257,17 @@ def _executor_settings(home: Path, api: KubeApi, plane: StatusPlane | None) -> E
         with_framework_images,
         with_initializer_images,
     )
+    from kubetrain.local.policy import host_path_errors, load_engine_config
     from kubetrain.local.sandbox import load_image_map
     from kubetrain.local.statusplane import token_provider
 
+    engine = load_engine_config(home)
+
     def refusal(pod: Mapping[str, Any], mode: str, why: str) -> str | None:
+        # Admission refused these already; a pod stored before the setting changed is not run.
+        denied = host_path_errors(pod, engine)
+        if denied:
+            return str(denied[0])
         return local_refusal(pod, sandbox_mode=mode, mode_reason=why)
 
     return ExecutorSettings(

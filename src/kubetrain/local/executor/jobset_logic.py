@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from . import labels as L
-from .conditions import is_true
+from .conditions import is_true, set_condition
 from .decision import Decision, PodDeletion, Settings, format_time, parse_or, parse_time
 from .jobs import JobView, is_terminal, pod_completion_index, pod_job_index, pod_rjob
 from .passes import Pass, all_started, deps_reached, group_pods
@@ -37,7 +37,20 @@ from .policies import (
 )
 from .spec import read_spec
 
-__all__ = ["Decision", "PodDeletion", "Settings", "format_time", "parse_time", "reconcile"]
+__all__ = [
+    "CREATE_FAILED_REASON",
+    "Decision",
+    "PodDeletion",
+    "Settings",
+    "creation_failed",
+    "format_time",
+    "parse_time",
+    "reconcile",
+]
+
+# A pod the API server refuses outright (invalid, forbidden) would be refused again on every
+# retry: the JobSet fails with this reason instead of waiting forever without a condition.
+CREATE_FAILED_REASON = "PodCreationFailed"
 
 
 def _sync_job_pods(p: Pass, job: JobView, suffix: Callable[[], str]) -> None:
@@ -202,3 +215,16 @@ def reconcile(
 
     _create_and_suspend(p, suffix)
     return _finish_status(p, old)
+
+
+def creation_failed(jobset: dict[str, Any], message: str, *, now: datetime) -> dict[str, Any]:
+    """The JobSet status once one of its pods was refused by the API server for good."""
+    status = copy.deepcopy(jobset.get("status") or {})
+    conditions: list[dict[str, Any]] = status.setdefault("conditions", [])
+    stamp = format_time(now)
+    set_condition(
+        conditions, L.COND_FAILED, "True", CREATE_FAILED_REASON, message, now=stamp, warning=True
+    )
+    status["terminalState"] = L.COND_FAILED
+    status.setdefault("restarts", 0)
+    return status

@@ -11,7 +11,7 @@ import logging
 from typing import Any
 
 from .cache import Cluster, Key, key_of, now
-from .jobset_logic import reconcile
+from .jobset_logic import creation_failed, reconcile
 from .kubeapi import JOBSETS, PODS, KubeApi, KubeApiError
 from .kubelet import EventSink, Kubelet
 from .objects import random_suffix
@@ -20,6 +20,9 @@ from .settings import ExecutorSettings
 __all__ = ["JobSetWorker"]
 
 log = logging.getLogger(__name__)
+
+# Answers that a retry would get again: Bad Request, Forbidden (admission), Invalid.
+_REFUSED_FOR_GOOD = (400, 403, 422)
 
 
 class JobSetWorker:
@@ -103,14 +106,16 @@ class JobSetWorker:
                 self.cluster.pods.pop((ns, deletion.name), None)
                 self.kubelet.pod_gone(pod)
         for pod in decision.create:
-            await self._create(jobset, pod)
+            if not await self._create(jobset, pod):
+                break  # the JobSet has failed: the others would be refused alike
         if decision.delete_jobset:
             with contextlib.suppress(KubeApiError):
                 await self.api.delete(JOBSETS, ns, name, propagation="Foreground")
         if decision.requeue_after is not None:
             self.enqueue(key, after=max(0.05, decision.requeue_after))
 
-    async def _create(self, jobset: dict[str, Any], pod: dict[str, Any]) -> None:
+    async def _create(self, jobset: dict[str, Any], pod: dict[str, Any]) -> bool:
+        """Create one pod; False when it was refused for good and the JobSet marked Failed."""
         try:
             created = await self.api.create(PODS, pod)
         except KubeApiError as err:
@@ -121,6 +126,20 @@ class JobSetWorker:
                 f"Error creating: {err.message}",
                 "job-controller",
             )
-            return
+            if err.code in _REFUSED_FOR_GOOD:
+                meta = jobset["metadata"]
+                name = pod["metadata"].get("name") or pod["metadata"].get("generateName", "")
+                status = creation_failed(
+                    jobset, f"pod {name} cannot be created: {err.message}"[:1024], now=now()
+                )
+                with contextlib.suppress(KubeApiError):
+                    updated = await self.api.patch(
+                        JOBSETS, meta["namespace"], meta["name"], {"status": status},
+                        subresource="status",
+                    )  # fmt: skip
+                    self.cluster.jobsets[key_of(updated)] = updated
+                return False
+            return True
         self.cluster.pods[key_of(created)] = created
         self.kubelet.sync_pod(created)
+        return True

@@ -402,6 +402,7 @@ class Kubelet:
             node_name=self.settings.node_name,
             mode=self.settings.sandbox_mode,
             overlay=self.settings.overlay,
+            engine_home=self.home,
         )
 
 

@@ -9,7 +9,11 @@ Filesystem, in the order bwrap applies it:
    ``/home/mpiuser/.ssh``, ``/etc`` for ``/etc/mpi``) are *split*: a tmpfs at that place with
    each host child bound back in, so bwrap can create the missing directory on the tmpfs
    while the host stays untouched;
-3. volumes at their mount paths, parents before children, and the generated
+3. an empty tmpfs over each *hidden* host directory (the engine's home, every home
+   directory: `visibility.private_roots`), and the *shown* directories (the image's
+   environment: `visibility.image_roots`) bound back read-only where they lie inside a hidden
+   directory or a private tmpfs;
+4. volumes at their mount paths, parents before children, and the generated
    ``/etc/hosts`` and ``/etc/hostname``.
 
 Mount paths are resolved through host symlinks first (``/var/run`` → ``/run``): bwrap
@@ -45,29 +49,31 @@ def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
 
-def canonical_target(target: str) -> str:
+def canonical_target(target: str, hidden: Sequence[str] = ()) -> str:
     """``target`` with host symlinks resolved in the part that exists on the host.
 
-    Resolution stops at the private tmpfs directories: what lies below them on the host is
-    not what the sandbox sees.
+    Resolution stops at the private tmpfs directories and at ``hidden`` ones: what lies below
+    them on the host is not what the sandbox sees.
     """
+    opaque = [*_SPECIAL, *hidden]
     parts = PurePosixPath(os.path.normpath(target)).parts[1:]
     current = "/"
     for i, part in enumerate(parts):
         nxt = os.path.join(current, part)
-        if nxt in _SPECIAL or not os.path.lexists(nxt):
+        if nxt in opaque or not os.path.lexists(nxt):
             return os.path.join(nxt, *parts[i + 1 :])
         current = os.path.realpath(nxt)
-        if any(_under(current, s) for s in _SPECIAL):
+        if any(_under(current, s) for s in opaque):
             return os.path.join(current, *parts[i + 1 :])
     return current
 
 
-def _splits(targets: Sequence[str]) -> set[str]:
+def _splits(targets: Sequence[str], hidden: Sequence[str] = ()) -> set[str]:
     """Host directories that must become writable so missing mount points can be made."""
     out: set[str] = set()
     for t in targets:
-        if os.path.lexists(t) or any(_under(t, s) for s in _SPECIAL):
+        # A hidden directory is a writable tmpfs already: mount points are made there.
+        if os.path.lexists(t) or any(_under(t, s) for s in [*_SPECIAL, *hidden]):
             continue
         # Inside another mount: bwrap creates the point in that volume, as a runtime would.
         if any(o != t and _under(t, o) for o in targets):
@@ -92,7 +98,7 @@ def _bind_children(
     for name in names:
         path = os.path.join(directory, name)
         if path in skip or path in _SPECIAL:
-            continue
+            continue  # a hidden directory is skipped too: its tmpfs makes the mount point
         if path in splits:
             args += ["--tmpfs", path]
             _bind_children(path, splits, skip, args, done)
@@ -123,31 +129,51 @@ def bwrap_argv(
     status_fd: int | None = None,
     die_with_parent: bool = False,
     user: tuple[int, int] | None = None,
+    hidden: Sequence[str] = (),
+    shown: Sequence[str] = (),
 ) -> list[str]:
-    """The full argv: ``bwrap <options> -- <command...>``."""
-    binds = [(m, canonical_target(m.target)) for m in mounts]
+    """The full argv: ``bwrap <options> -- <command...>``.
+
+    ``hidden``: host directories replaced by an empty tmpfs; ``shown``: host directories
+    bound back read-only at their own paths (real paths both, see `visibility`).
+    """
+    masks = sorted(
+        (h for h in hidden if not any(_under(h, s) for s in _SPECIAL)),
+        key=lambda h: len(PurePosixPath(h).parts),
+    )
+    binds = [(m, canonical_target(m.target, masks)) for m in mounts]
+    # What the sandbox would not see otherwise; a volume at (or above) that path wins, as the
+    # image's files under a mountPath are hidden in a container.
+    volume_targets = [t for _, t in binds]
+    for path in shown:
+        inside = any(_under(path, h) for h in [*masks, *PRIVATE_TMPFS])
+        if inside and not any(_under(path, t) for t in volume_targets):
+            binds.append((Mount(Path(path), path, True), path))
     # Resolv.conf that points into a private tmpfs (systemd-resolved) would dangle.
     resolv = os.path.realpath("/etc/resolv.conf")
     if any(_under(resolv, s) for s in PRIVATE_TMPFS) and os.path.isfile(resolv):
         binds.append((Mount(Path(resolv), resolv, True), resolv))
     targets = [t for _, t in binds]
     # A working dir that exists nowhere is made, as a container runtime makes it.
-    cwd = canonical_target(workdir)
-    make_cwd = not os.path.lexists(cwd) and not any(_under(cwd, t) for t in [*targets, *_SPECIAL])
-    splits = _splits([*targets, cwd] if make_cwd else targets)
+    cwd = canonical_target(workdir, masks)
+    absent = not os.path.lexists(cwd) or any(_under(cwd, h) for h in masks)
+    make_cwd = absent and not any(_under(cwd, t) for t in [*targets, *_SPECIAL])
+    splits = _splits([*targets, cwd] if make_cwd else targets, masks)
     args = [bwrap]
     done: set[str] = set()
-    _bind_children("/", splits, set(targets), args, done)
+    _bind_children("/", splits, {*targets, *masks}, args, done)
     # Splits below a directory that was bound whole go on top of that bind, shallowest first.
     for split in sorted(splits - done, key=lambda s: len(PurePosixPath(s).parts)):
         if split not in done:
             args += ["--tmpfs", split]
-            _bind_children(split, splits, set(targets), args, done)
+            _bind_children(split, splits, {*targets, *masks}, args, done)
     args += ["--proc", "/proc", "--dev", "/dev"]
     for dev in _gpu_devices():
         args += ["--dev-bind-try", dev, dev]
     for tmp in PRIVATE_TMPFS:
         args += ["--tmpfs", tmp]
+    for mask in masks:
+        args += ["--tmpfs", mask]
     for mount, target in sorted(binds, key=lambda b: len(PurePosixPath(b[1]).parts)):
         args += ["--ro-bind" if mount.read_only else "--bind", str(mount.source), target]
     if make_cwd:

@@ -130,6 +130,8 @@ class SandboxContext:
       bound read-only on top of the volumes (bwrap mode) and whose env fills in names the
       container does not set itself (both modes). A file's target must exist already when it
       lies inside a read-only mount (bwrap cannot create a mount point there).
+    - ``engine_home``: the engine's ``KUBETRAIN_HOME``; like every home directory and the
+      pod, log and claim directories, it is out of a bwrap sandbox's sight (`visibility`).
     """
 
     pod_dir: Path
@@ -146,6 +148,13 @@ class SandboxContext:
     mode: SandboxMode | None = None
     die_with_parent: bool = False
     overlay: OverlayHook | None = None
+    engine_home: Path | None = None
+
+    def engine_dirs(self) -> tuple[Path, ...]:
+        """Where the engine keeps pods, logs, claims and its own files: hidden from pods."""
+        claims = self.claims_dir if self.claims_dir is not None else self.pod_dir.parent / "claims"
+        home = () if self.engine_home is None else (self.engine_home,)
+        return (*home, self.pod_dir.parent, self.log_dir, claims)
 
     def claim_path(self, namespace: str, claim: str) -> Path:
         root = self.claims_dir if self.claims_dir is not None else self.pod_dir.parent / "claims"

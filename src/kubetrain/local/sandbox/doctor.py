@@ -50,6 +50,10 @@ def doctor_report(images: ImageMap | None = None) -> SandboxDoctor:
             "no PID, UTS or mount namespace: processes see the host's; a subreaper still "
             "reaps and kills whatever a container leaves behind",
             "runAsUser is ignored: containers run as the daemon's user",
+            "no protection from the pods: a pod reads whatever the daemon's user can, "
+            "KUBETRAIN_HOME included (the API server's admin token, signing keys, the "
+            "database with every Secret) and other pods' volumes and tokens; run only "
+            "code you trust, or install bubblewrap",
         ]
     limitations.append(
         "pods share the host network namespace: two pods binding the same port on all "

@@ -51,7 +51,13 @@ def load_image_map(path: Path) -> ImageMap:
         text = path.read_text()
     except FileNotFoundError:
         return ImageMap()
-    data = yaml.safe_load(text) or {}
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as err:
+        raise SandboxError(f"{path}: not valid YAML: {str(err).splitlines()[0]}") from None
     if not isinstance(data, Mapping):
         raise SandboxError(f"{path}: expected a mapping with 'images' and/or 'default'")
-    return image_map_from_dict(data)
+    try:
+        return image_map_from_dict(data)
+    except (SandboxError, TypeError, ValueError, IndexError) as err:
+        raise SandboxError(f"{path}: {err}") from None

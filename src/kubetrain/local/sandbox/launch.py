@@ -16,6 +16,7 @@ from typing import Any
 from .context import SandboxContext, SandboxMode
 from .envvars import expand, resolve_env
 from .errors import SandboxError
+from .visibility import image_roots, private_roots
 from .volumes import Mount, container_mounts
 
 __all__ = [
@@ -42,6 +43,9 @@ class Launch:
     mode: SandboxMode
     warnings: list[str] = field(default_factory=list)
     user: tuple[int, int] | None = None  # runAsUser/runAsGroup, when set
+    # bwrap only: host directories put out of sight, and those shown again (`visibility`).
+    hidden: tuple[str, ...] = ()
+    shown: tuple[str, ...] = ()
 
 
 def pod_hostname(pod: Mapping[str, Any]) -> str:
@@ -183,7 +187,9 @@ def plan_launch(
         if not os.path.isdir(workdir):
             warnings.append(f"plain mode: working dir {workdir} does not exist; using pod dir")
             workdir = str(ctx.pod_dir)
+    if mode == "plain":
+        return Launch(name, argv, env, workdir, hostname, mounts, mode, warnings)
     return Launch(
-        name, argv, env, workdir, hostname, mounts, mode, warnings,
-        user=user if mode == "bwrap" else None,
+        name, argv, env, workdir, hostname, mounts, mode, warnings, user=user,
+        hidden=private_roots(*ctx.engine_dirs()), shown=image_roots(image),
     )  # fmt: skip

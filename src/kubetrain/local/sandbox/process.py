@@ -27,6 +27,9 @@ __all__ = ["UNKNOWN_EXIT_CODE", "ContainerProcess", "rotate_log"]
 # What the kubelet reports (with reason ContainerStatusUnknown) for a container whose end it
 # did not see; we use it for an adopted container whose exit code was never written.
 UNKNOWN_EXIT_CODE = 137
+# A container's processes start with a runtime's umask, whatever the engine's own (the
+# daemon keeps its files private with 077).
+CONTAINER_UMASK = 0o022
 
 
 def rotate_log(log_dir: Path, container: str, restart_count: int) -> Path:
@@ -132,6 +135,7 @@ class ContainerProcess:
                     bwrap, hostname=launch.hostname, mounts=launch.mounts,
                     workdir=launch.workdir, command=launch.command, status_fd=status_fd,
                     die_with_parent=die_with_parent, user=launch.user,
+                    hidden=launch.hidden, shown=launch.shown,
                 )  # fmt: skip
                 # The options (hundreds of binds when /etc is split) go through a file
                 # (``--args``): ps stays readable and no argv limit is ever near.
@@ -149,7 +153,7 @@ class ContainerProcess:
                 proc = await asyncio.create_subprocess_exec(
                     *argv, stdin=asyncio.subprocess.DEVNULL, stdout=log_fd,
                     stderr=asyncio.subprocess.STDOUT, env=launch.env, cwd=cwd,
-                    start_new_session=True, pass_fds=fds,
+                    start_new_session=True, pass_fds=fds, umask=CONTAINER_UMASK,
                 )  # fmt: skip
             except OSError as err:
                 raise SandboxError(

@@ -1,0 +1,70 @@
+"""Issue 13, finding 9: a damaged or misconfigured home is one line naming the file and the
+cause, at once: no traceback, no minute of waiting, no empty reason."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from kubetrain.local.daemon import DaemonError, ensure_daemon
+from kubetrain.local.sandbox import SandboxError, load_image_map
+
+
+def _home_is_a_file(home: Path) -> Path:
+    home.parent.mkdir(parents=True, exist_ok=True)
+    home.write_text("not a directory\n")
+    return home
+
+
+def _corrupt_database(home: Path) -> Path:
+    home.mkdir(parents=True)
+    (home / "apiserver.db").write_text("this is not an SQLite database, not even close\n")
+    return home / "apiserver.db"
+
+
+def _bad_engine_config(home: Path) -> Path:
+    home.mkdir(parents=True)
+    (home / "engine.yaml").write_text("allowedHostPaths: relative/path\n")
+    return home / "engine.yaml"
+
+
+CASES: list[tuple[str, Callable[[Path], Path], str]] = [
+    ("KUBETRAIN_HOME is a file", _home_is_a_file, "KUBETRAIN_HOME must be a directory"),
+    ("a corrupt apiserver.db", _corrupt_database, "file is not a database"),
+    ("engine.yaml with a wrong setting", _bad_engine_config, "allowedHostPaths must be a list"),
+]
+
+
+@pytest.mark.parametrize(
+    ("damage", "cause"), [c[1:] for c in CASES], ids=[f"finding 9: {c[0]}" for c in CASES]
+)
+def test_finding_9_a_start_up_error_names_the_file_and_the_cause_in_one_line(
+    home: Path, damage: Callable[[Path], Path], cause: str
+) -> None:
+    path = damage(home)
+    started = time.monotonic()
+    with pytest.raises(DaemonError) as failed:
+        ensure_daemon(home, timeout=60)
+    message = str(failed.value)
+    assert "\n" not in message and "Traceback" not in message
+    assert str(path) in message and cause in message
+    assert time.monotonic() - started < 30  # not the minute-long wait for readiness
+
+
+def test_finding_9_a_damaged_daemon_json_is_named_at_once(home: Path) -> None:
+    ensure_daemon(home)
+    (home / "daemon.json").write_text("garbage{")
+    started = time.monotonic()
+    with pytest.raises(DaemonError, match=r"daemon\.json: not a daemon description"):
+        ensure_daemon(home, timeout=60)
+    assert time.monotonic() - started < 5
+
+
+def test_finding_9_a_broken_images_yaml_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "images.yaml"
+    path.write_text("images: [\n")
+    with pytest.raises(SandboxError, match=f"{path}: not valid YAML"):
+        load_image_map(path)
