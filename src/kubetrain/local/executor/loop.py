@@ -63,6 +63,7 @@ class Executor:
                 self._informer(PODS, JOBSET_NAME, self._on_pod), name="executor-pods"
             ),
         ]
+        await asyncio.to_thread(self.kubelet.start_network)
         await asyncio.gather(self._synced[PODS].wait(), self._synced[JOBSETS].wait())
         # What a previous daemon left: processes of pods gone from the API end; the rest is
         # adopted, or recorded as lost, by sync_pod.
@@ -121,11 +122,14 @@ class Executor:
             self.cluster.jobsets.pop(key, None)
             self.cluster.lost.pop(str(obj["metadata"].get("uid", "")), None)
             self.kubelet.jobset_gone(obj)
+            self.kubelet.refresh_names()
             return
         old = self.cluster.jobsets.get(key)
         if old is not None and rv_of(old) > rv_of(obj):
             return  # our own newer write already sits in the cache
         self.cluster.jobsets[key] = obj
+        if old is None:
+            self.kubelet.refresh_names()
         self.jobsets.enqueue(key)
 
     def _on_pod(self, etype: str, obj: Obj) -> None:

@@ -42,5 +42,8 @@ class ExecutorSettings:
     extra_hosts: Mapping[str, str] = field(default_factory=dict)
     # Files and env added to each container (the frameworks' sshd/JAX support).
     overlay: OverlayHook | None = None
+    # Each pod its own network namespace and IP where this machine allows it
+    # (`kubetrain.local.sandbox.network`); False: pods share the host's network and ports.
+    pod_network: bool = True
     # Asked before a pod starts: pods that cannot run here fail at once with its message.
     refusal: Refusal | None = None

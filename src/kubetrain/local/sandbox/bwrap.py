@@ -123,8 +123,13 @@ def bwrap_argv(
     status_fd: int | None = None,
     die_with_parent: bool = False,
     user: tuple[int, int] | None = None,
+    as_root: bool | None = None,
 ) -> list[str]:
-    """The full argv: ``bwrap <options> -- <command...>``."""
+    """The full argv: ``bwrap <options> -- <command...>``.
+
+    ``as_root``: bwrap will run as root (default: when we are), really or in a user namespace,
+    and must drop capabilities to a container's default set.
+    """
     binds = [(m, canonical_target(m.target)) for m in mounts]
     # Resolv.conf that points into a private tmpfs (systemd-resolved) would dangle.
     resolv = os.path.realpath("/etc/resolv.conf")
@@ -157,7 +162,7 @@ def bwrap_argv(
         # A user namespace maps the requested ids onto ours: the process sees uid/gid
         # ``user`` and owns, on the host, what we own.
         args += ["--unshare-user", "--uid", str(user[0]), "--gid", str(user[1])]
-    if os.geteuid() == 0:
+    if os.geteuid() == 0 if as_root is None else as_root:
         args += ["--cap-drop", "ALL"]
         # A non-root container user gets no effective capabilities from a runtime either.
         if user is None or user[0] == 0:

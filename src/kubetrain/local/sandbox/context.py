@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -116,6 +116,7 @@ class SandboxContext:
     - ``log_dir``: logs go to ``<log_dir>/<namespace>/<pod>/<container>.log``.
     - ``pod_ip``: this pod's own loopback address (127.x.y.z).
     - ``hosts``: every pod DNS name of the JobSet → its address (see `hosts.pod_dns_names`).
+    - ``services``: Service DNS names (every form) → their endpoints' addresses.
     - ``claims_dir``: PVC ``c`` in namespace ``ns`` lives at ``<claims_dir>/<ns>/<c>``; it
       outlives the pod. Defaults to ``<pod_dir>/../claims``.
     - ``config_maps`` / ``secrets``: name → data; bytes for binaryData and decoded Secret
@@ -125,6 +126,8 @@ class SandboxContext:
     - ``mode``: force ``"bwrap"`` or ``"plain"``; ``None`` picks what `sandbox_mode` reports.
     - ``die_with_parent``: pass bwrap's ``--die-with-parent``. Off by default because it ties
       every pod to the daemon's life: a restarted daemon could then never adopt a pod.
+    - ``enter_netns``: the argv prefix that puts a container into the pod's own network
+      namespace (`network.PodNetwork.enter_pod`); empty: the host's network.
     - ``overlay``: a hook (e.g. ``kubetrain.local.frameworks.pod_overlay``) whose files are
       bound read-only on top of the volumes (bwrap mode) and whose env fills in names the
       container does not set itself (both modes). A file's target must exist already when it
@@ -135,6 +138,7 @@ class SandboxContext:
     log_dir: Path
     pod_ip: str
     hosts: Mapping[str, str] = field(default_factory=dict)
+    services: Mapping[str, Sequence[str]] = field(default_factory=dict)
     claims_dir: Path | None = None
     config_maps: Mapping[str, Mapping[str, bytes | str]] = field(default_factory=dict)
     secrets: Mapping[str, Mapping[str, bytes | str]] = field(default_factory=dict)
@@ -145,6 +149,7 @@ class SandboxContext:
     mode: SandboxMode | None = None
     die_with_parent: bool = False
     overlay: OverlayHook | None = None
+    enter_netns: tuple[str, ...] = ()
 
     def claim_path(self, namespace: str, claim: str) -> Path:
         root = self.claims_dir if self.claims_dir is not None else self.pod_dir.parent / "claims"

@@ -359,7 +359,9 @@ def _probe() -> NetworkProbe:
         return NetworkProbe(False, f"cannot create a network namespace: {err}")
     if out.returncode != 0:
         detail = (out.stderr.strip().splitlines() or [f"exit code {out.returncode}"])[-1]
-        return NetworkProbe(False, f"cannot create a user/network namespace with a bridge: {detail}")
+        return NetworkProbe(
+            False, f"cannot create a user/network namespace with a bridge: {detail}"
+        )
     who = "root" if not _userns() else "a user namespace (rootless)"
     return NetworkProbe(True, f"own network namespace per pod on bridge {BRIDGE} ({SUBNET}), "
                         f"held in {who}; egress through slirp4netns")  # fmt: skip

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -88,10 +88,22 @@ class PodSandbox:
         self._volumes = prepare_volumes(self.pod, self.ctx)
         etc = self.ctx.pod_dir / "etc"
         etc.mkdir(exist_ok=True)
+        self.write_hosts(self.ctx.hosts, self.ctx.services)
+        (etc / "hostname").write_text(self.hostname + "\n")
+
+    def write_hosts(self, hosts: Mapping[str, str], services: Mapping[str, Sequence[str]]) -> None:
+        """(Re)write the pod's /etc/hosts in place: running containers see the new names,
+        as a cluster's DNS answers for pods and Services that appeared after them."""
         spec = self.pod.get("spec") or {}
         own = pod_dns_names(self.hostname, spec.get("subdomain"), self.namespace)
-        (etc / "hosts").write_text(hosts_file(self.ctx.hosts, own, self.ctx.pod_ip))
-        (etc / "hostname").write_text(self.hostname + "\n")
+        text = hosts_file(hosts, own, self.ctx.pod_ip, services)
+        path = self.ctx.pod_dir / "etc" / "hosts"
+        with contextlib.suppress(OSError):
+            if path.read_text() == text:
+                return
+        # Truncate and write, never replace: the sandbox's bind mount holds this inode.
+        with open(path, "w") as f:
+            f.write(text)
 
     def launch(self, container_name: str) -> Launch:
         """The resolved argv/env/mounts for one container (prepares the pod if needed)."""
@@ -142,7 +154,7 @@ class PodSandbox:
         proc = await ContainerProcess.start(
             self.launch(name), log_dir=self.log_dir, state_dir=self.state_dir,
             restart_count=restart_count, init=init, bwrap=self._bwrap,
-            die_with_parent=self.ctx.die_with_parent,
+            die_with_parent=self.ctx.die_with_parent, enter=self.ctx.enter_netns,
         )  # fmt: skip
         self.processes[name] = proc
         if self._stopping:

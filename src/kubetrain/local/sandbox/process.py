@@ -109,7 +109,9 @@ class ContainerProcess:
         init: bool = False,
         bwrap: str | None = None,
         die_with_parent: bool = False,
+        enter: tuple[str, ...] = (),
     ) -> ContainerProcess:
+        """``enter``: an argv prefix (nsenter into the pod's network) that execs bwrap."""
         _check_executable(launch)
         state_dir.mkdir(parents=True, exist_ok=True)
         log = rotate_log(log_dir, launch.name, restart_count)
@@ -132,6 +134,8 @@ class ContainerProcess:
                     bwrap, hostname=launch.hostname, mounts=launch.mounts,
                     workdir=launch.workdir, command=launch.command, status_fd=status_fd,
                     die_with_parent=die_with_parent, user=launch.user,
+                    # Entered into the network's user namespace bwrap runs as its root.
+                    as_root=os.geteuid() == 0 or "-U" in enter,
                 )  # fmt: skip
                 # The options (hundreds of binds when /etc is split) go through a file
                 # (``--args``): ps stays readable and no argv limit is ever near.
@@ -139,9 +143,13 @@ class ContainerProcess:
                 options = state_dir / f"{launch.name}.bwrap-args"
                 options.write_bytes(b"".join(a.encode() + b"\0" for a in full[1:cut]))
                 args_fd = os.open(options, os.O_RDONLY | os.O_CLOEXEC)
-                argv = [bwrap, "--args", str(args_fd), *full[cut:]]
+                argv = [*enter, bwrap, "--args", str(args_fd), *full[cut:]]
                 cwd, fds = "/", [status_fd, args_fd]
             else:
+                if enter:
+                    raise SandboxError(
+                        "a pod network needs the bwrap sandbox", reason="RunContainerError"
+                    )
                 argv = [sys.executable, "-I", "-c", REAPER, str(status), *launch.command]
                 cwd, fds = launch.workdir, []
             started_at = time.time()
