@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from .context import ImageMap
 from .mode import sandbox_mode, userns_status
+from .network import network_probe
 
 __all__ = ["SandboxDoctor", "doctor_report"]
 
@@ -27,6 +28,10 @@ class SandboxDoctor:
     images: dict[str, str]  # image pattern (or "*" for the default) → environment prefix
     tools: dict[str, str | None]  # tool → path, None when missing
     missing: list[str] = field(default_factory=list)
+    # "pod": each pod its own network namespace and IP; "host": pods share the host's network.
+    network: str = "host"
+    network_reason: str = ""
+    network_missing: list[str] = field(default_factory=list)  # Debian packages
     limitations: list[str] = field(default_factory=list)
 
 
@@ -51,13 +56,18 @@ def doctor_report(images: ImageMap | None = None) -> SandboxDoctor:
             "reaps and kills whatever a container leaves behind",
             "runAsUser is ignored: containers run as the daemon's user",
         ]
-    limitations.append(
-        "pods share the host network namespace: two pods binding the same port on all "
-        "interfaces (e.g. two torch jobs' rendezvous on 29500) collide"
-    )
+    net = network_probe()
+    network = "pod" if net.available and report.mode == "bwrap" else "host"
+    net_reason = net.reason if report.mode == "bwrap" else "pods run as plain processes"
+    if network == "host":
+        limitations.append(
+            "pods share the host network namespace: a JobSet waits while another holds a "
+            "port its pods declare (two torch jobs' rendezvous on 29500 run one after the other)"
+        )
     return SandboxDoctor(
         mode=report.mode, reason=report.reason, bwrap=report.bwrap,
         bwrap_version=report.bwrap_version, user_namespaces=userns,
         user_namespaces_detail=userns_detail, running_as_root=os.geteuid() == 0,
-        images=mapping, tools=tools, missing=missing, limitations=limitations,
+        images=mapping, tools=tools, missing=missing, network=network,
+        network_reason=net_reason, network_missing=list(net.missing), limitations=limitations,
     )  # fmt: skip
