@@ -285,11 +285,10 @@ class PodNetwork:
             )
             octets = ip.split(".")
             veth = f"kv{octets[2]}x{octets[3]}"
-            # The host side of the veth goes onto the bridge; eth0 goes into the pod.
+            # The host side of the veth goes onto the bridge; eth0 goes into the pod. The pair
+            # is made whole in the pod's namespace, so it can never outlive it half-made.
             enter = _enter(self.holder.pid, user=self.user)
             _run([*enter, "ip", "-batch", "-"], "pod veth", (
-                f"link del {veth}\n" if self._has_link(veth) else ""
-            ) + (
                 f"link add {veth} mtu {_MTU} type veth peer name eth0 mtu {_MTU} netns {pid}\n"
                 f"link set {veth} master {BRIDGE} up\n"
             ))  # fmt: skip
@@ -308,14 +307,6 @@ class PodNetwork:
             json.dumps({"pause": [pause_proc.pid, pause_proc.start_time], "ip": ip})
         )
         return pid
-
-    def _has_link(self, name: str) -> bool:
-        # A veth left by a pause process killed mid-setup: its name would be taken.
-        out = subprocess.run(
-            [*_enter(self.holder.pid, user=self.user), "ip", "link", "show", name],
-            capture_output=True, timeout=20,
-        )  # fmt: skip
-        return out.returncode == 0
 
     @staticmethod
     def pause_of(pod_dir: Path) -> int | None:
