@@ -100,6 +100,6 @@ def test_the_package_surface_is_pinned() -> None:
         "hosts_file", "image_map_from_dict", "jobset_hosts", "load_image_map",
         "loopback_address", "pod_dns_names", "resolve_env", "sandbox_mode",
         "HOST_LOOPBACK", "NetworkUnavailable", "PodNetwork", "bridge_address", "network_probe",
-        "service_dns_names",
+        "service_dns_names", "cgroup_probe",
     ])  # fmt: skip
     assert all(hasattr(sandbox, name) for name in sandbox.__all__)

@@ -13,6 +13,7 @@ import asyncio
 import base64
 import contextlib
 import copy
+import hashlib
 import logging
 import shutil
 from collections.abc import Awaitable, Callable
@@ -27,6 +28,7 @@ from kubetrain.local.sandbox import (
     SandboxContext,
     SandboxError,
     bridge_address,
+    cgroup_probe,
     sandbox_mode,
     service_dns_names,
 )
@@ -84,6 +86,9 @@ class Kubelet:
         self.network: PodNetwork | None = None
         self.network_note = "not started"
         self.ips: dict[str, str] = {}  # pod uid → its address while its namespace exists
+        # This home's subtree of the machine's cgroups: two engines never share one.
+        digest = hashlib.sha1(str(self.home.resolve()).encode(), usedforsecurity=False)
+        self._cgroup_key = f"home-{digest.hexdigest()[:12]}"
         self._names_key: object = None
 
     # --- the pod network ---------------------------------------------------------------------
@@ -521,6 +526,8 @@ class Kubelet:
             hosts=hosts,
             services=services,
             enter_netns=enter,
+            cgroups=cgroup_probe().tree if self.settings.enforce_limits else None,
+            cgroup_key=self._cgroup_key,
             claims_dir=self.home / "volumes",
             config_maps=config_maps,
             secrets=secrets,

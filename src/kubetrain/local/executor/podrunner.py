@@ -186,7 +186,10 @@ class PodRunner:
                 code = await proc.wait()
                 if self.stopping:
                     return code
-                self.model.exited(name, code, self.clock(), known=proc.exit_known)
+                self.model.exited(
+                    name, code, self.clock(), known=proc.exit_known,
+                    reason="OOMKilled" if proc.oom_killed else None,
+                )  # fmt: skip
                 await self.publish()
             again = self.policy == "Always" or (self.policy == "OnFailure" and code != 0)
             if self.stopping or not again or (init and code == 0):

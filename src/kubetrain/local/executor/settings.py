@@ -45,5 +45,7 @@ class ExecutorSettings:
     # Each pod its own network namespace and IP where this machine allows it
     # (`kubetrain.local.sandbox.network`); False: pods share the host's network and ports.
     pod_network: bool = True
+    # Containers' resources.limits (memory, cpu) enforced with cgroups where writable.
+    enforce_limits: bool = True
     # Asked before a pod starts: pods that cannot run here fail at once with its message.
     refusal: Refusal | None = None

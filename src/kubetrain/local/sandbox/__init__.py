@@ -36,6 +36,7 @@ Design choices worth knowing:
 
 from __future__ import annotations
 
+from .cgroups import cgroup_probe
 from .context import (
     ContainerOverlay,
     ImageEnv,
@@ -81,6 +82,7 @@ __all__ = [
     "SandboxError",
     "SandboxMode",
     "bridge_address",
+    "cgroup_probe",
     "current_image_env",
     "doctor_report",
     "expand",

@@ -12,7 +12,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .cgroups import CgroupTree
 
 __all__ = [
     "DEFAULT_PATH",
@@ -128,6 +131,8 @@ class SandboxContext:
       every pod to the daemon's life: a restarted daemon could then never adopt a pod.
     - ``enter_netns``: the argv prefix that puts a container into the pod's own network
       namespace (`network.PodNetwork.enter_pod`); empty: the host's network.
+    - ``cgroups``: where containers with ``resources.limits`` get their cgroups (None: limits
+      are not enforced); ``cgroup_key`` names this engine's subtree in it.
     - ``overlay``: a hook (e.g. ``kubetrain.local.frameworks.pod_overlay``) whose files are
       bound read-only on top of the volumes (bwrap mode) and whose env fills in names the
       container does not set itself (both modes). A file's target must exist already when it
@@ -150,6 +155,8 @@ class SandboxContext:
     die_with_parent: bool = False
     overlay: OverlayHook | None = None
     enter_netns: tuple[str, ...] = ()
+    cgroups: CgroupTree | None = None
+    cgroup_key: str = "default"
 
     def claim_path(self, namespace: str, claim: str) -> Path:
         root = self.claims_dir if self.claims_dir is not None else self.pod_dir.parent / "claims"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .cgroups import limits_of
 from .context import SandboxContext, SandboxMode
 from .errors import SandboxError
 from .hosts import hosts_file, pod_dns_names
@@ -151,10 +152,23 @@ class PodSandbox:
         """
         if self._stopping:
             raise SandboxError(f"pod {self.name} is terminating", reason="Terminating")
+        launch = self.launch(name)
+        cgroup = None
+        limits = limits_of(find_container(self.pod, name))
+        if self.ctx.cgroups is not None and limits:
+            uid = str((self.pod.get("metadata") or {}).get("uid") or self.name)
+            try:
+                cgroup = self.ctx.cgroups.create(self.ctx.cgroup_key, uid, name, limits)
+            except OSError as err:
+                raise SandboxError(
+                    f"cannot set the limits of container {name!r}: {err}",
+                    reason="CreateContainerError",
+                ) from err
         proc = await ContainerProcess.start(
-            self.launch(name), log_dir=self.log_dir, state_dir=self.state_dir,
+            launch, log_dir=self.log_dir, state_dir=self.state_dir,
             restart_count=restart_count, init=init, bwrap=self._bwrap,
             die_with_parent=self.ctx.die_with_parent, enter=self.ctx.enter_netns,
+            cgroup=cgroup,
         )  # fmt: skip
         self.processes[name] = proc
         if self._stopping:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from .bwrap import PRIVATE_TMPFS, bwrap_argv
+from .cgroups import ContainerCgroup
 from .errors import SandboxError
 from .launch import Launch
 from .procfs import ProcInfo, proc_info, processes_of, signal_all
@@ -80,6 +81,10 @@ class ContainerProcess:
         self._exit_code: int | None = None
         self.exit_known = True
         self.finished_at: float | None = None  # wall clock, once `wait` has seen the end
+        # The OOM killer ended it (over its memory limit); known once `wait` returns.
+        self.oom_killed = False
+        self._cgroup: ContainerCgroup | None = None
+        self._oom_baseline = 0
 
     @property
     def name(self) -> str:
@@ -110,8 +115,10 @@ class ContainerProcess:
         bwrap: str | None = None,
         die_with_parent: bool = False,
         enter: tuple[str, ...] = (),
+        cgroup: ContainerCgroup | None = None,
     ) -> ContainerProcess:
-        """``enter``: an argv prefix (nsenter into the pod's network) that execs bwrap."""
+        """``enter``: an argv prefix (nsenter into the pod's network) that execs bwrap;
+        ``cgroup``: the container's limits, joined before anything runs."""
         _check_executable(launch)
         state_dir.mkdir(parents=True, exist_ok=True)
         log = rotate_log(log_dir, launch.name, restart_count)
@@ -152,6 +159,9 @@ class ContainerProcess:
                     )
                 argv = [sys.executable, "-I", "-c", REAPER, str(status), *launch.command]
                 cwd, fds = launch.workdir, []
+            if cgroup is not None:
+                argv = cgroup.prelude(argv)
+                oom_baseline = cgroup.oom_kills()
             started_at = time.time()
             try:
                 proc = await asyncio.create_subprocess_exec(
@@ -175,7 +185,10 @@ class ContainerProcess:
             log=str(log), status_file=str(status), started_at=started_at,
         )  # fmt: skip
         write_state(state_dir / f"{launch.name}.json", state)
-        return cls(state, proc)
+        started = cls(state, proc)
+        if cgroup is not None:
+            started._cgroup, started._oom_baseline = cgroup, oom_baseline
+        return started
 
     @classmethod
     def adopt(cls, state: ContainerState) -> ContainerProcess:
@@ -233,6 +246,9 @@ class ContainerProcess:
         # The container is over when its main process is; anything it left behind (plain
         # mode has no PID namespace to take it down) goes now, as on a node.
         await asyncio.to_thread(self.kill)
+        if self._cgroup is not None:
+            self.oom_killed = self._cgroup.oom_kills() > self._oom_baseline
+            self._cgroup.remove()
         self.finished_at = time.time()
         self._exit_code = code
         return code
