@@ -65,6 +65,16 @@ def test_the_report_names_the_network_mode_and_why() -> None:
         assert any("share the host network" in text for text in report.limitations)
 
 
+def test_the_report_says_whether_limits_are_enforced_and_why() -> None:
+    from kubetrain.local.sandbox import cgroup_probe
+
+    report = doctor_report()
+    assert report.limits_enforced == (cgroup_probe().tree is not None)
+    assert report.limits_reason == cgroup_probe().reason
+    unenforced = [t for t in report.limitations if "limits are not enforced" in t]
+    assert bool(unenforced) != report.limits_enforced
+
+
 @pytest.mark.parametrize(
     ("env", "path", "available", "reason"),
     [

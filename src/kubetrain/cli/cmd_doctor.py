@@ -56,6 +56,8 @@ def _text(report: dict[str, Any]) -> str:
             if sb.get("network_missing")
             else []
         ),
+        f"Limits:            {'enforced' if sb.get('limits_enforced') else 'not enforced'}"
+        + (f" ({sb['limits_reason']})" if sb.get("limits_reason") else ""),
         "Images (image -> local environment):",
         *(f"  {pattern:<16} {prefix}" for pattern, prefix in sb["images"].items()),
         "Tools:",

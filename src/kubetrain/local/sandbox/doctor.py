@@ -6,6 +6,7 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
+from .cgroups import cgroup_probe
 from .context import ImageMap
 from .mode import sandbox_mode, userns_status
 from .network import network_probe
@@ -32,6 +33,9 @@ class SandboxDoctor:
     network: str = "host"
     network_reason: str = ""
     network_missing: list[str] = field(default_factory=list)  # Debian packages
+    # Whether containers' resources.limits (memory, cpu) are enforced with cgroups, and how.
+    limits_enforced: bool = False
+    limits_reason: str = ""
     limitations: list[str] = field(default_factory=list)
 
 
@@ -64,10 +68,17 @@ def doctor_report(images: ImageMap | None = None) -> SandboxDoctor:
             "pods share the host network namespace: a JobSet waits while another holds a "
             "port its pods declare (two torch jobs' rendezvous on 29500 run one after the other)"
         )
+    cgroups = cgroup_probe()
+    if cgroups.tree is None:
+        limitations.append(
+            f"resources.limits are not enforced ({cgroups.reason}): a container may use "
+            "more memory and cpu than its limits, and is never OOMKilled"
+        )
     return SandboxDoctor(
         mode=report.mode, reason=report.reason, bwrap=report.bwrap,
         bwrap_version=report.bwrap_version, user_namespaces=userns,
         user_namespaces_detail=userns_detail, running_as_root=os.geteuid() == 0,
         images=mapping, tools=tools, missing=missing, network=network,
-        network_reason=net_reason, network_missing=list(net.missing), limitations=limitations,
+        network_reason=net_reason, network_missing=list(net.missing), limits_enforced=cgroups.tree is not None,
+        limits_reason=cgroups.reason, limitations=limitations,
     )  # fmt: skip
