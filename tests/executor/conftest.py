@@ -13,6 +13,7 @@ from kubetrain.local.executor.jobset_logic import Settings
 from kubetrain.local.executor.kubeapi import KubeApi
 from kubetrain.local.executor.loop import Executor
 from kubetrain.local.executor.podrunner import RunnerSettings
+from kubetrain.local.executor.scheduling import Resources
 from kubetrain.local.executor.settings import ExecutorSettings
 
 
@@ -30,7 +31,17 @@ async def host_plane(tmp_path: Path) -> AsyncIterator[Plane]:
         yield plane
 
 
-async def _plane(tmp_path: Path, *, pod_network: bool) -> AsyncIterator[Plane]:
+@pytest.fixture
+async def small_node_plane(tmp_path: Path) -> AsyncIterator[Plane]:
+    """A node of one cpu, 8 GiB and two (pretend) GPUs."""
+    node = Resources(cpu_millis=1000, memory=8 * 1024**3, gpus=2)
+    async for plane in _plane(tmp_path, pod_network=True, allocatable=node):
+        yield plane
+
+
+async def _plane(
+    tmp_path: Path, *, pod_network: bool, allocatable: Resources | None = None
+) -> AsyncIterator[Plane]:
     server = ApiServer(tmp_path, in_memory=True)
     await server.start()
     api = KubeApi.from_kubeconfig(server.write_kubeconfig())
@@ -40,6 +51,7 @@ async def _plane(tmp_path: Path, *, pod_network: bool) -> AsyncIterator[Plane]:
         runner=RunnerSettings(crash_backoff_s=0.1, crash_backoff_cap_s=0.2, setup_retry_s=0.2),
         max_grace_s=2.0,
         pod_network=pod_network,
+        allocatable=allocatable,
     )
     executor = Executor(api, settings)
     await executor.start()

@@ -39,10 +39,18 @@ from .cache import Cluster, Key, jobset_key_of, key_of, now
 from .decision import format_time
 from .kubeapi import PODS, KubeApi, KubeApiError
 from .labels import JOBSET_UID
+from .node import machine_allocatable
 from .objects import pod_references
 from .podrunner import PodRunner
 from .podstatus import UNKNOWN_MESSAGE, UNKNOWN_REASON
 from .ports import PortGate, declared_ports
+from .scheduling import (
+    Resources,
+    assign_gpus,
+    insufficient,
+    pod_requests,
+    unschedulable_message,
+)
 from .settings import REFUSED_REASON, UNSIGNED_TOKEN, ExecutorSettings
 from .spec import read_spec
 
@@ -90,6 +98,10 @@ class Kubelet:
         digest = hashlib.sha1(str(self.home.resolve()).encode(), usedforsecurity=False)
         self._cgroup_key = f"home-{digest.hexdigest()[:12]}"
         self._names_key: object = None
+        # The node: what it has, what running pods requested, which GPUs each holds.
+        self.allocatable = settings.allocatable or machine_allocatable()
+        self.requests: dict[str, Resources] = {}
+        self.gpus: dict[str, tuple[int, ...]] = {}
 
     # --- the pod network ---------------------------------------------------------------------
     def start_network(self) -> None:
@@ -194,9 +206,14 @@ class Kubelet:
         if not has_state and self._refused(pod):
             return
         owner = _owner(pod)
+        why = self._admit(uid, pod, check=not has_state)
+        if why is not None:
+            self._wait(pod, why)
+            return
         if self.network is not None:
             # Own network namespace: any port is free; only the address must be.
             if self._ip_busy(uid, pod_ip):
+                self._release_node(uid)
                 self.waiting[uid] = "address"
                 self._retry_soon()
                 return
@@ -206,6 +223,7 @@ class Kubelet:
             if not has_state:
                 why = self.ports.blocked(owner, ports, pod_ip)
                 if why is not None:
+                    self._release_node(uid)
                     self._wait(pod, why)
                     return
             self.ports.claim(owner, "/".join(key_of(jobset)), ports)
@@ -222,6 +240,47 @@ class Kubelet:
         self.runners[uid] = runner
         self._spawn(uid, self._run(runner, uid, adopt=has_state))
 
+    # --- the node: resources and devices ----------------------------------------------------
+    def _admit(self, uid: str, pod: Obj, *, check: bool) -> str | None:
+        """Reserve the pod's requests (and whole GPUs) on the node, or say why it must wait.
+
+        An adopted pod (``check`` False) already runs: it is recorded, never refused.
+        """
+        try:
+            request = pod_requests(pod)
+        except ValueError as err:
+            log.warning("pod %s: unreadable resources, counted as none: %s", uid, err)
+            request = Resources()
+        if check:
+            used = Resources()
+            for other, held in self.requests.items():
+                if other != uid:
+                    used = used + held
+            lacking = insufficient(request, self.allocatable, used)
+            if lacking:
+                return unschedulable_message(lacking)
+        gpus: tuple[int, ...] = ()
+        if request.gpus:
+            taken = [i for other, held in self.gpus.items() if other != uid for i in held]
+            gpus = assign_gpus(request.gpus, self.allocatable.gpus, taken) or ()
+        self.requests[uid] = request
+        self.gpus[uid] = gpus
+        return None
+
+    def _release_node(self, uid: str) -> None:
+        self.gpus.pop(uid, None)
+        if self.requests.pop(uid, None) is not None and self.waiting:
+            self._retry_soon()
+
+    def _device_env(self, uid: str) -> dict[str, str]:
+        """The pod's GPUs by index, as the NVIDIA device plugin hands them out; a pod that
+        asked for none sees none."""
+        if not self.allocatable.gpus:
+            return {}
+        held = self.gpus.get(uid) or ()
+        visible = ",".join(str(i) for i in held)
+        return {"CUDA_VISIBLE_DEVICES": visible, "NVIDIA_VISIBLE_DEVICES": visible or "void"}
+
     def _spawn(self, uid: str, coro: Awaitable[None]) -> None:
         async def wrapped() -> None:
             try:
@@ -229,6 +288,7 @@ class Kubelet:
             finally:
                 runner = self.runners.pop(uid, None)
                 self.tasks.pop(uid, None)
+                self._release_node(uid)
                 if runner is not None:
                     self._release_if_idle(_owner(runner.pod))
 
@@ -526,6 +586,7 @@ class Kubelet:
             hosts=hosts,
             services=services,
             enter_netns=enter,
+            device_env=self._device_env(str(pod["metadata"]["uid"])),
             cgroups=cgroup_probe().tree if self.settings.enforce_limits else None,
             cgroup_key=self._cgroup_key,
             claims_dir=self.home / "volumes",

@@ -12,6 +12,7 @@ from kubetrain.local.sandbox import ImageMap, OverlayHook, SandboxMode
 from .decision import Settings
 from .jobs import REFUSED_REASON
 from .podrunner import RunnerSettings
+from .scheduling import Resources
 
 __all__ = ["REFUSED_REASON", "UNSIGNED_TOKEN", "ExecutorSettings", "Refusal", "TokenProvider"]
 
@@ -47,5 +48,7 @@ class ExecutorSettings:
     pod_network: bool = True
     # Containers' resources.limits (memory, cpu) enforced with cgroups where writable.
     enforce_limits: bool = True
+    # The node's allocatable cpu, memory and GPUs (None: the machine's, see `node`).
+    allocatable: Resources | None = None
     # Asked before a pod starts: pods that cannot run here fail at once with its message.
     refusal: Refusal | None = None

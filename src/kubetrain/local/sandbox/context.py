@@ -131,6 +131,8 @@ class SandboxContext:
       every pod to the daemon's life: a restarted daemon could then never adopt a pod.
     - ``enter_netns``: the argv prefix that puts a container into the pod's own network
       namespace (`network.PodNetwork.enter_pod`); empty: the host's network.
+    - ``device_env``: the devices assigned to the pod (``CUDA_VISIBLE_DEVICES``, ...); set
+      over the container's own env, as a device plugin's are.
     - ``cgroups``: where containers with ``resources.limits`` get their cgroups (None: limits
       are not enforced); ``cgroup_key`` names this engine's subtree in it.
     - ``overlay``: a hook (e.g. ``kubetrain.local.frameworks.pod_overlay``) whose files are
@@ -155,6 +157,7 @@ class SandboxContext:
     die_with_parent: bool = False
     overlay: OverlayHook | None = None
     enter_netns: tuple[str, ...] = ()
+    device_env: Mapping[str, str] = field(default_factory=dict)
     cgroups: CgroupTree | None = None
     cgroup_key: str = "default"
 
