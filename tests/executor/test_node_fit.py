@@ -79,3 +79,15 @@ async def test_gpus_go_to_pods_as_whole_devices_and_a_pod_without_any_sees_none(
         assert done["status"]["terminalState"] == "Completed", logs
     assert sorted(logs[h] for h in ("gpu-node-0-0", "gpu-node-0-1")) == ["'0' 0", "'1' 1"]
     assert logs["cpu-node-0-0"] == "'' void"
+
+
+async def test_the_node_is_registered_with_its_allocatable_resources(
+    small_node_plane: Plane,
+) -> None:
+    node = await small_node_plane.api.get(("v1", "nodes"), None, "kubetrain")
+    assert node["status"]["allocatable"] == {
+        "cpu": "1000m", "memory": str(8 * 1024**3), "nvidia.com/gpu": "2",
+    }  # fmt: skip
+    assert {"type": "Ready", "status": "True", "reason": "KubeletReady"} in node["status"][
+        "conditions"
+    ]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from kubetrain.local.executor.node import NODE_FILE, load_allocatable, machine_allocatable
 from kubetrain.local.executor.scheduling import (
     Resources,
     assign_gpus,
@@ -89,3 +92,26 @@ def test_gpus_are_assigned_as_whole_devices(
     count: int, taken: list[int], expected: tuple[int, ...] | None
 ) -> None:
     assert assign_gpus(count, 3, taken) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        pytest.param("allocatable: {cpu: lots}", "allocatable.cpu: 'lots' is not a quantity", id="a bad quantity names its field"),
+        pytest.param("allocatable: {disk: 1Gi}", "allocatable.disk: unknown resource", id="an unknown resource is refused"),
+        pytest.param("allocatable: [cpu]", "allocatable: expected a mapping", id="allocatable must be a mapping"),
+    ],
+)  # fmt: skip
+def test_a_bad_node_file_is_an_error_naming_the_file_and_field(
+    tmp_path: Path, text: str, error: str
+) -> None:
+    (tmp_path / NODE_FILE).write_text(text)
+    with pytest.raises(ValueError, match=re.escape(f"{tmp_path / NODE_FILE}: {error}")):
+        load_allocatable(tmp_path)
+
+
+def test_the_node_file_overrides_only_what_it_names(tmp_path: Path) -> None:
+    (tmp_path / NODE_FILE).write_text("allocatable:\n  cpu: '64'\n  nvidia.com/gpu: 0\n")
+    node = load_allocatable(tmp_path)
+    assert (node.cpu_millis, node.gpus) == (64000, 0)
+    assert node.memory == machine_allocatable().memory

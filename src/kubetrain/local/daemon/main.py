@@ -199,6 +199,7 @@ async def _start_status_plane(home: Path, kubeconfig: Path) -> StatusPlane | Non
 
 
 def _executor_settings(home: Path, api: KubeApi, plane: StatusPlane | None) -> ExecutorSettings:
+    from kubetrain.local.executor.node import load_allocatable
     from kubetrain.local.frameworks import local_refusal, pod_overlay, with_framework_images
     from kubetrain.local.sandbox import load_image_map
     from kubetrain.local.statusplane import token_provider
@@ -214,6 +215,8 @@ def _executor_settings(home: Path, api: KubeApi, plane: StatusPlane | None) -> E
         extra_hosts=plane.hosts() if plane is not None else {},
         overlay=pod_overlay,
         refusal=refusal,
+        # The node's allocatable: the machine's, with <home>/node.yaml's overrides.
+        allocatable=load_allocatable(home),
     )
 
 

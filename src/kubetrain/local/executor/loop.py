@@ -21,10 +21,13 @@ from .jobsets import JobSetWorker
 from .kubeapi import EVENTS, JOBSETS, PODS, KubeApi, KubeApiError, Resource
 from .kubelet import Kubelet
 from .labels import JOBSET_NAME
+from .node import node_object
 from .objects import make_event
 from .settings import ExecutorSettings
 
 __all__ = ["Executor"]
+
+NODES: Resource = ("v1", "nodes")
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +67,7 @@ class Executor:
             ),
         ]
         await asyncio.to_thread(self.kubelet.start_network)
+        await self._register_node()
         await asyncio.gather(self._synced[PODS].wait(), self._synced[JOBSETS].wait())
         # What a previous daemon left: processes of pods gone from the API end; the rest is
         # adopted, or recorded as lost, by sync_pod.
@@ -74,6 +78,22 @@ class Executor:
             self.jobsets.enqueue(key)
         self._tasks.append(asyncio.create_task(self.jobsets.run(), name="executor-worker"))
         self.ready.set()
+
+    async def _register_node(self) -> None:
+        """The Node object, as a kubelet registers its node (kubectl get/describe nodes)."""
+        node = node_object(self.settings.node_name, self.kubelet.allocatable)
+        try:
+            await self.api.create(NODES, node)
+        except KubeApiError as err:
+            if err.code != 409:
+                log.warning("node %s not registered: %s", self.settings.node_name, err)
+                return
+        # Status goes through its subresource (create drops it), also when the node existed.
+        with contextlib.suppress(KubeApiError):
+            await self.api.patch(
+                NODES, None, self.settings.node_name, {"status": node["status"]},
+                subresource="status",
+            )  # fmt: skip
 
     async def stop(self, *, kill_pods: bool = False) -> None:
         """Stop watching. Pods keep running for the next daemon to adopt unless ``kill_pods``."""
