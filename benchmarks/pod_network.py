@@ -112,7 +112,9 @@ def concurrency(steps: int, rounds: int) -> None:
         for i in range(rounds):
             ones.append(run_jobs([f"one-{i}"], steps, work, env))
             threes.append(run_jobs([f"three-{i}-{c}" for c in "abc"], steps, work, env))
-            print(f"round {i + 1}: one {ones[-1]:.2f}s  three at once {threes[-1]:.2f}s", flush=True)
+            print(
+                f"round {i + 1}: one {ones[-1]:.2f}s  three at once {threes[-1]:.2f}s", flush=True
+            )
     finally:
         subprocess.run([KUBETRAIN, "daemon", "stop", "--kill-pods"], env=env, capture_output=True)
     print(f"ratio three/one {statistics.median(threes) / statistics.median(ones):.2f}")
