@@ -133,7 +133,8 @@ def bwrap_argv(
     binds = [(m, canonical_target(m.target)) for m in mounts]
     # Resolv.conf that points into a private tmpfs (systemd-resolved) would dangle.
     resolv = os.path.realpath("/etc/resolv.conf")
-    if any(_under(resolv, s) for s in PRIVATE_TMPFS) and os.path.isfile(resolv):
+    own_resolv = any(t == resolv for _, t in binds)  # the pod network's own
+    if any(_under(resolv, s) for s in PRIVATE_TMPFS) and os.path.isfile(resolv) and not own_resolv:
         binds.append((Mount(Path(resolv), resolv, True), resolv))
     targets = [t for _, t in binds]
     # A working dir that exists nowhere is made, as a container runtime makes it.

@@ -62,6 +62,36 @@ class NetworkUnavailable(Exception):
     """The pod network cannot be set up here; the message says what is missing."""
 
 
+# slirp4netns's DNS forwarder: it asks the host's resolvers, loopback ones included.
+SLIRP_DNS = "10.0.2.3"
+
+
+def pod_resolv_conf(host: str = "/etc/resolv.conf") -> str:
+    """The host's resolv.conf for a pod on the pod network: nameservers on the host's
+    loopback (systemd-resolved's 127.0.0.53) are out of a pod's reach, so slirp4netns's
+    forwarder stands in for them."""
+    try:
+        text = Path(host).read_text()
+    except OSError:
+        text = ""
+    lines, forwarded = [], False
+    for line in text.splitlines():
+        words = line.split()
+        if (
+            len(words) >= 2
+            and words[0] == "nameserver"
+            and (words[1].startswith("127.") or words[1] == "::1")
+        ):
+            if not forwarded:
+                lines.append(f"nameserver {SLIRP_DNS}")
+                forwarded = True
+            continue
+        lines.append(line)
+    if not any(line.split()[:1] == ["nameserver"] for line in lines):
+        lines.append(f"nameserver {SLIRP_DNS}")
+    return "\n".join(lines) + "\n"
+
+
 def bridge_address(index: int) -> str:
     """The ``index``-th pod address on the bridge: 10.88.0.2, 10.88.0.3, … (.0/.255 skipped)."""
     if index < 0:

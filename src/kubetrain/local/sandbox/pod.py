@@ -22,6 +22,7 @@ from .hosts import hosts_file, pod_dns_names
 from .identity import write_identity
 from .launch import Launch, find_container, plan_launch, pod_hostname
 from .mode import sandbox_mode
+from .network import pod_resolv_conf
 from .process import ContainerProcess
 from .state import read_states
 from .volumes import Mount, prepare_volumes
@@ -91,6 +92,8 @@ class PodSandbox:
         etc.mkdir(exist_ok=True)
         self.write_hosts(self.ctx.hosts, self.ctx.services)
         (etc / "hostname").write_text(self.hostname + "\n")
+        if self.ctx.enter_netns:
+            (etc / "resolv.conf").write_text(pod_resolv_conf())
 
     def write_hosts(self, hosts: Mapping[str, str], services: Mapping[str, Sequence[str]]) -> None:
         """(Re)write the pod's /etc/hosts in place: running containers see the new names,
@@ -118,7 +121,8 @@ class PodSandbox:
         if self.mode == "bwrap":
             own = {m.target for m in launch.mounts}
             etc = self.ctx.pod_dir / "etc"
-            for name in ("hosts", "hostname"):
+            names = ["hosts", "hostname"] + (["resolv.conf"] if self.ctx.enter_netns else [])
+            for name in names:
                 if f"/etc/{name}" not in own:
                     launch.mounts.append(Mount(etc / name, f"/etc/{name}", read_only=True))
             if launch.user is not None and "/etc/passwd" not in own:
