@@ -125,3 +125,48 @@ async def test_a_pod_reaches_the_hosts_loopback_and_the_api_server_by_name(
     [pod] = await plane.pods("egress")
     assert done["status"]["terminalState"] == "Completed", _log(plane, pod)
     assert _log(plane, pod).split() == ["hello", "from", "the", "host", "200"]
+
+
+async def test_a_service_name_resolves_to_its_ready_endpoints_for_pods_of_other_jobsets(
+    plane: Plane,
+) -> None:
+    _need_network(plane)
+    await plane.api.create(
+        ("v1", "services"),
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "cache", "namespace": "default"},
+            "spec": {"selector": {"app": "cache"}, "ports": [{"port": 8080}]},
+        },
+    )
+    # The server answers once, then leaves; the client finds it by the Service's name, which
+    # appears in its /etc/hosts once the server's pod is ready (it may start first).
+    server = (
+        "import socket\n"
+        "s = socket.socket(); s.bind(('0.0.0.0', 8080)); s.listen()\n"
+        "c, _ = s.accept(); c.sendall(b'from the cache'); c.close()\n"
+    )
+    client = (
+        "import socket, time\n"
+        "for _ in range(600):\n"
+        "    try:\n"
+        "        c = socket.create_connection(('cache.default.svc.cluster.local', 8080), timeout=2); break\n"
+        "    except OSError: time.sleep(0.05)\n"
+        "print(c.recv(100).decode(), socket.gethostbyname('cache'))\n"
+    )
+    js = make_jobset("cache-server", [PY, "-c", server], pods=1)
+    js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"] = {
+        "labels": {"app": "cache"}
+    }
+    await plane.api.create(JOBSETS, make_jobset("reader", [PY, "-c", client], pods=1))
+    await plane.api.create(JOBSETS, js)
+    done = await asyncio.gather(
+        *(plane.terminal(n, timeout=60) for n in ("reader", "cache-server"))
+    )
+    [reader] = await plane.pods("reader")
+    [cache] = await plane.pods("cache-server")
+    assert [d["status"]["terminalState"] for d in done] == ["Completed", "Completed"], _log(
+        plane, reader
+    )
+    assert _log(plane, reader).split() == ["from", "the", "cache", cache["status"]["podIP"]]

@@ -16,7 +16,7 @@ import copy
 import hashlib
 import logging
 import shutil
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -127,7 +127,8 @@ class Kubelet:
 
     def names(self) -> tuple[dict[str, str], dict[str, list[str]]]:
         """What every pod resolves on the pod network: all pods of every JobSet, each
-        JobSet's headless Service, and the control plane (the host's loopback, via egress)."""
+        JobSet's headless Service, every Service with a selector (its ready endpoints), and
+        the control plane and the host (the host's loopback, via egress)."""
         hosts = {
             n: HOST_LOOPBACK if ip.startswith("127.") else ip
             for n, ip in self.settings.extra_hosts.items()
@@ -144,17 +145,22 @@ class Kubelet:
                 # JobSet's Service publishes not-ready addresses: every pod is an endpoint.
                 for name in service_dns_names(spec.subdomain, spec.namespace):
                     services[name] = list(by_host.values())
+        for service in self.cluster.services.values():
+            ns, name = key_of(service)
+            endpoints = service_endpoints(service, self.cluster.pods.values())
+            for dns_name in service_dns_names(name, ns):
+                services[dns_name] = endpoints
         return hosts, services
 
     def refresh_names(self) -> None:
-        """Rewrite running pods' /etc/hosts when the set of JobSets changed."""
+        """Rewrite running pods' /etc/hosts when what they resolve changed."""
         if self.network is None:
             return
-        key = sorted(str(j["metadata"].get("uid")) for j in self.cluster.jobsets.values())
+        hosts, services = self.names()
+        key = (sorted(hosts.items()), sorted(services.items()))
         if key == self._names_key:
             return
         self._names_key = key
-        hosts, services = self.names()
         for runner in self.runners.values():
             if runner.sandbox is not None:
                 with contextlib.suppress(OSError):
@@ -598,6 +604,30 @@ class Kubelet:
             mode=self.settings.sandbox_mode,
             overlay=self.settings.overlay,
         )
+
+
+def service_endpoints(service: Obj, pods: Iterable[Obj]) -> list[str]:
+    """The pod IPs a Service's name resolves to: pods of its namespace matching its selector
+    that are ready (or any, with ``publishNotReadyAddresses``), as EndpointSlices list them."""
+    spec = service.get("spec") or {}
+    selector = spec.get("selector") or {}
+    if not selector:
+        return []  # endpoints managed by hand: none here
+    ns = key_of(service)[0]
+    everyone = bool(spec.get("publishNotReadyAddresses"))
+    out = []
+    for pod in pods:
+        labels = (pod.get("metadata") or {}).get("labels") or {}
+        status = pod.get("status") or {}
+        if key_of(pod)[0] != ns or any(labels.get(k) != v for k, v in selector.items()):
+            continue
+        ready = any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in status.get("conditions") or []
+        )
+        if status.get("podIP") and (ready or everyone) and status.get("phase") == "Running":
+            out.append(str(status["podIP"]))
+    return sorted(out)
 
 
 def _owner(pod: Obj) -> str:

@@ -18,7 +18,7 @@ import httpx2
 from .cache import Cluster, jobset_key_of, key_of, now, rv_of
 from .decision import format_time
 from .jobsets import JobSetWorker
-from .kubeapi import EVENTS, JOBSETS, PODS, KubeApi, KubeApiError, Resource
+from .kubeapi import EVENTS, JOBSETS, PODS, SERVICES, KubeApi, KubeApiError, Resource
 from .kubelet import Kubelet
 from .labels import JOBSET_NAME
 from .node import node_object
@@ -65,6 +65,9 @@ class Executor:
             asyncio.create_task(
                 self._informer(PODS, JOBSET_NAME, self._on_pod), name="executor-pods"
             ),
+            asyncio.create_task(
+                self._informer(SERVICES, None, self._on_service), name="executor-services"
+            ),
         ]
         await asyncio.to_thread(self.kubelet.start_network)
         await self._register_node()
@@ -108,7 +111,9 @@ class Executor:
 
     # --- informers ----------------------------------------------------------------------
     async def _informer(self, res: Resource, selector: str | None, handler: Handler) -> None:
-        cache = self.cluster.pods if res == PODS else self.cluster.jobsets
+        cache = {PODS: self.cluster.pods, JOBSETS: self.cluster.jobsets}.get(
+            res, self.cluster.services
+        )
         while True:
             try:
                 items, rv = await self.api.list(res, label_selector=selector)
@@ -118,7 +123,8 @@ class Executor:
                         self._handle(handler, "DELETED", old)
                 for obj in items:
                     self._handle(handler, "MODIFIED" if key_of(obj) in cache else "ADDED", obj)
-                self._synced[res].set()
+                if res in self._synced:
+                    self._synced[res].set()
                 async for etype, obj in self.api.watch(res, rv, label_selector=selector):
                     if etype != "BOOKMARK":
                         self._handle(handler, etype, obj)
@@ -152,6 +158,13 @@ class Executor:
             self.kubelet.refresh_names()
         self.jobsets.enqueue(key)
 
+    def _on_service(self, etype: str, obj: Obj) -> None:
+        if etype == "DELETED":
+            self.cluster.services.pop(key_of(obj), None)
+        else:
+            self.cluster.services[key_of(obj)] = obj
+        self.kubelet.refresh_names()
+
     def _on_pod(self, etype: str, obj: Obj) -> None:
         key = key_of(obj)
         if etype == "DELETED":
@@ -166,6 +179,8 @@ class Executor:
             self.cluster.pods[key] = obj
             if self.ready.is_set():
                 self.kubelet.sync_pod(obj)
+        if self.cluster.services:
+            self.kubelet.refresh_names()  # a pod that became ready is an endpoint now
         jobset = jobset_key_of(obj)
         if jobset is not None:
             self.jobsets.enqueue(jobset)
