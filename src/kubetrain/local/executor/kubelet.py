@@ -16,7 +16,7 @@ import copy
 import hashlib
 import logging
 import shutil
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from kubetrain.local.sandbox.state import read_states
 from .addresses import AddressBook
 from .cache import Cluster, Key, jobset_key_of, key_of, now
 from .decision import format_time
+from .endpoints import service_endpoints
 from .kubeapi import PODS, KubeApi, KubeApiError
 from .labels import JOBSET_UID
 from .node import machine_allocatable
@@ -604,30 +605,6 @@ class Kubelet:
             mode=self.settings.sandbox_mode,
             overlay=self.settings.overlay,
         )
-
-
-def service_endpoints(service: Obj, pods: Iterable[Obj]) -> list[str]:
-    """The pod IPs a Service's name resolves to: pods of its namespace matching its selector
-    that are ready (or any, with ``publishNotReadyAddresses``), as EndpointSlices list them."""
-    spec = service.get("spec") or {}
-    selector = spec.get("selector") or {}
-    if not selector:
-        return []  # endpoints managed by hand: none here
-    ns = key_of(service)[0]
-    everyone = bool(spec.get("publishNotReadyAddresses"))
-    out = []
-    for pod in pods:
-        labels = (pod.get("metadata") or {}).get("labels") or {}
-        status = pod.get("status") or {}
-        if key_of(pod)[0] != ns or any(labels.get(k) != v for k, v in selector.items()):
-            continue
-        ready = any(
-            c.get("type") == "Ready" and c.get("status") == "True"
-            for c in status.get("conditions") or []
-        )
-        if status.get("podIP") and (ready or everyone) and status.get("phase") == "Running":
-            out.append(str(status["podIP"]))
-    return sorted(out)
 
 
 def _owner(pod: Obj) -> str:
