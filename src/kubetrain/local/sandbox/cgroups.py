@@ -80,12 +80,12 @@ class ContainerCgroup:
         return total
 
     def remove(self) -> None:
-        """Remove the (empty) directories, and their pod's when it is left empty."""
+        """Remove the (empty) directories, and their pod's and home's when left empty
+        (rmdir refuses a cgroup that still has children or processes)."""
         for d in self.dirs:
-            with contextlib.suppress(OSError):
-                d.rmdir()
-            with contextlib.suppress(OSError):
-                d.parent.rmdir()
+            for level in (d, d.parent, d.parent.parent):
+                with contextlib.suppress(OSError):
+                    level.rmdir()
 
 
 @dataclass(frozen=True)
