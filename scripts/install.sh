@@ -14,6 +14,10 @@ command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v mpirun >/dev/null || need+=(openmpi-bin libopenmpi-dev)
 command -v ssh >/dev/null || need+=(openssh-client)
 [[ -x /usr/sbin/sshd ]] || need+=(openssh-server)
+# The pod network: namespaces and veths (iproute2), egress (slirp4netns), NAT (iptables).
+command -v ip >/dev/null || need+=(iproute2)
+command -v slirp4netns >/dev/null || need+=(slirp4netns)
+command -v iptables >/dev/null || [[ -x /usr/sbin/iptables ]] || need+=(iptables)
 if ((${#need[@]})); then
   if [[ $(id -u) -eq 0 ]]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq

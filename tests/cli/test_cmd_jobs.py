@@ -751,3 +751,54 @@ def test_finding_10_logs_refuses_a_negative_tail(cli: Any) -> None:
     with pytest.raises(SystemExit) as usage:
         cli("logs", "any", "--tail", "-5")
     assert usage.value.code == 2
+
+
+# --- which jobs: kubectl's argument forms for delete, suspend, resume -----------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "gone"),
+    [
+        pytest.param(("delete", "trainjob", "a"), ["a"], id="delete trainjob NAME deletes just that one"),
+        pytest.param(("delete", "trainjobs", "a", "b"), ["a", "b"], id="delete trainjobs NAME NAME"),
+        pytest.param(("delete", "tj/a", "trainjob/b"), ["a", "b"], id="delete KIND/NAME forms"),
+        pytest.param(("delete", "a"), ["a"], id="delete NAME: a TrainJob"),
+        pytest.param(("delete", "--all"), ["a", "b", "c"], id="delete --all: every TrainJob"),
+        pytest.param(("delete", "trainjobs", "--all"), ["a", "b", "c"], id="delete trainjobs --all"),
+    ],
+)  # fmt: skip
+def test_delete_takes_names_as_kubectl_does(
+    cli: Any, tmp_path: Path, argv: tuple[str, ...], gone: list[str]
+) -> None:
+    for name in ("a", "b", "c"):
+        cli("apply", "-f", str(write_job(tmp_path, name)))
+    done = cli(*argv, "--timeout", "5")
+    assert done.code == 0, done.err
+    assert done.out == "".join(f'trainjob.trainer.kubeflow.org "{n}" deleted\n' for n in gone)
+    left = [row[0] for row in table(cli("get", "trainjobs").out)[1:]]
+    assert left == [n for n in ("a", "b", "c") if n not in gone]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        pytest.param(("delete", "trainjobs"), "resource(s) were provided, but no name was specified", id="a kind without a name"),
+        pytest.param(("suspend", "trainingruntime", "x"), "this command acts on trainjobs, not trainingruntimes", id="suspend only knows trainjobs"),
+        pytest.param(("delete", "--all", "a"), "give names or --all, not both", id="names and --all"),
+        pytest.param(("resume",), "name a TrainJob, or pass --all or -f FILE", id="nothing named"),
+    ],
+)  # fmt: skip
+def test_target_mistakes_are_usage_errors(cli: Any, argv: tuple[str, ...], message: str) -> None:
+    done = cli(*argv)
+    assert (done.code, done.err) == (2, f"error: {message}\n")
+
+
+def test_suspend_and_resume_take_the_kind_and_all(cli: Any, tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        cli("apply", "-f", str(write_job(tmp_path, name)))
+    assert cli("suspend", "trainjob", "a").out == "trainjob.trainer.kubeflow.org/a suspended\n"
+    assert cli("suspend", "--all").out == (
+        "trainjob.trainer.kubeflow.org/a suspended (unchanged: already suspended)\n"
+        "trainjob.trainer.kubeflow.org/b suspended\n"
+    )
+    assert cli("resume", "trainjobs/b").out == "trainjob.trainer.kubeflow.org/b resumed\n"

@@ -155,3 +155,44 @@ def test_the_torch_ddp_example_trains_to_completion(home: Path) -> None:
     assert "training on 4 processes" in out
     assert time.monotonic() - start < 280
     assert done(home, "delete", "torch-ddp")[0] == 0
+
+
+def test_a_job_over_its_memory_limit_fails_oomkilled_and_describe_says_so(
+    home: Path, tmp_path: Path
+) -> None:
+    from kubetrain.local.sandbox import cgroup_probe
+
+    if cgroup_probe().tree is None:
+        pytest.skip(f"limits are not enforced here: {cgroup_probe().reason}")
+    # One node, no retries, 64Mi: touching 512 MB gets the container OOM-killed. With
+    # restartPolicy Never the failed pod stays (OnFailure pods of a failed Job are deleted by
+    # the Job controller, here as on a cluster) and describe shows its end.
+    text = (
+        RUNTIME.replace("name: shell", "name: shell-once")
+        .replace(
+            "          spec:\n            template:",
+            "          spec:\n            backoffLimit: 0\n            template:",
+        )
+        .replace(
+            "              spec:\n                containers:",
+            "              spec:\n                restartPolicy: Never\n                containers:",
+        )
+        + "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: hog}\n"
+        "spec:\n  runtimeRef: {name: shell-once, kind: TrainingRuntime}\n"
+        "  trainer:\n    numNodes: 1\n"
+        "    resourcesPerNode: {limits: {memory: 64Mi}}\n"
+        "    command: [python, -c, \"x = ' ' * (512 * 1024 * 1024)\"]\n"
+    )
+    path = tmp_path / "hog.yaml"
+    path.write_text(text)
+    code, _, err = done(home, "run", "-f", str(path))
+    assert code == 1, err
+    assert "trainjob hog Failed" in err
+    assert "exited 137 (OOMKilled)" in err
+    code, out, err = done(home, "describe", "trainjob", "hog")
+    assert code == 0, err
+    step = next(
+        (line.split() for line in out.splitlines() if line.strip().startswith("node-0")), out
+    )
+    assert step[-2:] == ["137", "OOMKilled"], out
+    assert done(home, "delete", "hog")[0] == 0

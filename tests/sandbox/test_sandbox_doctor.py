@@ -55,15 +55,61 @@ def test_without_bwrap_the_fallback_says_why(monkeypatch: pytest.MonkeyPatch) ->
     assert "bwrap not found" in report.reason
 
 
+def test_the_report_names_the_network_mode_and_why() -> None:
+    report = doctor_report()
+    assert report.network in ("pod", "host")
+    assert report.network_reason
+    if report.network == "pod":
+        assert not any("share the host network" in text for text in report.limitations)
+    else:
+        assert any("share the host network" in text for text in report.limitations)
+
+
+def test_the_report_says_whether_limits_are_enforced_and_why() -> None:
+    from kubetrain.local.sandbox import cgroup_probe
+
+    report = doctor_report()
+    assert report.limits_enforced == (cgroup_probe().tree is not None)
+    assert report.limits_reason == cgroup_probe().reason
+    unenforced = [t for t in report.limitations if "limits are not enforced" in t]
+    assert bool(unenforced) != report.limits_enforced
+
+
+@pytest.mark.parametrize(
+    ("env", "path", "available", "reason"),
+    [
+        pytest.param({"KUBETRAIN_NETWORK": "host"}, None, False, "forced by KUBETRAIN_NETWORK=host", id="KUBETRAIN_NETWORK=host forces the host network"),
+        pytest.param({}, "/nonexistent", False, "missing tools (apt-get install util-linux iproute2 slirp4netns iptables)", id="missing tools are named by their Debian packages"),
+    ],
+)  # fmt: skip
+def test_the_network_probe_says_why_pods_share_the_host_network(
+    monkeypatch: pytest.MonkeyPatch,
+    env: dict[str, str],
+    path: str | None,
+    available: bool,
+    reason: str,
+) -> None:
+    from kubetrain.local.sandbox.network import _probe
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    if path is not None:
+        monkeypatch.setenv("PATH", path)
+    probe = _probe()
+    assert (probe.available, probe.reason) == (available, reason)
+
+
 def test_the_package_surface_is_pinned() -> None:
     # The executor builds on these names; changing them is a deliberate act.
     import kubetrain.local.sandbox as sandbox
 
-    assert sorted(sandbox.__all__) == [
+    assert sorted(sandbox.__all__) == sorted([
         "ContainerEvent", "ContainerOverlay", "ContainerProcess", "EventHook", "ImageEnv",
         "ImageMap", "ModeReport", "OverlayHook", "PodResult", "PodSandbox", "SandboxContext", "SandboxDoctor", "SandboxError",
         "SandboxMode", "UNKNOWN_EXIT_CODE", "current_image_env", "doctor_report", "expand",
         "hosts_file", "image_map_from_dict", "jobset_hosts", "load_image_map",
         "loopback_address", "pod_dns_names", "resolve_env", "sandbox_mode",
-    ]  # fmt: skip
+        "HOST_LOOPBACK", "NetworkUnavailable", "PodNetwork", "bridge_address", "network_probe",
+        "service_dns_names", "cgroup_probe",
+    ])  # fmt: skip
     assert all(hasattr(sandbox, name) for name in sandbox.__all__)

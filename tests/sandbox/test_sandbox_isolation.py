@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from sandbox_support import make_ctx, make_pod, needs_bwrap, run, sh
 
+import kubetrain
 from kubetrain.local.sandbox import loopback_address, pod_dns_names
 
 pytestmark = needs_bwrap
@@ -138,35 +139,69 @@ def test_an_unprivileged_user_gets_the_same_sandbox() -> None:
         _run_unprivileged(Path(tmp))
 
 
-def _run_unprivileged(tmp_path: Path) -> None:
-    # The test venv's interpreter may sit in root's home; a system python3 with the source
-    # on PYTHONPATH stands in for an unprivileged user's install.
-    src = Path(__file__).resolve().parents[2] / "src"
+def _run_unprivileged(tmp_path: Path, network: bool = False) -> None:
+    # The test venv's interpreter and the clone may sit where the user cannot read (root's
+    # home, a private directory): a system python3 and a copy of the package in the
+    # world-readable temporary directory stand in for an unprivileged user's install.
+    src = tmp_path / "src"
+    shutil.copytree(
+        Path(kubetrain.__file__).parent, src / "kubetrain",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )  # fmt: skip
+    for path in [src, *src.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    # With ``network``: the pod gets its own namespace and address on a rootless pod network.
     script = textwrap.dedent(f"""
         import asyncio, sys
         from pathlib import Path
-        from kubetrain.local.sandbox import PodSandbox, SandboxContext, sandbox_mode
+        from kubetrain.local.sandbox import PodNetwork, PodSandbox, SandboxContext, sandbox_mode
+        tmp = Path({str(tmp_path)!r})
+        cmd = "hostname; id -u; touch /workspace/ok"
+        enter = ()
+        if {network!r}:
+            net = PodNetwork.open(tmp / "net")
+            enter = tuple(net.enter_pod(net.attach(tmp / "pod", "10.88.0.2")))
+            cmd += "; cat /sys/class/net/eth0/address >/dev/null && echo eth0"
         pod = {{"metadata": {{"name": "u", "namespace": "default"}},
                "spec": {{"hostname": "unpriv-0", "restartPolicy": "Never",
                         "volumes": [{{"name": "w", "emptyDir": {{}}}}],
-                        "containers": [{{"name": "c", "command": ["sh", "-c", "hostname; id -u; touch /workspace/ok"],
+                        "containers": [{{"name": "c", "command": ["sh", "-c", cmd],
                                         "volumeMounts": [{{"name": "w", "mountPath": "/workspace"}}]}}]}}}}
-        ctx = SandboxContext(pod_dir=Path({str(tmp_path)!r}) / "pod", log_dir=Path({str(tmp_path)!r}) / "logs",
-                             pod_ip="127.0.0.2")
+        ctx = SandboxContext(pod_dir=tmp / "pod", log_dir=tmp / "logs", pod_ip="10.88.0.2",
+                             enter_netns=enter)
         print(sandbox_mode().mode)
-        print(asyncio.run(PodSandbox(pod, ctx).run()).containers["c"])
+        try:
+            print(asyncio.run(PodSandbox(pod, ctx).run()).containers["c"])
+        finally:
+            if enter:
+                PodNetwork.detach(tmp / "pod")
+                net.close()
     """)
     out = subprocess.run(
         ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script],
-        capture_output=True, text=True, timeout=60, env={"PYTHONPATH": str(src), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        env={"PYTHONPATH": str(src), "HOME": str(tmp_path), "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["bwrap", "0"]
-    assert (tmp_path / "logs" / "default" / "u" / "c.log").read_text().split() == [
-        "unpriv-0",
-        "65534",
-    ]
+    log = (tmp_path / "logs" / "default" / "u" / "c.log").read_text().split()
+    # In the pod network's user namespace the pod's user is that namespace's root.
+    assert log == (["unpriv-0", "0", "eth0"] if network else ["unpriv-0", "65534"])
     assert (tmp_path / "pod" / "volumes" / "w" / "ok").exists()
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv") or not _system_python_fits(),
+    reason="needs root to drop to an unprivileged user, and a system python3 >= 3.11",
+)
+def test_an_unprivileged_user_gets_a_pod_network() -> None:
+    from kubetrain.local.sandbox import network_probe
+
+    if not network_probe().available:
+        pytest.skip(network_probe().reason)
+    with tempfile.TemporaryDirectory(prefix="kubetrain-unpriv-") as tmp:
+        os.chmod(tmp, 0o777)
+        _run_unprivileged(Path(tmp), network=True)
 
 
 async def test_a_working_dir_that_exists_nowhere_is_created(tmp_path: Path) -> None:

@@ -1,28 +1,22 @@
-"""``kubetrain delete JOB... | -f FILE``: delete, then wait until every pod (process) is gone."""
+"""``kubetrain delete [KIND] NAME... | KIND/NAME... | --all | -f FILE``: delete, then wait
+until every pod (process) is gone (arguments as kubectl reads them, see `targets`)."""
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kubetrain.cli.targets import Targets
 
 __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from kubetrain.cli.targets import add_target_arguments
     from kubetrain.client.connection import add_connection_arguments
 
-    parser.add_argument(
-        "names",
-        nargs="*",
-        metavar="JOB",
-        help="TrainJob name(s), or `experiment NAME...` for hyperparameter searches",
-    )
-    parser.add_argument(
-        "-f",
-        "--filename",
-        action="append",
-        metavar="PATH",
-        help="delete the objects in these files",
-    )
+    add_target_arguments(parser, "delete")
     parser.add_argument(
         "--wait",
         action=argparse.BooleanOptionalAction,
@@ -39,38 +33,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kubetrain.cli.targets import TargetError, parse_targets
     from kubetrain.client.present import guarded, print_error
 
-    if not args.names and not args.filename:
-        print_error("name a TrainJob or pass -f FILE")
-        return 2
-    if args.names and args.filename:
-        print_error("give TrainJob names or -f FILE, not both")
-        return 2
-    return guarded(lambda: _run(args))
+    def checked() -> int:
+        try:
+            targets = parse_targets(args)
+        except TargetError as err:
+            print_error(str(err))
+            return 2
+        return _run(args, targets)
+
+    return guarded(checked)
 
 
-def _run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, targets: Targets) -> int:
     from kubetrain.client import resources as R
     from kubetrain.client.connection import connect_from_args
     from kubetrain.client.errors import NotFoundError
-    from kubetrain.client.files import read_objects
     from kubetrain.client.jobs import JobClient
     from kubetrain.client.present import print_error
 
-    objs = read_objects(args.filename) if args.filename else []
     code = 0
     with JobClient(connect_from_args(args)) as jc:
-        kind, names = R.TRAINJOB, list(args.names)
-        if len(names) > 1 and R.resolve_kind(names[0]) == (R.EXPERIMENT,):
-            kind, names = R.EXPERIMENT, names[1:]
-        targets = objs or [
-            {"apiVersion": kind.api_version, "kind": kind.kind, "metadata": {"name": n}}
-            for n in names
-        ]
+        docs = targets.documents(jc)
         deleted_jobs: list[tuple[str, str | None]] = []
         # Reverse file order, as kubectl does: a file's TrainJob goes before the runtime it uses.
-        for obj in reversed(targets) if objs else targets:
+        for obj in reversed(docs) if targets.objects else docs:
             name = obj["metadata"].get("name", "")
             trials: list[str] = []
             if (obj.get("apiVersion"), obj.get("kind")) == (

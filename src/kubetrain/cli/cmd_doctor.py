@@ -49,6 +49,15 @@ def _text(report: dict[str, Any]) -> str:
         f"  user namespaces: {yes[bool(sb['user_namespaces'])]}"
         + (f" ({sb['user_namespaces_detail']})" if sb.get("user_namespaces_detail") else ""),
         f"  running as root: {yes[bool(sb['running_as_root'])]}",
+        f"Network:           {sb.get('network', 'host')}"
+        + (f" ({sb['network_reason']})" if sb.get("network_reason") else ""),
+        *(
+            [f"  missing:         apt-get install {' '.join(sb['network_missing'])}"]
+            if sb.get("network_missing")
+            else []
+        ),
+        f"Limits:            {'enforced' if sb.get('limits_enforced') else 'not enforced'}"
+        + (f" ({sb['limits_reason']})" if sb.get("limits_reason") else ""),
         "Images (image -> local environment):",
         *(f"  {pattern:<16} {prefix}" for pattern, prefix in sb["images"].items()),
         "Tools:",

@@ -1,4 +1,5 @@
-"""``kubetrain suspend JOB...``: pause TrainJobs (their pods stop; ``resume`` starts them again)."""
+"""``kubetrain suspend [trainjob] NAME... | trainjob/NAME... | --all | -f FILE``: pause TrainJobs
+(their pods stop; ``resume`` starts them again)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from kubetrain.cli.targets import add_target_arguments
     from kubetrain.client.connection import add_connection_arguments
 
-    parser.add_argument("names", nargs="+", metavar="JOB", help="TrainJob name(s)")
+    add_target_arguments(parser, parser.prog.rsplit(" ", 1)[-1])
     add_connection_arguments(parser)
 
 
@@ -22,18 +24,25 @@ def run(args: argparse.Namespace) -> int:
 
 def set_suspend(args: argparse.Namespace, suspend: bool) -> int:
     """Shared with ``resume``: patch every named job, one line per job, 1 if any failed."""
+    from kubetrain.cli.targets import TargetError, parse_targets
     from kubetrain.client.connection import connect_from_args
     from kubetrain.client.errors import ClientError
     from kubetrain.client.jobs import JobClient
     from kubetrain.client.present import print_error
     from kubetrain.client.resources import TRAINJOB
 
+    try:
+        targets = parse_targets(args, allowed=(TRAINJOB,))
+    except TargetError as err:
+        print_error(str(err))
+        return 2
     verb = "suspended" if suspend else "resumed"
     code = 0
     with JobClient(connect_from_args(args)) as jc:
-        for name in args.names:
+        for doc in targets.documents(jc):
+            name = str(doc["metadata"]["name"])
             try:
-                changed = jc.set_suspend(name, suspend)
+                changed = jc.set_suspend(name, suspend, namespace=doc["metadata"].get("namespace"))
             except ClientError as exc:
                 print_error(str(exc))
                 code = 1

@@ -176,6 +176,19 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
         has_generation=False, field_labels=("spec.unschedulable",),
     ),
     ResourceDef("", "v1", "LimitRange", "limitranges", True, "limitrange", ("limits",), printer_columns=_NAME_AGE, has_generation=False),
+    # Services name pods for the local engine's pod network (no virtual IPs: a name resolves
+    # to its endpoints' pod IPs, as a headless Service's does).
+    ResourceDef(
+        "", "v1", "Service", "services", True, "service", ("svc",), ("all",),
+        subresources=frozenset({"status"}),
+        printer_columns=(
+            PrinterColumn("Type", json_path=".spec.type"),
+            PrinterColumn("Cluster-IP", json_path=".spec.clusterIP"),
+            _age(),
+            PrinterColumn("Selector", json_path=".spec.selector", priority=1),
+        ),
+        has_generation=False,
+    ),
     ResourceDef(
         "scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, "priorityclass", ("pc",),
         printer_columns=(PrinterColumn("Value", "integer", json_path=".value"), PrinterColumn("Global-Default", "boolean", json_path=".globalDefault"), _age()),

@@ -35,5 +35,8 @@ def ensure_serving_cert(folder: Path) -> ServingCert:
     # Imported here: cryptography is only needed when a server starts.
     from kubetrain.controller.pki import ensure_serving_cert as make
 
-    cert = make(folder, ["localhost"], ["127.0.0.1", "::1"])
+    # Pods on the pod network reach this server as kubernetes.default.svc, as in a cluster.
+    names = ["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+             "kubernetes.default.svc.cluster.local"]  # fmt: skip
+    cert = make(folder, names, ["127.0.0.1", "::1"])
     return ServingCert(cert.ca_pem.encode(), cert.cert_file, cert.key_file)

@@ -32,6 +32,7 @@ from kubetrain.local.executor import Executor, ExecutorSettings, KubeApi
 from .files import DaemonFiles
 
 if TYPE_CHECKING:  # pragma: no cover
+    from kubetrain.local.executor.scheduling import Resources
     from kubetrain.local.statusplane import StatusPlane
     from kubetrain.runtime.config import Environment
 
@@ -165,6 +166,15 @@ async def run_daemon(
     if lock_fd is None:
         print(f"kubetrain daemon: another daemon already runs for {home}", file=sys.stderr)
         return ALREADY_RUNNING
+    from kubetrain.local.executor.node import load_allocatable
+
+    try:
+        # The node's allocatable: the machine's, with <home>/node.yaml's overrides.
+        allocatable = load_allocatable(home)
+    except ValueError as err:
+        print(f"kubetrain daemon: {err}", file=sys.stderr)
+        os.close(lock_fd)
+        return 2
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -181,7 +191,7 @@ async def run_daemon(
     executor = (
         None
         if api_only
-        else Executor(api, executor_settings or _executor_settings(home, api, plane))
+        else Executor(api, executor_settings or _executor_settings(home, api, plane, allocatable))
     )
     controller_task: asyncio.Task[None] | None = None
     katib_task: asyncio.Task[None] | None = None
@@ -249,7 +259,9 @@ async def _start_status_plane(home: Path, kubeconfig: Path) -> StatusPlane | Non
         return None
 
 
-def _executor_settings(home: Path, api: KubeApi, plane: StatusPlane | None) -> ExecutorSettings:
+def _executor_settings(
+    home: Path, api: KubeApi, plane: StatusPlane | None, allocatable: Resources
+) -> ExecutorSettings:
     from kubetrain.local.frameworks import (
         engine_overlay,
         initializer_failure,
@@ -279,6 +291,7 @@ def _executor_settings(home: Path, api: KubeApi, plane: StatusPlane | None) -> E
         overlay=engine_overlay(home),
         refusal=refusal,
         final_failure=initializer_failure,
+        allocatable=allocatable,
     )
 
 

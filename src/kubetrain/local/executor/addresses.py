@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from kubetrain.local.sandbox import loopback_address, pod_dns_names
@@ -37,8 +38,13 @@ def pod_hostnames(spec: JobSetSpec) -> list[str]:
 class AddressBook:
     """JobSet uid → (first index, count) in the loopback range, persisted at ``path``."""
 
-    def __init__(self, path: Path, base: int | None = None) -> None:
+    def __init__(
+        self, path: Path, base: int | None = None, address: Callable[[int], str] = loopback_address
+    ) -> None:
+        """``address``: index → IP (loopback addresses, or the pod network's bridge addresses,
+        which belong to this home alone and so start at ``base`` 0)."""
         self.path = path
+        self.address = address
         if base is None:
             digest = hashlib.sha1(str(path.resolve()).encode()).digest()
             # Whole /24s, below the top of 127/8 with room for many blocks after the base.
@@ -79,7 +85,7 @@ class AddressBook:
         """(DNS name → address for every pod name form, hostname → address)."""
         names = pod_hostnames(spec)
         first = self.block(spec.uid, len(names))
-        by_host = {h: loopback_address(self.base + first + i) for i, h in enumerate(names)}
+        by_host = {h: self.address(self.base + first + i) for i, h in enumerate(names)}
         dns: dict[str, str] = {}
         subdomain = spec.subdomain if spec.dns_hostnames else None
         for host, ip in by_host.items():

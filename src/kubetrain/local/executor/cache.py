@@ -50,6 +50,8 @@ def now() -> datetime:
 class Cluster:
     jobsets: dict[Key, Obj] = field(default_factory=dict)
     pods: dict[Key, Obj] = field(default_factory=dict)
+    # Services, for the names pods resolve on the pod network.
+    services: dict[Key, Obj] = field(default_factory=dict)
     # Pods deleted from the API whose processes are still stopping: uid → last object.
     terminating: dict[str, Obj] = field(default_factory=dict)
     # Pods this executor deleted itself (restart, suspend, finish): their end is no failure.

@@ -26,6 +26,7 @@ Resource = tuple[str, str]
 PODS: Resource = ("v1", "pods")
 EVENTS: Resource = ("v1", "events")
 JOBSETS: Resource = ("jobset.x-k8s.io/v1alpha2", "jobsets")
+SERVICES: Resource = ("v1", "services")
 
 
 class KubeApiError(Exception):

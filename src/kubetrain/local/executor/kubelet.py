@@ -13,30 +13,54 @@ import asyncio
 import base64
 import contextlib
 import copy
+import hashlib
 import logging
 import shutil
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from kubetrain.local.sandbox import ContainerProcess, SandboxContext, sandbox_mode
+from kubetrain.local.sandbox import (
+    HOST_LOOPBACK,
+    ContainerProcess,
+    NetworkUnavailable,
+    PodNetwork,
+    SandboxContext,
+    SandboxError,
+    bridge_address,
+    cgroup_probe,
+    sandbox_mode,
+    service_dns_names,
+)
 from kubetrain.local.sandbox.state import read_states
 
 from .addresses import AddressBook
 from .cache import Cluster, Key, jobset_key_of, key_of, now
 from .decision import format_time
+from .endpoints import service_endpoints
 from .kubeapi import PODS, KubeApi, KubeApiError
 from .labels import JOBSET_UID
+from .node import machine_allocatable
 from .objects import pod_references
 from .podrunner import PodRunner
 from .podstatus import UNKNOWN_MESSAGE, UNKNOWN_REASON
 from .ports import PortGate, declared_ports
+from .scheduling import (
+    Resources,
+    assign_gpus,
+    insufficient,
+    pod_requests,
+    unschedulable_message,
+)
 from .settings import REFUSED_REASON, UNSIGNED_TOKEN, ExecutorSettings
 from .spec import read_spec
 
-__all__ = ["EventSink", "Kubelet"]
+__all__ = ["HOST_NAME", "EventSink", "Kubelet"]
 
 log = logging.getLogger(__name__)
+
+# What a pod on the pod network calls the host (its loopback, through the egress path).
+HOST_NAME = "host.kubetrain.internal"
 
 Obj = dict[str, Any]
 # (involved object, type, reason, message, component)
@@ -67,6 +91,91 @@ class Kubelet:
         # Pods waiting for a declared port: uid → why (the message last published).
         self.waiting: dict[str, str] = {}
         self._retry: asyncio.TimerHandle | None = None
+        # The pod network (None: pods share the host's) and what `kubetrain doctor` says of it.
+        self.network: PodNetwork | None = None
+        self.network_note = "not started"
+        self.ips: dict[str, str] = {}  # pod uid → its address while its namespace exists
+        # This home's subtree of the machine's cgroups: two engines never share one.
+        digest = hashlib.sha1(str(self.home.resolve()).encode(), usedforsecurity=False)
+        self._cgroup_key = f"home-{digest.hexdigest()[:12]}"
+        self._names_key: object = None
+        # The node: what it has, what running pods requested, which GPUs each holds.
+        self.allocatable = settings.allocatable or machine_allocatable()
+        self.requests: dict[str, Resources] = {}
+        self.gpus: dict[str, tuple[int, ...]] = {}
+
+    # --- the pod network ---------------------------------------------------------------------
+    def start_network(self) -> None:
+        """Open the pod network (blocking), or note why pods share the host's network."""
+        mode = self.settings.sandbox_mode or sandbox_mode().mode
+        if not self.settings.pod_network:
+            self.network_note = "host network: the pod network is off in the engine's settings"
+            return
+        if mode != "bwrap":
+            self.network_note = "host network: pods run as plain processes (no bwrap sandbox)"
+            return
+        try:
+            self.network = PodNetwork.open(self.home / "executor" / "network")
+        except NetworkUnavailable as err:
+            self.network_note = f"host network: {err}"
+            log.warning("no pod network, pods share the host's ports: %s", err)
+            return
+        self.network_note = "pod network"
+        # Bridge addresses belong to this home alone: no offset, a book of their own.
+        self.addresses = AddressBook(
+            self.home / "executor" / "pod-addresses.json", base=0, address=bridge_address
+        )
+
+    def names(self) -> tuple[dict[str, str], dict[str, list[str]]]:
+        """What every pod resolves on the pod network: all pods of every JobSet, each
+        JobSet's headless Service, every Service with a selector (its ready endpoints), and
+        the control plane and the host (the host's loopback, via egress)."""
+        hosts = {
+            n: HOST_LOOPBACK if ip.startswith("127.") else ip
+            for n, ip in self.settings.extra_hosts.items()
+        }
+        hosts.update(dict.fromkeys(service_dns_names("kubernetes", "default"), HOST_LOOPBACK))
+        # The host itself, as rootless engines name it (host.containers.internal).
+        hosts[HOST_NAME] = HOST_LOOPBACK
+        services: dict[str, list[str]] = {}
+        for jobset in self.cluster.jobsets.values():
+            spec = read_spec(jobset)
+            dns, by_host = self.addresses.hosts(spec)
+            hosts.update(dns)
+            if spec.dns_hostnames:
+                # JobSet's Service publishes not-ready addresses: every pod is an endpoint.
+                for name in service_dns_names(spec.subdomain, spec.namespace):
+                    services[name] = list(by_host.values())
+        for service in self.cluster.services.values():
+            ns, name = key_of(service)
+            endpoints = service_endpoints(service, self.cluster.pods.values())
+            for dns_name in service_dns_names(name, ns):
+                services[dns_name] = endpoints
+        return hosts, services
+
+    def refresh_names(self) -> None:
+        """Rewrite running pods' /etc/hosts when what they resolve changed."""
+        if self.network is None:
+            return
+        hosts, services = self.names()
+        key = (sorted(hosts.items()), sorted(services.items()))
+        if key == self._names_key:
+            return
+        self._names_key = key
+        for runner in self.runners.values():
+            if runner.sandbox is not None:
+                with contextlib.suppress(OSError):
+                    runner.sandbox.write_hosts(hosts, services)
+
+    def _ip_busy(self, uid: str, ip: str) -> bool:
+        """Another pod (a predecessor of the same name, still stopping) holds ``ip``."""
+        return any(other != uid and held == ip for other, held in self.ips.items())
+
+    def _detach(self, uid: str) -> None:
+        if self.network is not None:
+            PodNetwork.detach(self._pod_dir(uid))
+        if self.ips.pop(uid, None) is not None and self.waiting:
+            self._retry_soon()
 
     def _pod_dir(self, uid: str) -> Path:
         return self.home / "pods" / uid
@@ -104,13 +213,27 @@ class Kubelet:
         if not has_state and self._refused(pod):
             return
         owner = _owner(pod)
-        ports = declared_ports(pod)
-        if not has_state:
-            why = self.ports.blocked(owner, ports, pod_ip)
-            if why is not None:
-                self._wait(pod, why)
+        why = self._admit(uid, pod, check=not has_state)
+        if why is not None:
+            self._wait(pod, why)
+            return
+        if self.network is not None:
+            # Own network namespace: any port is free; only the address must be.
+            if self._ip_busy(uid, pod_ip):
+                self._release_node(uid)
+                self.waiting[uid] = "address"
+                self._retry_soon()
                 return
-        self.ports.claim(owner, "/".join(key_of(jobset)), ports)
+            self.ips[uid] = pod_ip
+        else:
+            ports = declared_ports(pod)
+            if not has_state:
+                why = self.ports.blocked(owner, ports, pod_ip)
+                if why is not None:
+                    self._release_node(uid)
+                    self._wait(pod, why)
+                    return
+            self.ports.claim(owner, "/".join(key_of(jobset)), ports)
         self.waiting.pop(uid, None)
         runner = PodRunner(
             pod,
@@ -125,6 +248,47 @@ class Kubelet:
         self.runners[uid] = runner
         self._spawn(uid, self._run(runner, uid, adopt=has_state))
 
+    # --- the node: resources and devices ----------------------------------------------------
+    def _admit(self, uid: str, pod: Obj, *, check: bool) -> str | None:
+        """Reserve the pod's requests (and whole GPUs) on the node, or say why it must wait.
+
+        An adopted pod (``check`` False) already runs: it is recorded, never refused.
+        """
+        try:
+            request = pod_requests(pod)
+        except ValueError as err:
+            log.warning("pod %s: unreadable resources, counted as none: %s", uid, err)
+            request = Resources()
+        if check:
+            used = Resources()
+            for other, held in self.requests.items():
+                if other != uid:
+                    used = used + held
+            lacking = insufficient(request, self.allocatable, used)
+            if lacking:
+                return unschedulable_message(lacking)
+        gpus: tuple[int, ...] = ()
+        if request.gpus:
+            taken = [i for other, held in self.gpus.items() if other != uid for i in held]
+            gpus = assign_gpus(request.gpus, self.allocatable.gpus, taken) or ()
+        self.requests[uid] = request
+        self.gpus[uid] = gpus
+        return None
+
+    def _release_node(self, uid: str) -> None:
+        self.gpus.pop(uid, None)
+        if self.requests.pop(uid, None) is not None and self.waiting:
+            self._retry_soon()
+
+    def _device_env(self, uid: str) -> dict[str, str]:
+        """The pod's GPUs by index, as the NVIDIA device plugin hands them out; a pod that
+        asked for none sees none."""
+        if not self.allocatable.gpus:
+            return {}
+        held = self.gpus.get(uid) or ()
+        visible = ",".join(str(i) for i in held)
+        return {"CUDA_VISIBLE_DEVICES": visible, "NVIDIA_VISIBLE_DEVICES": visible or "void"}
+
     def _spawn(self, uid: str, coro: Awaitable[None]) -> None:
         async def wrapped() -> None:
             try:
@@ -132,6 +296,7 @@ class Kubelet:
             finally:
                 runner = self.runners.pop(uid, None)
                 self.tasks.pop(uid, None)
+                self._release_node(uid)
                 if runner is not None:
                     self._release_if_idle(_owner(runner.pod))
 
@@ -140,6 +305,9 @@ class Kubelet:
     async def _run(self, runner: PodRunner, uid: str, *, adopt: bool) -> None:
         try:
             await runner.run(adopt=adopt)
+            if not runner.stopping:
+                # The pod ended: its sandbox goes, as a kubelet tears down a finished pod's.
+                await asyncio.to_thread(self._detach, uid)
         except asyncio.CancelledError:
             raise
         except Exception as err:
@@ -249,6 +417,9 @@ class Kubelet:
                 self.event(pod, "Warning", "FailedScheduling", why, "default-scheduler")
             )
         # Another process may free the port at any time: look again shortly.
+        self._retry_soon()
+
+    def _retry_soon(self) -> None:
         if self._retry is None:
             self._retry = asyncio.get_running_loop().call_later(1.0, self._retry_waiting)
 
@@ -308,10 +479,13 @@ class Kubelet:
         finally:
             self.cluster.terminating.pop(uid, None)
             self.waiting.pop(uid, None)
+            self.ips.pop(uid, None)
             self._release_if_idle(_owner(pod))
             self._requeue_jobset(pod)
 
     def _remove_files(self, uid: str, namespace: str, name: str) -> None:
+        if self.network is not None:
+            PodNetwork.detach(self._pod_dir(uid))
         shutil.rmtree(self._pod_dir(uid), ignore_errors=True)
         shutil.rmtree(self.home / "logs" / namespace / name, ignore_errors=True)
 
@@ -331,6 +505,7 @@ class Kubelet:
             if pod_dir.name in known or not pod_dir.is_dir():
                 continue
             await self._kill_leftovers(pod_dir)
+            PodNetwork.detach(pod_dir)
             shutil.rmtree(pod_dir, ignore_errors=True)
 
     def jobset_gone(self, jobset: Obj) -> None:
@@ -361,6 +536,19 @@ class Kubelet:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if self.network is not None:
+            # Pods left running keep their network for the next daemon to adopt.
+            alive = any(
+                r.sandbox is not None and r.sandbox.is_alive() for r in self.runners.values()
+            )
+            if kill_pods or not alive:
+                await asyncio.to_thread(self._close_network)
+
+    def _close_network(self) -> None:
+        assert self.network is not None
+        for uid in list(self.ips):
+            PodNetwork.detach(self._pod_dir(uid))
+        self.network.close()
 
     # --- what a pod's sandbox needs ---------------------------------------------------------
     async def _context(self, pod: Obj, pod_ip: str, hosts: dict[str, str]) -> SandboxContext:
@@ -389,11 +577,26 @@ class Kubelet:
         provider = self.settings.token_provider
         for audience in audiences:
             tokens[audience] = await provider(pod, audience) if provider else UNSIGNED_TOKEN
+        pod_dir = self._pod_dir(str(pod["metadata"]["uid"]))
+        services: dict[str, list[str]] = {}
+        enter: tuple[str, ...] = ()
+        if self.network is not None:
+            hosts, services = self.names()
+            try:
+                pause = await asyncio.to_thread(self.network.attach, pod_dir, pod_ip)
+            except NetworkUnavailable as err:
+                raise SandboxError(f"pod network: {err}", reason="NetworkNotReady") from err
+            enter = tuple(self.network.enter_pod(pause))
         return SandboxContext(
-            pod_dir=self._pod_dir(str(pod["metadata"]["uid"])),
+            pod_dir=pod_dir,
             log_dir=self.home / "logs",
             pod_ip=pod_ip,
             hosts=hosts,
+            services=services,
+            enter_netns=enter,
+            device_env=self._device_env(str(pod["metadata"]["uid"])),
+            cgroups=cgroup_probe().tree if self.settings.enforce_limits else None,
+            cgroup_key=self._cgroup_key,
             claims_dir=self.home / "volumes",
             config_maps=config_maps,
             secrets=secrets,

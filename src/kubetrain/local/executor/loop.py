@@ -18,13 +18,16 @@ import httpx2
 from .cache import Cluster, jobset_key_of, key_of, now, rv_of
 from .decision import format_time
 from .jobsets import JobSetWorker
-from .kubeapi import EVENTS, JOBSETS, PODS, KubeApi, KubeApiError, Resource
+from .kubeapi import EVENTS, JOBSETS, PODS, SERVICES, KubeApi, KubeApiError, Resource
 from .kubelet import Kubelet
 from .labels import JOBSET_NAME
+from .node import node_object
 from .objects import make_event
 from .settings import ExecutorSettings
 
 __all__ = ["Executor"]
+
+NODES: Resource = ("v1", "nodes")
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +65,12 @@ class Executor:
             asyncio.create_task(
                 self._informer(PODS, JOBSET_NAME, self._on_pod), name="executor-pods"
             ),
+            asyncio.create_task(
+                self._informer(SERVICES, None, self._on_service), name="executor-services"
+            ),
         ]
+        await asyncio.to_thread(self.kubelet.start_network)
+        await self._register_node()
         await asyncio.gather(self._synced[PODS].wait(), self._synced[JOBSETS].wait())
         # What a previous daemon left: processes of pods gone from the API end; the rest is
         # adopted, or recorded as lost, by sync_pod.
@@ -73,6 +81,22 @@ class Executor:
             self.jobsets.enqueue(key)
         self._tasks.append(asyncio.create_task(self.jobsets.run(), name="executor-worker"))
         self.ready.set()
+
+    async def _register_node(self) -> None:
+        """The Node object, as a kubelet registers its node (kubectl get/describe nodes)."""
+        node = node_object(self.settings.node_name, self.kubelet.allocatable)
+        try:
+            await self.api.create(NODES, node)
+        except KubeApiError as err:
+            if err.code != 409:
+                log.warning("node %s not registered: %s", self.settings.node_name, err)
+                return
+        # Status goes through its subresource (create drops it), also when the node existed.
+        with contextlib.suppress(KubeApiError):
+            await self.api.patch(
+                NODES, None, self.settings.node_name, {"status": node["status"]},
+                subresource="status",
+            )  # fmt: skip
 
     async def stop(self, *, kill_pods: bool = False) -> None:
         """Stop watching. Pods keep running for the next daemon to adopt unless ``kill_pods``."""
@@ -87,7 +111,9 @@ class Executor:
 
     # --- informers ----------------------------------------------------------------------
     async def _informer(self, res: Resource, selector: str | None, handler: Handler) -> None:
-        cache = self.cluster.pods if res == PODS else self.cluster.jobsets
+        cache = {PODS: self.cluster.pods, JOBSETS: self.cluster.jobsets}.get(
+            res, self.cluster.services
+        )
         while True:
             try:
                 items, rv = await self.api.list(res, label_selector=selector)
@@ -97,7 +123,8 @@ class Executor:
                         self._handle(handler, "DELETED", old)
                 for obj in items:
                     self._handle(handler, "MODIFIED" if key_of(obj) in cache else "ADDED", obj)
-                self._synced[res].set()
+                if res in self._synced:
+                    self._synced[res].set()
                 async for etype, obj in self.api.watch(res, rv, label_selector=selector):
                     if etype != "BOOKMARK":
                         self._handle(handler, etype, obj)
@@ -121,12 +148,22 @@ class Executor:
             self.cluster.jobsets.pop(key, None)
             self.cluster.lost.pop(str(obj["metadata"].get("uid", "")), None)
             self.kubelet.jobset_gone(obj)
+            self.kubelet.refresh_names()
             return
         old = self.cluster.jobsets.get(key)
         if old is not None and rv_of(old) > rv_of(obj):
             return  # our own newer write already sits in the cache
         self.cluster.jobsets[key] = obj
+        if old is None:
+            self.kubelet.refresh_names()
         self.jobsets.enqueue(key)
+
+    def _on_service(self, etype: str, obj: Obj) -> None:
+        if etype == "DELETED":
+            self.cluster.services.pop(key_of(obj), None)
+        else:
+            self.cluster.services[key_of(obj)] = obj
+        self.kubelet.refresh_names()
 
     def _on_pod(self, etype: str, obj: Obj) -> None:
         key = key_of(obj)
@@ -142,6 +179,8 @@ class Executor:
             self.cluster.pods[key] = obj
             if self.ready.is_set():
                 self.kubelet.sync_pod(obj)
+        if self.cluster.services:
+            self.kubelet.refresh_names()  # a pod that became ready is an endpoint now
         jobset = jobset_key_of(obj)
         if jobset is not None:
             self.jobsets.enqueue(jobset)

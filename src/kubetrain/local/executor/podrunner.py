@@ -207,7 +207,10 @@ class PodRunner:
                     return code
                 assert self.sandbox is not None
                 message = await asyncio.to_thread(self.sandbox.termination_message, name, code)
-                self.model.exited(name, code, self.clock(), known=proc.exit_known, message=message)
+                self.model.exited(
+                    name, code, self.clock(), known=proc.exit_known, message=message,
+                    reason="OOMKilled" if proc.oom_killed else None,
+                )  # fmt: skip
                 await self.publish()
             again = self.policy == "Always" or (self.policy == "OnFailure" and code != 0)
             if self.stopping or not again or (init and code == 0):

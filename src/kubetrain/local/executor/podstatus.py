@@ -123,13 +123,22 @@ class PodStatusModel:
         rec.container_id = container_id
 
     def exited(
-        self, name: str, exit_code: int, now: str, *, known: bool = True, message: str = ""
+        self,
+        name: str,
+        exit_code: int,
+        now: str,
+        *,
+        known: bool = True,
+        message: str = "",
+        reason: str | None = None,
     ) -> None:
+        """``message``: the container's termination message; ``reason``: what the runtime says
+        beyond the code (``OOMKilled``)."""
         rec = self.record(name)
         started_at = str((rec.state.get("running") or {}).get("startedAt") or now)
         term: dict[str, Any] = {
             "exitCode": exit_code,
-            "reason": "Completed" if exit_code == 0 else "Error",
+            "reason": reason or ("Completed" if exit_code == 0 else "Error"),
             "startedAt": started_at,
             "finishedAt": now,
         }

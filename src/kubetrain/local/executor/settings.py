@@ -12,6 +12,7 @@ from kubetrain.local.sandbox import ImageMap, OverlayHook, SandboxMode
 from .decision import Settings
 from .jobs import REFUSED_REASON
 from .podrunner import FinalFailure, RunnerSettings
+from .scheduling import Resources
 
 __all__ = ["REFUSED_REASON", "UNSIGNED_TOKEN", "ExecutorSettings", "Refusal", "TokenProvider"]
 
@@ -42,6 +43,13 @@ class ExecutorSettings:
     extra_hosts: Mapping[str, str] = field(default_factory=dict)
     # Files and env added to each container (the frameworks' sshd/JAX support).
     overlay: OverlayHook | None = None
+    # Each pod its own network namespace and IP where this machine allows it
+    # (`kubetrain.local.sandbox.network`); False: pods share the host's network and ports.
+    pod_network: bool = True
+    # Containers' resources.limits (memory, cpu) enforced with cgroups where writable.
+    enforce_limits: bool = True
+    # The node's allocatable cpu, memory and GPUs (None: the machine's, see `node`).
+    allocatable: Resources | None = None
     # Asked before a pod starts: pods that cannot run here fail at once with its message.
     refusal: Refusal | None = None
     # Asked when a pod has failed: True fails its Job at once with the pod's termination

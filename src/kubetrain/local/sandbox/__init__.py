@@ -28,12 +28,15 @@ Design choices worth knowing:
   and termination, but has no own hostname, /etc/hosts or mount points: env values naming a
   peer pod are rewritten to its address, and mount paths (and /tmp) in command/args/env to
   the volume's (the pod's) host directory; names and paths built inside programs are not.
-- All pods share the host network namespace: each binds its own 127.x address, but a server
+- With the pod network (`network.PodNetwork`, when user/network namespaces and a bridge are
+  available) each pod has its own network namespace and IP, so any port can be bound; without
+  it pods share the host network namespace: each binds its own 127.x address, but a server
   listening on all interfaces (torch's TCPStore on 29500) collides with another job's.
 """
 
 from __future__ import annotations
 
+from .cgroups import cgroup_probe
 from .context import (
     ContainerOverlay,
     ImageEnv,
@@ -46,13 +49,21 @@ from .context import (
 from .doctor import SandboxDoctor, doctor_report
 from .envvars import expand, resolve_env
 from .errors import SandboxError
-from .hosts import hosts_file, jobset_hosts, loopback_address, pod_dns_names
+from .hosts import (
+    hosts_file,
+    jobset_hosts,
+    loopback_address,
+    pod_dns_names,
+    service_dns_names,
+)
 from .images import image_map_from_dict, load_image_map
 from .mode import ModeReport, sandbox_mode
+from .network import HOST_LOOPBACK, NetworkUnavailable, PodNetwork, bridge_address, network_probe
 from .pod import ContainerEvent, EventHook, PodResult, PodSandbox
 from .process import UNKNOWN_EXIT_CODE, ContainerProcess
 
 __all__ = [
+    "HOST_LOOPBACK",
     "UNKNOWN_EXIT_CODE",
     "ContainerEvent",
     "ContainerOverlay",
@@ -61,13 +72,17 @@ __all__ = [
     "ImageEnv",
     "ImageMap",
     "ModeReport",
+    "NetworkUnavailable",
     "OverlayHook",
+    "PodNetwork",
     "PodResult",
     "PodSandbox",
     "SandboxContext",
     "SandboxDoctor",
     "SandboxError",
     "SandboxMode",
+    "bridge_address",
+    "cgroup_probe",
     "current_image_env",
     "doctor_report",
     "expand",
@@ -76,7 +91,9 @@ __all__ = [
     "jobset_hosts",
     "load_image_map",
     "loopback_address",
+    "network_probe",
     "pod_dns_names",
     "resolve_env",
     "sandbox_mode",
+    "service_dns_names",
 ]

@@ -131,11 +131,14 @@ def bwrap_argv(
     user: tuple[int, int] | None = None,
     hidden: Sequence[str] = (),
     shown: Sequence[str] = (),
+    as_root: bool | None = None,
 ) -> list[str]:
     """The full argv: ``bwrap <options> -- <command...>``.
 
     ``hidden``: host directories replaced by an empty tmpfs; ``shown``: host directories
     bound back read-only at their own paths (real paths both, see `visibility`).
+    ``as_root``: bwrap will run as root (default: when we are), really or in a user namespace,
+    and must drop capabilities to a container's default set.
     """
     masks = sorted(
         (h for h in hidden if not any(_under(h, s) for s in _SPECIAL)),
@@ -151,7 +154,8 @@ def bwrap_argv(
             binds.append((Mount(Path(path), path, True), path))
     # Resolv.conf that points into a private tmpfs (systemd-resolved) would dangle.
     resolv = os.path.realpath("/etc/resolv.conf")
-    if any(_under(resolv, s) for s in PRIVATE_TMPFS) and os.path.isfile(resolv):
+    own_resolv = any(t == resolv for _, t in binds)  # the pod network's own
+    if any(_under(resolv, s) for s in PRIVATE_TMPFS) and os.path.isfile(resolv) and not own_resolv:
         binds.append((Mount(Path(resolv), resolv, True), resolv))
     targets = [t for _, t in binds]
     # A working dir that exists nowhere is made, as a container runtime makes it.
@@ -183,7 +187,7 @@ def bwrap_argv(
         # A user namespace maps the requested ids onto ours: the process sees uid/gid
         # ``user`` and owns, on the host, what we own.
         args += ["--unshare-user", "--uid", str(user[0]), "--gid", str(user[1])]
-    if os.geteuid() == 0:
+    if os.geteuid() == 0 if as_root is None else as_root:
         args += ["--cap-drop", "ALL"]
         # A non-root container user gets no effective capabilities from a runtime either.
         if user is None or user[0] == 0:

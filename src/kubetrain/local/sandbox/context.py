@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import fnmatch
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .cgroups import CgroupTree
 
 __all__ = [
     "DEFAULT_PATH",
@@ -117,6 +120,7 @@ class SandboxContext:
     - ``log_dir``: logs go to ``<log_dir>/<namespace>/<pod>/<container>.log``.
     - ``pod_ip``: this pod's own loopback address (127.x.y.z).
     - ``hosts``: every pod DNS name of the JobSet → its address (see `hosts.pod_dns_names`).
+    - ``services``: Service DNS names (every form) → their endpoints' addresses.
     - ``claims_dir``: PVC ``c`` in namespace ``ns`` lives at ``<claims_dir>/<ns>/<c>``; it
       outlives the pod. Defaults to ``<pod_dir>/../claims``.
     - ``config_maps`` / ``secrets``: name → data; bytes for binaryData and decoded Secret
@@ -126,6 +130,12 @@ class SandboxContext:
     - ``mode``: force ``"bwrap"`` or ``"plain"``; ``None`` picks what `sandbox_mode` reports.
     - ``die_with_parent``: pass bwrap's ``--die-with-parent``. Off by default because it ties
       every pod to the daemon's life: a restarted daemon could then never adopt a pod.
+    - ``enter_netns``: the argv prefix that puts a container into the pod's own network
+      namespace (`network.PodNetwork.enter_pod`); empty: the host's network.
+    - ``device_env``: the devices assigned to the pod (``CUDA_VISIBLE_DEVICES``, ...); set
+      over the container's own env, as a device plugin's are.
+    - ``cgroups``: where containers with ``resources.limits`` get their cgroups (None: limits
+      are not enforced); ``cgroup_key`` names this engine's subtree in it.
     - ``overlay``: a hook (e.g. ``kubetrain.local.frameworks.pod_overlay``) whose files are
       bound read-only on top of the volumes (bwrap mode) and whose env fills in names the
       container does not set itself (both modes). A file's target must exist already when it
@@ -138,6 +148,7 @@ class SandboxContext:
     log_dir: Path
     pod_ip: str
     hosts: Mapping[str, str] = field(default_factory=dict)
+    services: Mapping[str, Sequence[str]] = field(default_factory=dict)
     claims_dir: Path | None = None
     config_maps: Mapping[str, Mapping[str, bytes | str]] = field(default_factory=dict)
     secrets: Mapping[str, Mapping[str, bytes | str]] = field(default_factory=dict)
@@ -148,6 +159,10 @@ class SandboxContext:
     mode: SandboxMode | None = None
     die_with_parent: bool = False
     overlay: OverlayHook | None = None
+    enter_netns: tuple[str, ...] = ()
+    device_env: Mapping[str, str] = field(default_factory=dict)
+    cgroups: CgroupTree | None = None
+    cgroup_key: str = "default"
     engine_home: Path | None = None
 
     def engine_dirs(self) -> tuple[Path, ...]:

@@ -6,8 +6,10 @@ import os
 import shutil
 from dataclasses import dataclass, field
 
+from .cgroups import cgroup_probe
 from .context import ImageMap
 from .mode import sandbox_mode, userns_status
+from .network import network_probe
 
 __all__ = ["SandboxDoctor", "doctor_report"]
 
@@ -27,6 +29,13 @@ class SandboxDoctor:
     images: dict[str, str]  # image pattern (or "*" for the default) → environment prefix
     tools: dict[str, str | None]  # tool → path, None when missing
     missing: list[str] = field(default_factory=list)
+    # "pod": each pod its own network namespace and IP; "host": pods share the host's network.
+    network: str = "host"
+    network_reason: str = ""
+    network_missing: list[str] = field(default_factory=list)  # Debian packages
+    # Whether containers' resources.limits (memory, cpu) are enforced with cgroups, and how.
+    limits_enforced: bool = False
+    limits_reason: str = ""
     limitations: list[str] = field(default_factory=list)
 
 
@@ -55,13 +64,25 @@ def doctor_report(images: ImageMap | None = None) -> SandboxDoctor:
             "database with every Secret) and other pods' volumes and tokens; run only "
             "code you trust, or install bubblewrap",
         ]
-    limitations.append(
-        "pods share the host network namespace: two pods binding the same port on all "
-        "interfaces (e.g. two torch jobs' rendezvous on 29500) collide"
-    )
+    net = network_probe()
+    network = "pod" if net.available and report.mode == "bwrap" else "host"
+    net_reason = net.reason if report.mode == "bwrap" else "pods run as plain processes"
+    if network == "host":
+        limitations.append(
+            "pods share the host network namespace: a JobSet waits while another holds a "
+            "port its pods declare (two torch jobs' rendezvous on 29500 run one after the other)"
+        )
+    cgroups = cgroup_probe()
+    if cgroups.tree is None:
+        limitations.append(
+            f"resources.limits are not enforced ({cgroups.reason}): a container may use "
+            "more memory and cpu than its limits, and is never OOMKilled"
+        )
     return SandboxDoctor(
         mode=report.mode, reason=report.reason, bwrap=report.bwrap,
         bwrap_version=report.bwrap_version, user_namespaces=userns,
         user_namespaces_detail=userns_detail, running_as_root=os.geteuid() == 0,
-        images=mapping, tools=tools, missing=missing, limitations=limitations,
+        images=mapping, tools=tools, missing=missing, network=network,
+        network_reason=net_reason, network_missing=list(net.missing), limits_enforced=cgroups.tree is not None,
+        limits_reason=cgroups.reason, limitations=limitations,
     )  # fmt: skip

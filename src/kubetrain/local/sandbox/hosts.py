@@ -6,9 +6,15 @@ can both listen on port 29500 of their own address and name each other as on a c
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = ["hosts_file", "jobset_hosts", "loopback_address", "pod_dns_names"]
+__all__ = [
+    "hosts_file",
+    "jobset_hosts",
+    "loopback_address",
+    "pod_dns_names",
+    "service_dns_names",
+]
 
 CLUSTER_DOMAIN = "cluster.local"
 
@@ -19,6 +25,12 @@ def pod_dns_names(hostname: str, subdomain: str | None, namespace: str) -> list[
         return [hostname]
     svc = f"{hostname}.{subdomain}.{namespace}.svc"
     return [hostname, f"{hostname}.{subdomain}", svc, f"{svc}.{CLUSTER_DOMAIN}"]
+
+
+def service_dns_names(service: str, namespace: str) -> list[str]:
+    """The names cluster DNS answers for a Service, shortest first (the search path's forms)."""
+    svc = f"{service}.{namespace}.svc"
+    return [service, f"{service}.{namespace}", svc, f"{svc}.{CLUSTER_DOMAIN}"]
 
 
 def loopback_address(index: int) -> str:
@@ -36,11 +48,17 @@ def loopback_address(index: int) -> str:
     return f"127.{block // 256}.{block % 256}.{offset + 1}"
 
 
-def hosts_file(hosts: Mapping[str, str], own: Iterable[str] = (), own_ip: str | None = None) -> str:
+def hosts_file(
+    hosts: Mapping[str, str],
+    own: Iterable[str] = (),
+    own_ip: str | None = None,
+    services: Mapping[str, Sequence[str]] | None = None,
+) -> str:
     """``/etc/hosts`` text: localhost lines, then one line per address with all its names.
 
     ``own`` names (the pod's hostname forms) are added for ``own_ip`` when the caller's map
-    lacks them, as the kubelet writes the pod's own entry.
+    lacks them, as the kubelet writes the pod's own entry. ``services``: name → every
+    endpoint address, one line each after the pods (a resolver answers the first).
     """
     by_ip: dict[str, list[str]] = {}
     for name, ip in hosts.items():
@@ -60,6 +78,12 @@ def hosts_file(hosts: Mapping[str, str], own: Iterable[str] = (), own_ip: str | 
         # address give its FQDN.
         ordered = sorted(names, key=lambda n: (-n.count("."), n))
         lines.append(f"{ip}\t{' '.join(ordered)}")
+    by_endpoint: dict[str, list[str]] = {}
+    for name, ips in (services or {}).items():
+        for ip in ips:
+            by_endpoint.setdefault(ip, []).append(name)
+    for ip, names in by_endpoint.items():
+        lines.append(f"{ip}\t{' '.join(sorted(names, key=lambda n: (-n.count('.'), n)))}")
     return "\n".join(lines) + "\n"
 
 

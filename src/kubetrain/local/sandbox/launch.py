@@ -152,7 +152,7 @@ def plan_launch(
             for n, ip in sorted(ctx.hosts.items(), key=lambda kv: -len(kv[0]))
         ]
         own = {k: _rewrite_names(v, names) for k, v in own.items()}
-    env = {**base, **own}
+    env = {**base, **own, **ctx.device_env}
     command = [str(c) for c in container.get("command") or []] or list(image.entrypoint)
     if not command:
         raise SandboxError(
@@ -174,7 +174,10 @@ def plan_launch(
         tmp.mkdir(parents=True, exist_ok=True)
         rewrite = _path_rewriter([*mounts, Mount(tmp, "/tmp", False)])
         argv = [rewrite(a) for a in argv]
-        env = {"TMPDIR": str(tmp), **base, **{k: rewrite(v) for k, v in own.items()}}
+        env = {
+            "TMPDIR": str(tmp), **base, **{k: rewrite(v) for k, v in own.items()},
+            **ctx.device_env,
+        }  # fmt: skip
         workdir = rewrite(workdir)
         for m in mounts:
             if os.path.realpath(m.target) != os.path.realpath(m.source):

@@ -11,17 +11,19 @@ import asyncio
 import contextlib
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .cgroups import limits_of
 from .context import SandboxContext, SandboxMode
 from .errors import SandboxError
 from .hosts import hosts_file, pod_dns_names
 from .identity import write_identity
 from .launch import Launch, find_container, plan_launch, pod_hostname
 from .mode import sandbox_mode
+from .network import pod_resolv_conf
 from .process import ContainerProcess
 from .state import read_states
 from .volumes import Mount, prepare_volumes
@@ -102,10 +104,24 @@ class PodSandbox:
         self._volumes = prepare_volumes(self.pod, self.ctx)
         etc = self.ctx.pod_dir / "etc"
         etc.mkdir(exist_ok=True)
+        self.write_hosts(self.ctx.hosts, self.ctx.services)
+        (etc / "hostname").write_text(self.hostname + "\n")
+        if self.ctx.enter_netns:
+            (etc / "resolv.conf").write_text(pod_resolv_conf())
+
+    def write_hosts(self, hosts: Mapping[str, str], services: Mapping[str, Sequence[str]]) -> None:
+        """(Re)write the pod's /etc/hosts in place: running containers see the new names,
+        as a cluster's DNS answers for pods and Services that appeared after them."""
         spec = self.pod.get("spec") or {}
         own = pod_dns_names(self.hostname, spec.get("subdomain"), self.namespace)
-        (etc / "hosts").write_text(hosts_file(self.ctx.hosts, own, self.ctx.pod_ip))
-        (etc / "hostname").write_text(self.hostname + "\n")
+        text = hosts_file(hosts, own, self.ctx.pod_ip, services)
+        path = self.ctx.pod_dir / "etc" / "hosts"
+        with contextlib.suppress(OSError):
+            if path.read_text() == text:
+                return
+        # Truncate and write, never replace: the sandbox's bind mount holds this inode.
+        with open(path, "w") as f:
+            f.write(text)
 
     def launch(self, container_name: str) -> Launch:
         """The resolved argv/env/mounts for one container (prepares the pod if needed)."""
@@ -128,7 +144,8 @@ class PodSandbox:
                 # A fresh empty file per start, as the kubelet gives each container one.
                 launch.mounts.append(Mount(self._message_file(launch.name), message_path, False))
             etc = self.ctx.pod_dir / "etc"
-            for name in ("hosts", "hostname"):
+            names = ["hosts", "hostname"] + (["resolv.conf"] if self.ctx.enter_netns else [])
+            for name in names:
                 if f"/etc/{name}" not in own:
                     launch.mounts.append(Mount(etc / name, f"/etc/{name}", read_only=True))
             if launch.user is not None and "/etc/passwd" not in own:
@@ -208,10 +225,23 @@ class PodSandbox:
         """
         if self._stopping:
             raise SandboxError(f"pod {self.name} is terminating", reason="Terminating")
+        launch = self.launch(name)
+        cgroup = None
+        limits = limits_of(find_container(self.pod, name))
+        if self.ctx.cgroups is not None and limits:
+            uid = str((self.pod.get("metadata") or {}).get("uid") or self.name)
+            try:
+                cgroup = self.ctx.cgroups.create(self.ctx.cgroup_key, uid, name, limits)
+            except OSError as err:
+                raise SandboxError(
+                    f"cannot set the limits of container {name!r}: {err}",
+                    reason="CreateContainerError",
+                ) from err
         proc = await ContainerProcess.start(
-            self.launch(name), log_dir=self.log_dir, state_dir=self.state_dir,
+            launch, log_dir=self.log_dir, state_dir=self.state_dir,
             restart_count=restart_count, init=init, bwrap=self._bwrap,
-            die_with_parent=self.ctx.die_with_parent,
+            die_with_parent=self.ctx.die_with_parent, enter=self.ctx.enter_netns,
+            cgroup=cgroup,
         )  # fmt: skip
         self.processes[name] = proc
         if self._stopping:

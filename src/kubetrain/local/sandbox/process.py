@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from .bwrap import PRIVATE_TMPFS, bwrap_argv
+from .cgroups import ContainerCgroup
 from .errors import SandboxError
 from .launch import Launch
 from .procfs import ProcInfo, proc_info, processes_of, signal_all
@@ -83,6 +84,10 @@ class ContainerProcess:
         self._exit_code: int | None = None
         self.exit_known = True
         self.finished_at: float | None = None  # wall clock, once `wait` has seen the end
+        # The OOM killer ended it (over its memory limit); known once `wait` returns.
+        self.oom_killed = False
+        self._cgroup: ContainerCgroup | None = None
+        self._oom_baseline = 0
 
     @property
     def name(self) -> str:
@@ -112,7 +117,11 @@ class ContainerProcess:
         init: bool = False,
         bwrap: str | None = None,
         die_with_parent: bool = False,
+        enter: tuple[str, ...] = (),
+        cgroup: ContainerCgroup | None = None,
     ) -> ContainerProcess:
+        """``enter``: an argv prefix (nsenter into the pod's network) that execs bwrap;
+        ``cgroup``: the container's limits, joined before anything runs."""
         _check_executable(launch)
         state_dir.mkdir(parents=True, exist_ok=True)
         log = rotate_log(log_dir, launch.name, restart_count)
@@ -136,6 +145,8 @@ class ContainerProcess:
                     workdir=launch.workdir, command=launch.command, status_fd=status_fd,
                     die_with_parent=die_with_parent, user=launch.user,
                     hidden=launch.hidden, shown=launch.shown,
+                    # Entered into the network's user namespace bwrap runs as its root.
+                    as_root=os.geteuid() == 0 or "-U" in enter,
                 )  # fmt: skip
                 # The options (hundreds of binds when /etc is split) go through a file
                 # (``--args``): ps stays readable and no argv limit is ever near.
@@ -143,11 +154,18 @@ class ContainerProcess:
                 options = state_dir / f"{launch.name}.bwrap-args"
                 options.write_bytes(b"".join(a.encode() + b"\0" for a in full[1:cut]))
                 args_fd = os.open(options, os.O_RDONLY | os.O_CLOEXEC)
-                argv = [bwrap, "--args", str(args_fd), *full[cut:]]
+                argv = [*enter, bwrap, "--args", str(args_fd), *full[cut:]]
                 cwd, fds = "/", [status_fd, args_fd]
             else:
+                if enter:
+                    raise SandboxError(
+                        "a pod network needs the bwrap sandbox", reason="RunContainerError"
+                    )
                 argv = [sys.executable, "-I", "-c", REAPER, str(status), *launch.command]
                 cwd, fds = launch.workdir, []
+            if cgroup is not None:
+                argv = cgroup.prelude(argv)
+                oom_baseline = cgroup.oom_kills()
             started_at = time.time()
             try:
                 proc = await asyncio.create_subprocess_exec(
@@ -171,7 +189,10 @@ class ContainerProcess:
             log=str(log), status_file=str(status), started_at=started_at,
         )  # fmt: skip
         write_state(state_dir / f"{launch.name}.json", state)
-        return cls(state, proc)
+        started = cls(state, proc)
+        if cgroup is not None:
+            started._cgroup, started._oom_baseline = cgroup, oom_baseline
+        return started
 
     @classmethod
     def adopt(cls, state: ContainerState) -> ContainerProcess:
@@ -229,6 +250,9 @@ class ContainerProcess:
         # The container is over when its main process is; anything it left behind (plain
         # mode has no PID namespace to take it down) goes now, as on a node.
         await asyncio.to_thread(self.kill)
+        if self._cgroup is not None:
+            self.oom_killed = self._cgroup.oom_kills() > self._oom_baseline
+            self._cgroup.remove()
         self.finished_at = time.time()
         self._exit_code = code
         return code
