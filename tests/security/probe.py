@@ -10,6 +10,7 @@ the victim's name). The pod's own token and CA come from the TrainJobStatus env.
 import glob
 import json
 import os
+import socket
 import ssl
 import urllib.error
 import urllib.request
@@ -69,6 +70,11 @@ out["forge the victim's progress with a deleted pod's token"] = post(
 )
 # The admin API without the admin token: with the pod's own token, and with none.
 api = os.environ["API_URL"]
+try:  # on the pod network the API server is kubernetes.default.svc, as in a cluster
+    socket.gethostbyname("kubernetes.default.svc")
+    api = api.replace("127.0.0.1", "kubernetes.default.svc")
+except OSError:  # pods share the host's network: the loopback address is the server's
+    pass
 insecure = ssl._create_unverified_context()
 hostpath_job = {
     "apiVersion": "trainer.kubeflow.org/v1alpha1",
