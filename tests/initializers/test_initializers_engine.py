@@ -47,7 +47,7 @@ def _example(s3: S3Server, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
     job = yaml.safe_load((EXAMPLE / "trainjob.yaml").read_text())
     job["metadata"].update(name=name, namespace="default")
     values = {
-        "ENDPOINT": s3.endpoint,
+        "ENDPOINT": s3.pod_endpoint,
         "ACCESS_KEY_ID": s3.access_key_id,
         "SECRET_ACCESS_KEY": s3.secret_access_key,
     }

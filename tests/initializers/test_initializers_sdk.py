@@ -84,7 +84,7 @@ def test_the_official_sdk_trains_after_s3_initializers(home: Path, example_data:
 
     s3 = example_data
     creds = {
-        "endpoint": s3.endpoint,
+        "endpoint": s3.pod_endpoint,
         "access_key_id": s3.access_key_id,
         "secret_access_key": s3.secret_access_key,
     }
@@ -117,7 +117,7 @@ def test_kubetrains_own_client_does_the_same_on_the_local_engine(
 
     s3 = example_data
     creds = {
-        "endpoint": s3.endpoint,
+        "endpoint": s3.pod_endpoint,
         "access_key_id": s3.access_key_id,
         "secret_access_key": s3.secret_access_key,
     }

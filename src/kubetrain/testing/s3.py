@@ -54,13 +54,22 @@ class S3Server:
         self.host = host
         self.port = port or _free_port(host)
         self.endpoint = f"http://{host}:{self.port}"
+        # What pods call it: the host's loopback is host.kubetrain.internal inside a pod.
+        self.pod_endpoint = (
+            f"http://host.kubetrain.internal:{self.port}" if host == "127.0.0.1" else self.endpoint
+        )
         self.auth = auth
         self.access_key_id = ACCESS_KEY_ID
         self.secret_access_key = SECRET_ACCESS_KEY
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout_s: float = 30.0) -> S3Server:
-        env = {**os.environ, "MOTO_ALLOW_NONEXISTENT_REGION": "true"}
+        # Pods call it by a host name (host.kubetrain.internal): not a bucket subdomain.
+        env = {
+            **os.environ,
+            "MOTO_ALLOW_NONEXISTENT_REGION": "true",
+            "S3_IGNORE_SUBDOMAIN_BUCKETNAME": "true",
+        }
         if self.auth:
             env["INITIAL_NO_AUTH_ACTION_COUNT"] = str(_SETUP_ACTIONS)
         self._proc = subprocess.Popen(

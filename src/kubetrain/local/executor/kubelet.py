@@ -134,9 +134,9 @@ class Kubelet:
             n: HOST_LOOPBACK if ip.startswith("127.") else ip
             for n, ip in self.settings.extra_hosts.items()
         }
-        hosts.update(dict.fromkeys(service_dns_names("kubernetes", "default"), HOST_LOOPBACK))
-        # The host itself, as rootless engines name it (host.containers.internal).
-        hosts[HOST_NAME] = HOST_LOOPBACK
+        # The control plane and the host itself (as rootless engines name it:
+        # host.containers.internal), through the egress path.
+        hosts.update(self.host_names())
         services: dict[str, list[str]] = {}
         for jobset in self.cluster.jobsets.values():
             spec = read_spec(jobset)
@@ -152,6 +152,15 @@ class Kubelet:
             for dns_name in service_dns_names(name, ns):
                 services[dns_name] = endpoints
         return hosts, services
+
+    def host_names(self) -> dict[str, str]:
+        """The names pods call the host and the API server by, on either network: the same
+        spec works whether pods have the pod network or share the host's."""
+        ip = HOST_LOOPBACK if self.network is not None else "127.0.0.1"
+        return {
+            **dict.fromkeys(service_dns_names("kubernetes", "default"), ip),
+            HOST_NAME: ip,
+        }
 
     def refresh_names(self) -> None:
         """Rewrite running pods' /etc/hosts when what they resolve changed."""
@@ -207,7 +216,7 @@ class Kubelet:
         if jobset is None:
             return  # its JobSet is gone; garbage collection removes the pod
         dns, by_host = self.addresses.hosts(read_spec(jobset))
-        dns = {**self.settings.extra_hosts, **dns}
+        dns = {**self.host_names(), **self.settings.extra_hosts, **dns}
         hostname = str((pod.get("spec") or {}).get("hostname") or meta.get("name"))
         pod_ip = by_host.get(hostname) or next(iter(by_host.values()), "127.0.0.2")
         if not has_state and self._refused(pod):
