@@ -40,6 +40,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("cmd_doctor", "check how pods run on this machine and what is missing"),
     "install": ("cmd_install", "print the Kubernetes install manifest"),
     "controller": ("cmd_controller", "run the TrainJob controller (in a cluster)"),
+    "dashboard": (
+        "cmd_dashboard",
+        "serve a web UI: jobs, progress, curves and logs (token-protected)",
+    ),
 }
 
 
