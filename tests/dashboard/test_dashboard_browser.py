@@ -1,0 +1,389 @@
+"""``kubetrain dashboard`` in a real browser (Debian's Chromium via Playwright) on the local engine.
+
+One engine, two dashboard processes (read-only and ``--allow-actions``) and one browser serve the
+whole module. The torch example trains while the page is watched: it must appear within 2 s of
+``kubetrain apply``, its progress bar and loss curve must move, rank 1's log must stream, and it
+must end Complete. Screenshots of every page at 1280x800 go to ``artifacts/dashboard/`` (or
+``$KUBETRAIN_ARTIFACTS``), for people to look at; they are not committed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "torch-ddp" / "trainjob.yaml"
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(os.environ.get("KUBETRAIN_ARTIFACTS") or REPO / "artifacts") / "dashboard"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the dev extra")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(240),  # torch's port 29500 is queued machine-wide behind other jobs
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason=f"{CHROMIUM} missing (apt-get install chromium)"
+    ),
+]
+
+# A job that idles, on a namespaced runtime without ports (so it never waits for 29500).
+SLEEPER = """\
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainingRuntime
+metadata: {name: shell, labels: {trainer.kubeflow.org/framework: shell}}
+spec:
+  mlPolicy: {numNodes: 1}
+  template:
+    spec:
+      replicatedJobs:
+      - name: node
+        template:
+          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}
+          spec:
+            template:
+              spec:
+                containers:
+                - {name: node, image: python, command: [bash, -c, "echo idle; sleep 300"]}
+---
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: sleeper, labels: {team: infra}}
+spec:
+  runtimeRef: {name: shell, kind: TrainingRuntime}
+"""
+
+
+@dataclass
+class Dashboard:
+    proc: subprocess.Popen[str]
+    url: str  # with the token
+
+    @property
+    def base(self) -> str:
+        return self.url.split("/?", 1)[0]
+
+    @property
+    def token(self) -> str:
+        return self.url.rsplit("token=", 1)[1]
+
+
+def kubetrain(home: Path, *argv: str, **popen: Any) -> subprocess.Popen[str]:
+    env = {**os.environ, "KUBETRAIN_HOME": str(home)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "kubetrain.cli.main", *argv],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
+    )
+
+
+def done(home: Path, *argv: str) -> str:
+    proc = kubetrain(home, *argv)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    return out
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    from kubetrain.local.daemon import start_daemon, stop_daemon
+
+    home = tmp_path_factory.mktemp("kthome")
+    start_daemon(home)
+    try:
+        yield home
+    finally:
+        stop_daemon(home, kill_pods=True)
+
+
+def _start_dashboard(home: Path, *flags: str) -> Dashboard:
+    proc = kubetrain(home, "dashboard", *flags)
+    lines: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        lines.get(timeout=30)  # "kubetrain dashboard (...) for <server>"
+        url = lines.get(timeout=30).strip()
+    except queue.Empty:
+        proc.kill()
+        proc.wait()
+        raise AssertionError(
+            f"no URL from kubetrain dashboard: {proc.stderr.read() if proc.stderr else ''}"
+        ) from None
+    assert url.startswith("http://127.0.0.1:"), url
+    return Dashboard(proc, url)
+
+
+@pytest.fixture(scope="module")
+def dashboards(home: Path) -> Iterator[dict[str, Dashboard]]:
+    started: dict[str, Dashboard] = {}
+    try:
+        started["actions"] = _start_dashboard(home, "--allow-actions")
+        started["read-only"] = _start_dashboard(home)
+        yield started
+    finally:
+        for dash in started.values():
+            dash.proc.terminate()
+            dash.proc.communicate(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        yield page
+    finally:
+        context.close()
+    assert not errors, errors  # a script error is a bug even when the test's checks pass
+
+
+def shot(page: Any, name: str, *, full: bool = False) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full)
+
+
+def _fast_example(tmp: Path) -> Path:
+    """The torch example, training longer and reporting every 0.25 s, so the page sees it move."""
+    text = EXAMPLE.read_text()
+    text = text.replace('value: "10"', 'value: "40"', 1)
+    text = text.replace(
+        "      - name: OUTPUT_DIR\n",
+        '      - name: KUBETRAIN_PROGRESS_INTERVAL\n        value: "0.25"\n      - name: OUTPUT_DIR\n',
+        1,
+    )
+    assert 'value: "40"' in text and "KUBETRAIN_PROGRESS_INTERVAL" in text
+    path = tmp / "torch-ddp.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_the_torch_example_is_watched_from_apply_to_complete(
+    home: Path, dashboards: dict[str, Dashboard], page: Any, tmp_path: Path
+) -> None:
+    dash = dashboards["actions"]
+    page.goto(dash.url)
+    page.wait_for_selector("text=No TrainJobs yet")
+    done(home, "apply", "-f", str(_fast_example(tmp_path)))
+    applied = time.monotonic()
+    row = page.wait_for_selector('tr[data-key="default/torch-ddp"]', timeout=2000)
+    assert time.monotonic() - applied < 2.0
+    assert "torch-distributed" in row.inner_text()
+
+    page.click("text=torch-ddp")
+    page.wait_for_selector("h1 >> text=torch-ddp")
+    progress_seen: set[int] = set()
+    points_seen: set[int] = set()
+    deadline = time.monotonic() + 200
+    while time.monotonic() < deadline:
+        state = page.inner_text("h1 .badge")
+        bar = page.query_selector(".summary [role=progressbar]")
+        if bar is not None:
+            progress_seen.add(int(bar.get_attribute("aria-valuenow")))
+        points = page.get_attribute("#charts", "data-points")
+        if points:
+            points_seen.add(int(points))
+        if 0 < max(progress_seen, default=0) < 100 and page.query_selector('[data-metric="loss"]'):
+            shot(page, "trainjob-training", full=True)
+        if state in ("Complete", "Failed"):
+            break
+        page.wait_for_timeout(150)
+    assert state == "Complete", page.inner_text("main")
+    # Moved while training: intermediate percentages and a growing loss curve, then 100 %.
+    assert len({p for p in progress_seen if 0 < p < 100}) >= 2, progress_seen
+    assert max(progress_seen) == 100
+    assert len(points_seen) >= 3, points_seen
+    page.wait_for_selector('[data-metric="loss"] canvas')
+    shot(page, "trainjob", full=True)
+
+    page.click("#tab-logs")
+    page.select_option("#log-step", "node-1")
+    page.wait_for_selector("#log >> text=OMP_NUM_THREADS")  # torchrun's banner, on rank 1 too
+    page.fill("#log-search", "OMP_NUM_THREADS")
+    assert page.locator("#log mark").count() >= 1
+    shot(page, "trainjob-logs")
+    page.click("#tab-events")
+    page.wait_for_selector("table[aria-label=Events]")
+    shot(page, "trainjob-events")
+    page.click("#tab-yaml")
+    assert "kind: TrainJob" in page.inner_text("pre.code")
+    page.select_option("#yaml-of", "rendered")
+    assert "kind: JobSet" in page.inner_text("pre.code")
+    shot(page, "trainjob-yaml")
+
+    page.goto(dash.base + "/#/")
+    page.wait_for_selector('tr[data-key="default/torch-ddp"] >> text=Complete')
+    shot(page, "trainjobs")
+    page.click("#nav >> text=Runtimes")
+    page.wait_for_selector("section.runtime >> text=torch-distributed")
+    shot(page, "runtimes")
+
+
+def test_suspend_needs_allow_actions_and_is_confirmed(
+    home: Path, dashboards: dict[str, Dashboard], page: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "sleeper.yaml").write_text(SLEEPER)
+    done(home, "apply", "-f", str(tmp_path / "sleeper.yaml"))
+    read_only = dashboards["read-only"]
+    page.goto(read_only.url + "#/jobs/default/sleeper")
+    page.wait_for_selector("h1 >> text=sleeper")
+    assert page.locator("h1 button").count() == 0  # read-only: no action offered
+
+    page.goto(dashboards["actions"].url + "#/jobs/default/sleeper")
+    page.wait_for_selector("h1 >> text=Running", timeout=60000)
+    page.click("h1 >> text=Suspend")
+    page.wait_for_selector("dialog[open] >> text=Suspend TrainJob sleeper?")
+    page.click("dialog >> text=Cancel")  # not confirmed: nothing happens
+    assert "Running" in page.inner_text("h1 .badge")
+    page.click("h1 >> text=Suspend")
+    page.click("#confirm-ok")
+    page.wait_for_selector("h1 >> text=Suspended", timeout=20000)
+    assert json.loads(done(home, "get", "trainjob", "sleeper", "-o", "json"))["spec"]["suspend"]
+    page.wait_for_selector("h1 >> text=Resume")
+
+
+def _request(
+    dash: Dashboard, path: str, *, method: str = "GET", headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], str]:
+    req = urllib.request.Request(dash.base + path, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as res:
+            return res.status, dict(res.headers), res.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read().decode()
+
+
+def _csrf(dash: Dashboard) -> str:
+    _, _, body = _request(dash, "/api/session", headers={"Authorization": f"Bearer {dash.token}"})
+    return str(json.loads(body)["csrf"])
+
+
+REFUSED = [
+    pytest.param("GET", "/api/session", {}, 401, id="no token at all"),
+    pytest.param("GET", "/api/session?token=wrong", {}, 401, id="a wrong token in the URL"),
+    pytest.param(
+        "GET", "/api/session", {"Authorization": "Bearer wrong"}, 401, id="a wrong bearer token"
+    ),
+    pytest.param(
+        "GET", "/api/session", {"Cookie": "kubetrain_dashboard=forged"}, 401, id="a forged cookie"
+    ),
+    pytest.param("GET", "/api/trainjobs/stream", {}, 401, id="the event stream without a token"),
+    pytest.param("GET", "/static/app.js", {}, 401, id="a static file without a token"),
+    pytest.param(
+        "GET",
+        "/api/session",
+        {"AUTH": "", "Host": "evil.example:80"},
+        403,
+        id="another Host (DNS rebinding)",
+    ),
+    pytest.param(
+        "POST",
+        "/api/trainjobs/default/sleeper/delete",
+        {"AUTH": ""},
+        403,
+        id="an action without the CSRF header",
+    ),
+    pytest.param(
+        "POST",
+        "/api/trainjobs/default/sleeper/delete",
+        {"AUTH": "", "CSRF": "", "Origin": "http://evil.example"},
+        403,
+        id="an action from another origin",
+    ),
+    pytest.param(
+        "POST",
+        "/api/trainjobs/default/sleeper/delete",
+        {"AUTH": "", "CSRF": "", "Sec-Fetch-Site": "cross-site"},
+        403,
+        id="an action a browser marks cross-site",
+    ),
+    pytest.param(
+        "POST",
+        "/api/trainjobs/default/sleeper/delete",
+        {"AUTH": "", "X-Kubetrain-CSRF": "guess"},
+        403,
+        id="an action with a guessed CSRF value",
+    ),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "headers", "status"), REFUSED)
+def test_requests_are_refused(
+    dashboards: dict[str, Dashboard], method: str, path: str, headers: dict[str, str], status: int
+) -> None:
+    dash = dashboards["actions"]
+    sent = dict(headers)
+    if sent.pop("AUTH", None) is not None:
+        sent["Authorization"] = f"Bearer {dash.token}"
+    if sent.pop("CSRF", None) is not None:
+        sent["X-Kubetrain-CSRF"] = _csrf(dash)
+    code, answer_headers, body = _request(dash, path, method=method, headers=sent)
+    assert code == status, body
+    assert "Access-Control-Allow-Origin" not in answer_headers
+
+
+def test_a_read_only_dashboard_refuses_actions_even_with_token_and_csrf(
+    dashboards: dict[str, Dashboard],
+) -> None:
+    dash = dashboards["read-only"]
+    headers = {"Authorization": f"Bearer {dash.token}", "X-Kubetrain-CSRF": _csrf(dash)}
+    code, _, body = _request(
+        dash, "/api/trainjobs/default/sleeper/delete", method="POST", headers=headers
+    )
+    assert code == 403 and "--allow-actions" in body
+
+
+def test_bad_input_gets_a_clear_message_in_the_page(
+    dashboards: dict[str, Dashboard], page: Any
+) -> None:
+    dash = dashboards["read-only"]
+    page.goto(dash.base + "/?token=from-an-earlier-run")
+    assert "Token required" in page.inner_text("main")
+    page.goto(dash.url + "#/jobs/default/no-such-job")
+    page.wait_for_selector('.panel[role=alert] >> text=There is no TrainJob "no-such-job"')
+    shot(page, "unknown-trainjob")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(dash.base + "/#/")
+    page.wait_for_selector("tr[data-key]")
+    shot(page, "trainjobs-phone")
