@@ -322,7 +322,7 @@ function jobPage(ns, name, tab) {
     header.textContent = "";
     header.append(
       h("h1", {}, name, badge(r.cells.STATE), actions),
-      detail.message ? h("p", { class: "muted", id: "job-message" }, detail.message) : null,
+      h("p", { class: "muted", id: "job-message", hidden: !detail.message }, detail.message),
       h("dl", { class: "summary" },
         card("Progress", progressBar(r.percent, r.cells.STATE)),
         card("ETA", r.cells.ETA),
@@ -602,7 +602,10 @@ async function runtimesPage() {
   if (!body.runtimes.length) box.append(h("div", { class: "panel empty" }, "No runtimes installed."));
   for (const rt of body.runtimes) {
     const c = rt.cells;
-    const policy = Object.entries(rt.setup.mlPolicy).map(([k, v]) => `${k}: ${JSON.stringify(v)}`).join("; ");
+    const policy = Object.entries(rt.setup.mlPolicy).map(([k, v]) => {
+      const fields = v && typeof v === "object" ? Object.entries(v).map(([f, x]) => `${f}=${x}`).join(", ") : String(v);
+      return fields ? `${k} (${fields})` : k;
+    }).join("; ");
     const group = Object.keys(rt.setup.podGroupPolicy).join(", ");
     box.append(h("section", { class: "panel runtime", "aria-label": `${c.KIND} ${c.NAME}` },
       h("h2", {}, c.NAME, h("span", { class: "badge s-Created" }, c.KIND), rt.namespace ? h("span", { class: "muted" }, `in ${rt.namespace}`) : null),
