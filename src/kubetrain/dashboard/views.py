@@ -81,6 +81,7 @@ def job_metrics(jc: JobClient, namespace: str, name: str, after: float = 0.0) ->
     from kubetrain.local.history import as_number
 
     series = metric_series(jc, name, namespace)
+    # A cluster's one point (latest only) has no receive time: it is always sent.
     points = [p for p in series.points if p.received > after or not p.received]
     names = metric_names(points)
     columns: dict[str, list[float | None]] = {n: [] for n in names}
@@ -91,6 +92,8 @@ def job_metrics(jc: JobClient, namespace: str, name: str, after: float = 0.0) ->
     numeric = {n: v for n, v in columns.items() if any(x is not None for x in v)}
     return {
         "x": [p.received for p in points],
+        # Only a cluster's single point needs it (to tell a new report from the same one).
+        "updated": [p.updated for p in points] if series.latest_only else [],
         "progress": [p.progress for p in points],
         "metrics": numeric,
         "latestOnly": series.latest_only,

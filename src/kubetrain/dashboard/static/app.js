@@ -292,7 +292,7 @@ function jobPage(ns, name, tab) {
       showBanner(null);
       drawHeader();
       drawTab();
-      if (charts) await charts.update(detail);
+      if (charts) await charts.update();
     } catch (e) {
       if (e.status === 404) {
         header.textContent = "";
@@ -434,6 +434,7 @@ function jobPage(ns, name, tab) {
   });
   onCleanup(() => { if (logs) logs.close(); });
   refresh();
+  if (charts) charts.update(); // in parallel with the details: the curves need nothing from them
 }
 
 // --- curves -------------------------------------------------------------------------------
@@ -444,7 +445,7 @@ function makeCharts(base) {
   const el = h("div", { class: "charts", id: "charts" }, h("p", { class: "muted" }, "No metrics reported yet."));
   const data = { x: [], progress: [], metrics: {} };
   const plots = new Map();
-  let last = 0, busy = false;
+  let last = 0, lastUpdated = null, busy = false, again = false;
   const ro = new ResizeObserver(() => {
     for (const [, p] of plots) p.setSize({ width: chartWidth(p.root.parentElement), height: 220 });
   });
@@ -485,25 +486,31 @@ function makeCharts(base) {
 
   return {
     el,
-    async update(detail) {
-      if (busy) return;
+    async update() {
+      if (busy) { again = true; return; }
       busy = true;
       try {
         const m = await api(`${base}/metrics?after=${last}`);
+        if (m.latestOnly) {
+          // A cluster keeps only the latest report: the curve grows while this page watches.
+          if (!m.x.length || m.updated[0] === lastUpdated) return;
+          lastUpdated = m.updated[0];
+          m.x = [Date.now() / 1000];
+        }
         if (m.x.length) {
-          const names = Object.keys(m.metrics);
-          for (const n of names) if (!(n in data.metrics)) data.metrics[n] = data.x.map(() => null);
-          for (const n of Object.keys(data.metrics)) data.metrics[n].push(...(m.metrics[n] || m.x.map(() => null)));
-          data.x.push(...m.x.map((t, i) => t || Date.now() / 1000 + i * 1e-3));
-          data.progress.push(...m.progress);
-          last = Math.max(last, ...m.x.slice(-1));
-          if (m.latestOnly) { data.x = data.x.slice(-1); }
+          for (const n of Object.keys(m.metrics)) if (!(n in data.metrics)) data.metrics[n] = data.x.map(() => null);
+          // concat, not push(...): a spread of 100,000 arguments overflows the stack.
+          for (const n of Object.keys(data.metrics)) data.metrics[n] = data.metrics[n].concat(m.metrics[n] || m.x.map(() => null));
+          data.x = data.x.concat(m.x);
+          data.progress = data.progress.concat(m.progress);
+          if (!m.latestOnly) last = m.x[m.x.length - 1];
           draw();
         }
       } catch (e) {
         showBanner(`Metrics: ${e.message}`);
       } finally {
         busy = false;
+        if (again) { again = false; this.update(); }
       }
     },
     destroy() { ro.disconnect(); for (const [, p] of plots) p.destroy(); },
