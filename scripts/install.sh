@@ -14,6 +14,8 @@ command -v bwrap >/dev/null || need+=(bubblewrap)
 command -v mpirun >/dev/null || need+=(openmpi-bin libopenmpi-dev)
 command -v ssh >/dev/null || need+=(openssh-client)
 [[ -x /usr/sbin/sshd ]] || need+=(openssh-server)
+# The dashboard's browser tests drive Debian's Chromium (Playwright never downloads a browser).
+[[ "$extra" == "dev" && ! -x /usr/bin/chromium ]] && need+=(chromium)
 if ((${#need[@]})); then
   if [[ $(id -u) -eq 0 ]]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq

@@ -27,6 +27,14 @@ def test_series_come_back_in_order_with_their_fields(tmp_path: Path) -> None:
     assert points[0].received == 1000.0
 
 
+def test_a_reader_extending_its_curves_gets_only_later_points(tmp_path: Path) -> None:
+    h = MetricsHistory(tmp_path / HISTORY_FILE)
+    for step in range(4):
+        h.record("ns", "job", "u", status(step, 1.0), received=1000.0 + step)
+    assert [p.progress for p in h.series("ns", "job", after=1001.0)] == [2, 3]
+    assert h.series("ns", "job", after=1003.0) == []
+
+
 def test_a_recreated_job_starts_a_new_series(tmp_path: Path) -> None:
     h = MetricsHistory(tmp_path / HISTORY_FILE)
     h.record("ns", "job", "old", status(50, 0.3))

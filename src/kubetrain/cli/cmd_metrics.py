@@ -72,7 +72,7 @@ def _run(args: argparse.Namespace) -> int:
     with JobClient(connect_from_args(args)) as jc:
         series = metric_series(jc, args.name)
     namespace, uid, points = series.namespace, series.uid, series.points
-    if series.latest_only:
+    if series.latest_only and not series.local:
         print(
             "note: a cluster keeps only the latest report (status.trainerStatus)", file=sys.stderr
         )

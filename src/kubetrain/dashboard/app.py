@@ -15,7 +15,6 @@ Client calls block (lightkube's sync client, shared with the CLI), so each runs 
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 import threading
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from aiohttp import web
 
 from kubetrain.client.errors import ClientError, NotFoundError
@@ -105,9 +105,20 @@ async def _sse_open(request: web.Request) -> web.StreamResponse:
     return response
 
 
+def _json(data: Any, status: int = 200) -> web.Response:
+    # msgspec: a 100,000-point series or a 5,000-row table encodes in a fraction of json's time.
+    return web.Response(
+        body=msgspec.json.encode(data),
+        status=status,
+        content_type="application/json",
+        headers={"Cache-Control": "no-store"},
+    )
+
+
 async def _send(response: web.StreamResponse, event: str, data: Any) -> None:
-    body = json.dumps(data, separators=(",", ":"))
-    await response.write(f"event: {event}\ndata: {body}\n\n".encode())
+    await response.write(
+        b"event: " + event.encode() + b"\ndata: " + msgspec.json.encode(data) + b"\n\n"
+    )
 
 
 async def jobs_stream(request: web.Request) -> web.StreamResponse:
@@ -228,7 +239,7 @@ async def job_detail(request: web.Request) -> web.Response:
     except ClientError as exc:
         return _client_error(exc)
     body["allowActions"] = request.app[CONFIG].allow_actions
-    return web.json_response(body, headers={"Cache-Control": "no-store"})
+    return _json(body)
 
 
 async def job_metrics(request: web.Request) -> web.Response:
@@ -241,7 +252,7 @@ async def job_metrics(request: web.Request) -> web.Response:
         body = await _blocking(views.job_metrics, request.app[CLIENT], ns, name, after)
     except ClientError as exc:
         return _client_error(exc)
-    return web.json_response(body, headers={"Cache-Control": "no-store"})
+    return _json(body)
 
 
 async def runtimes(request: web.Request) -> web.Response:
@@ -249,7 +260,7 @@ async def runtimes(request: web.Request) -> web.Response:
         body = await _blocking(views.runtimes, request.app[CLIENT], request.app[HUB].scope)
     except ClientError as exc:
         return _client_error(exc)
-    return web.json_response({"runtimes": body}, headers={"Cache-Control": "no-store"})
+    return _json({"runtimes": body})
 
 
 async def action(request: web.Request) -> web.Response:

@@ -11,7 +11,7 @@ from typing import Any
 
 from kubetrain.client import resources as R
 from kubetrain.client.jobs import ALL_NAMESPACES, JobClient
-from kubetrain.client.metrics import metric_names, metric_series
+from kubetrain.client.metrics import metric_columns, metric_series
 from kubetrain.client.present import event_rows, pod_row, runtime_row
 from kubetrain.dashboard.hub import job_row
 
@@ -78,24 +78,14 @@ def job_detail(jc: JobClient, namespace: str, name: str) -> dict[str, Any]:
 def job_metrics(jc: JobClient, namespace: str, name: str, after: float = 0.0) -> dict[str, Any]:
     """The metric series in columns (x = seconds since the epoch the report was received), only
     points received after ``after``; numeric metrics only (values travel as strings)."""
-    from kubetrain.local.history import as_number
-
-    series = metric_series(jc, name, namespace)
-    # A cluster's one point (latest only) has no receive time: it is always sent.
-    points = [p for p in series.points if p.received > after or not p.received]
-    names = metric_names(points)
-    columns: dict[str, list[float | None]] = {n: [] for n in names}
-    for p in points:
-        for n in names:
-            raw = p.metrics.get(n)
-            columns[n].append(as_number(raw) if raw is not None else None)
-    numeric = {n: v for n, v in columns.items() if any(x is not None for x in v)}
+    series = metric_series(jc, name, namespace, after=after or None)
+    points = series.points  # a cluster's one point (latest only) is always sent
     return {
         "x": [p.received for p in points],
         # Only a cluster's single point needs it (to tell a new report from the same one).
         "updated": [p.updated for p in points] if series.latest_only else [],
         "progress": [p.progress for p in points],
-        "metrics": numeric,
+        "metrics": metric_columns(points),
         "latestOnly": series.latest_only,
     }
 

@@ -179,8 +179,10 @@ class MetricsHistory:
             self._db.execute("DELETE FROM reports WHERE uid = ?", (uid,))
             self._counts.pop(uid, None)
 
-    def series(self, namespace: str, name: str, uid: str | None = None) -> list[Point]:
-        """The reports of one TrainJob, oldest first.
+    def series(
+        self, namespace: str, name: str, uid: str | None = None, *, after: float | None = None
+    ) -> list[Point]:
+        """The reports of one TrainJob, oldest first (only those received after ``after``).
 
         Without ``uid``: the TrainJob of that name that reported last (a deleted job's series
         stays readable until it is forgotten).
@@ -196,7 +198,7 @@ class MetricsHistory:
                 uid = str(found[0])
             rows = self._db.execute(
                 "SELECT received, updated, progress, eta, metrics FROM reports"
-                " WHERE namespace = ? AND name = ? AND uid = ? ORDER BY id",
-                (namespace, name, uid),
+                " WHERE namespace = ? AND name = ? AND uid = ? AND received > ? ORDER BY id",
+                (namespace, name, uid, float("-inf") if after is None else after),
             ).fetchall()
         return [Point(float(r[0]), str(r[1]), r[2], r[3], dict(json.loads(r[4]))) for r in rows]

@@ -480,8 +480,12 @@ function makeCharts(base) {
       plots.set(n, p);
       ro.observe(box);
     });
-    el.dataset.points = String(data.x.length);
-    performance.measure("kt:charts-drawn", { start: t0, end: performance.now() });
+    // Timed to the next frame: uPlot commits its drawing in a microtask after setData.
+    const n = data.x.length;
+    requestAnimationFrame(() => {
+      performance.measure("kt:charts-drawn", { start: t0, end: performance.now() });
+      el.dataset.points = String(n);
+    });
   }
 
   return {
