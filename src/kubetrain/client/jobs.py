@@ -161,11 +161,12 @@ class JobClient:
         namespace: str | None = None,
         name: str | None = None,
         resource_version: str | None = None,
+        labels: dict[str, Any] | None = None,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """(event type, object) for every change, until interrupted.
 
         From ``resource_version`` (a list's) only later changes come; without it the server
-        first replays every existing object as ADDED.
+        first replays every existing object as ADDED. ``labels`` is a lightkube selector.
         """
         res = R.resource_for(info)
         fields = {"metadata.name": name} if name else None
@@ -173,10 +174,14 @@ class JobClient:
         with self._errors(info.plural):
             if info.namespaced:
                 stream = self.client.watch(
-                    res, namespace=namespace or self.namespace, fields=fields, resource_version=rv
+                    res,
+                    namespace=namespace or self.namespace,
+                    fields=fields,
+                    labels=labels,
+                    resource_version=rv,
                 )
             else:
-                stream = self.client.watch(res, fields=fields, resource_version=rv)
+                stream = self.client.watch(res, fields=fields, labels=labels, resource_version=rv)
             for kind, obj in stream:
                 yield kind, plain(obj)
 

@@ -33,6 +33,9 @@ Message = dict[str, Any]
 
 _HEADERS = trainjob_headers(wide=True, all_namespaces=True)
 _RETRY_S = (0.5, 1.0, 2.0, 5.0)
+_JOB_PODS = {
+    JOBSET_NAME_LABEL: None
+}  # pods of some JobSet, i.e. of some TrainJob (lightkube: exists)
 
 
 def job_row(view: JobView, now: datetime | None = None) -> dict[str, Any]:
@@ -120,15 +123,17 @@ class Hub:
         for target, what in ((self._watch_pods, "pods"), (self._watch_jobs, "trainjobs")):
             threading.Thread(target=target, name=f"dashboard-{what}", daemon=True).start()
 
-    def _list_scope(self, info: R.KindInfo) -> tuple[list[dict[str, Any]], str | None]:
+    def _list_scope(
+        self, info: R.KindInfo, labels: dict[str, Any] | None = None
+    ) -> tuple[list[dict[str, Any]], str | None]:
         try:
-            return self.jc.objects_at(info, self.scope)
+            return self.jc.objects_at(info, self.scope, labels)
         except ClientError as exc:
             if exc.code != 403 or self.scope != ALL_NAMESPACES:
                 raise
             # Allowed in one namespace only (a cluster's RBAC): show that one.
             self.scope = self.jc.namespace
-            return self.jc.objects_at(info, self.scope)
+            return self.jc.objects_at(info, self.scope, labels)
 
     def _forever(self, body: Any, what: str) -> None:
         failures = 0
@@ -154,7 +159,7 @@ class Hub:
         self._forever(self._jobs_round, "trainjobs")
 
     def _pods_round(self) -> None:
-        pods, version = self._list_scope(R.POD)
+        pods, version = self._list_scope(R.POD, _JOB_PODS)
         grouped: dict[Key, dict[str, dict[str, Any]]] = {}
         for pod in pods:
             key = _owner(pod)
@@ -166,7 +171,9 @@ class Hub:
             for key in list(grouped):
                 self._refresh(key)
         self._pods_listed.set()
-        for kind, pod in self.jc.watch(R.POD, self.scope, resource_version=version):
+        for kind, pod in self.jc.watch(
+            R.POD, self.scope, resource_version=version, labels=_JOB_PODS
+        ):
             key = _owner(pod)
             if key is None:
                 continue

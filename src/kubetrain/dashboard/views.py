@@ -11,7 +11,7 @@ from typing import Any
 
 from kubetrain.client import resources as R
 from kubetrain.client.jobs import ALL_NAMESPACES, JobClient
-from kubetrain.client.metrics import metric_columns, metric_series
+from kubetrain.client.metrics import metric_columns, metric_points
 from kubetrain.client.present import event_rows, pod_row, runtime_row
 from kubetrain.dashboard.hub import job_row
 
@@ -77,15 +77,17 @@ def job_detail(jc: JobClient, namespace: str, name: str) -> dict[str, Any]:
 
 def job_metrics(jc: JobClient, namespace: str, name: str, after: float = 0.0) -> dict[str, Any]:
     """The metric series in columns (x = seconds since the epoch the report was received), only
-    points received after ``after``; numeric metrics only (values travel as strings)."""
-    series = metric_series(jc, name, namespace, after=after or None)
-    points = series.points  # a cluster's one point (latest only) is always sent
+    points received after ``after``; numeric metrics only. Streamed from the history into
+    columns, so a long series is never held as objects."""
+    with metric_points(jc, name, namespace, after=after or None) as (series, points):
+        columns = metric_columns(points)
     return {
-        "x": [p.received for p in points],
-        # Only a cluster's single point needs it (to tell a new report from the same one).
-        "updated": [p.updated for p in points] if series.latest_only else [],
-        "progress": [p.progress for p in points],
-        "metrics": metric_columns(points),
+        "x": columns.x,
+        # A cluster's single point (latest only) has no receive time; the page tells reports
+        # apart by the time the training code sent them.
+        "updated": [series.job_updated] if series.latest_only else [],
+        "progress": columns.progress,
+        "metrics": columns.metrics,
         "latestOnly": series.latest_only,
     }
 

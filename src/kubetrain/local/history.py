@@ -17,10 +17,12 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 __all__ = ["HISTORY_FILE", "MetricsHistory", "Point", "as_number"]
 
@@ -51,7 +53,7 @@ def as_number(text: str) -> float | None:
         return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Point:
     """One accepted report."""
 
@@ -71,6 +73,10 @@ class Point:
             "estimatedRemainingSeconds": self.eta,
             "metrics": dict(self.metrics),
         }
+
+
+# Metric maps are written by json.dumps of str -> str; msgspec reads them back several times faster.
+_decode_metrics = msgspec.json.Decoder(dict[str, str]).decode
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -187,6 +193,13 @@ class MetricsHistory:
         Without ``uid``: the TrainJob of that name that reported last (a deleted job's series
         stays readable until it is forgotten).
         """
+        return list(self.iter_series(namespace, name, uid, after=after))
+
+    def iter_series(
+        self, namespace: str, name: str, uid: str | None = None, *, after: float | None = None
+    ) -> Iterator[Point]:
+        """:meth:`series` one point at a time, so a 100,000-point series never sits in memory
+        whole (this history stays locked until the iteration ends)."""
         with self._lock:
             if uid is None:
                 found = self._db.execute(
@@ -194,11 +207,13 @@ class MetricsHistory:
                     (namespace, name),
                 ).fetchone()
                 if found is None:
-                    return []
+                    return
                 uid = str(found[0])
-            rows = self._db.execute(
+            cursor = self._db.execute(
                 "SELECT received, updated, progress, eta, metrics FROM reports"
                 " WHERE namespace = ? AND name = ? AND uid = ? AND received > ? ORDER BY id",
                 (namespace, name, uid, float("-inf") if after is None else after),
-            ).fetchall()
-        return [Point(float(r[0]), str(r[1]), r[2], r[3], dict(json.loads(r[4]))) for r in rows]
+            )
+            while rows := cursor.fetchmany(2000):
+                for r in rows:
+                    yield Point(float(r[0]), str(r[1]), r[2], r[3], _decode_metrics(r[4]))

@@ -104,8 +104,21 @@ function stream(path, handlers) {
   for (const [event, fn] of Object.entries(handlers)) {
     es.addEventListener(event, (e) => fn(e.data ? JSON.parse(e.data) : null));
   }
+  // The browser retries by itself; say why the page stopped moving meanwhile.
+  es.onerror = () => { explainLostStream(); };
   onCleanup(() => es.close());
   return es;
+}
+
+async function explainLostStream() {
+  try {
+    await api("/api/session");
+  } catch (e) {
+    setLive(false, e.status === 401 ? "session ended" : "dashboard server unreachable");
+    showBanner(e.status === 401
+      ? "Your session has ended (the dashboard was restarted, or its token changed). Open the URL printed by `kubetrain dashboard` again."
+      : e.message);
+  }
 }
 
 function setLive(ok, text) {
@@ -254,7 +267,7 @@ function jobsPage() {
       for (const el of body.querySelectorAll("[data-age]")) { const v = m.ages[el.dataset.age]; if (v) el.textContent = v; }
     },
     error: (m) => { showBanner(`Cannot read from the Kubernetes API: ${m.message}. Retrying…`); setLive(false, "API unreachable"); },
-  }).onerror = () => { setLive(false, "dashboard server unreachable"); };
+  });
 }
 
 // --- one TrainJob -------------------------------------------------------------------------
