@@ -484,7 +484,7 @@ function makeCharts(base) {
       el.append(box);
       p = new uPlot({
         title: n, width: chartWidth(box), height: 220,
-        scales: { x: { time: true } },
+        scales: { x: { time: true }, ...(n === "progress %" ? { y: { range: [0, 100] } } : {}) },
         series: [{}, { label: n, stroke: COLOURS[i % COLOURS.length], width: 2, spanGaps: true,
           points: { show: data.x.length < 60 } }],
         axes: [{ stroke: "#4d5a6b", grid: { stroke: "#eef1f5" } }, { stroke: "#4d5a6b", grid: { stroke: "#eef1f5" }, size: 60 }],
@@ -524,7 +524,7 @@ function makeCharts(base) {
           draw();
         }
       } catch (e) {
-        showBanner(`Metrics: ${e.message}`);
+        if (e.status !== 404) showBanner(`Metrics: ${e.message}`); // a missing job: the page says so
       } finally {
         busy = false;
         if (again) { again = false; this.update(); }
