@@ -236,11 +236,25 @@ def main(argv: list[str] | None = None) -> int:
                 dashboard.terminate()
                 dashboard.communicate(timeout=10)
             stop_daemon(home, kill_pods=True)
+    targets = {
+        "list cold (first load)": 1000.0,
+        "list warm": 1000.0,
+        "dashboard peak RSS (MB)": 200.0,
+        "curves drawing alone (ms)": 500.0,
+    }
+    missed = 0
     for name, value in results.items():
-        shown = f"{value:.0f}" if isinstance(value, float) else str(value)
+        shown = f"{value:.0f}" if isinstance(value, int | float) else str(value)
         unit = "" if "(" in name else " ms"
-        print(f"{name:<40} {shown}{unit}")
-    return 0
+        target = targets.get(name)
+        verdict = (
+            ""
+            if target is None
+            else f"  (target < {target:.0f}: {'ok' if value < target else 'MISSED'})"
+        )
+        missed += target is not None and not value < target
+        print(f"{name:<40} {shown}{unit}{verdict}")
+    return 1 if missed else 0
 
 
 if __name__ == "__main__":

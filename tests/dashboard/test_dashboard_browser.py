@@ -398,3 +398,27 @@ def test_bad_input_gets_a_clear_message_in_the_page(
     page.goto(dash.base + "/#/")
     page.wait_for_selector("tr[data-key]")
     shot(page, "trainjobs-phone")
+
+
+DEAD_KUBECONFIG = """\
+apiVersion: v1
+kind: Config
+clusters: [{name: gone, cluster: {server: "https://127.0.0.1:9"}}]
+users: [{name: me, user: {token: abc}}]
+contexts: [{name: gone, context: {cluster: gone, user: me}}]
+current-context: gone
+"""
+
+
+def test_an_unreachable_api_server_is_said_in_the_page(tmp_path: Path, page: Any) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(DEAD_KUBECONFIG)
+    dash = _start_dashboard(tmp_path, "--kubeconfig", str(kubeconfig))
+    try:
+        page.goto(dash.url)
+        page.wait_for_selector("#banner >> text=Cannot read from the Kubernetes API")
+        assert "https://127.0.0.1:9" in page.inner_text("#banner")
+        shot(page, "api-server-down")
+    finally:
+        dash.proc.terminate()
+        dash.proc.communicate(timeout=10)

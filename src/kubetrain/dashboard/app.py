@@ -134,7 +134,9 @@ async def jobs_stream(request: web.Request) -> web.StreamResponse:
                 message = None
             try:
                 if message is not None:
-                    await _send(response, str(message["type"]), message)
+                    # "error" is EventSource's own event (a lost connection): ours is api-error.
+                    kind = str(message["type"])
+                    await _send(response, "api-error" if kind == "error" else kind, message)
                 if loop.time() >= next_ages:
                     next_ages = loop.time() + _AGES_S
                     await _send(response, "ages", hub.ages())

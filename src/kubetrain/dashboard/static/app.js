@@ -266,7 +266,11 @@ function jobsPage() {
       for (const [k, v] of Object.entries(m.ages)) { const r = rows.get(k); if (r) r.cells.AGE = v; }
       for (const el of body.querySelectorAll("[data-age]")) { const v = m.ages[el.dataset.age]; if (v) el.textContent = v; }
     },
-    error: (m) => { showBanner(`Cannot read from the Kubernetes API: ${m.message}. Retrying…`); setLive(false, "API unreachable"); },
+    "api-error": (m) => {
+      showBanner(`Cannot read from the Kubernetes API: ${m.message}. Retrying…`);
+      setLive(false, "API unreachable");
+      if (!loaded) { body.textContent = ""; body.append(h("div", { class: "empty" }, "Waiting for the Kubernetes API…")); }
+    },
   });
 }
 
