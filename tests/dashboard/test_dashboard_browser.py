@@ -11,19 +11,13 @@ from __future__ import annotations
 
 import json
 import os
-import queue
-import subprocess
-import sys
-import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dashboard_support import DEAD_KUBECONFIG, Dashboard, kubetrain, start_dashboard, stop
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "torch-ddp" / "trainjob.yaml"
@@ -75,32 +69,6 @@ spec:
 """
 
 
-@dataclass
-class Dashboard:
-    proc: subprocess.Popen[str]
-    url: str  # with the token
-
-    @property
-    def base(self) -> str:
-        return self.url.split("/?", 1)[0]
-
-    @property
-    def token(self) -> str:
-        return self.url.rsplit("token=", 1)[1]
-
-
-def kubetrain(home: Path, *argv: str, **popen: Any) -> subprocess.Popen[str]:
-    env = {**os.environ, "KUBETRAIN_HOME": str(home)}
-    return subprocess.Popen(
-        [sys.executable, "-m", "kubetrain.cli.main", *argv],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        **popen,
-    )
-
-
 def done(home: Path, *argv: str) -> str:
     proc = kubetrain(home, *argv)
     out, err = proc.communicate(timeout=60)
@@ -120,40 +88,16 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         stop_daemon(home, kill_pods=True)
 
 
-def _start_dashboard(home: Path, *flags: str) -> Dashboard:
-    proc = kubetrain(home, "dashboard", *flags)
-    lines: queue.Queue[str] = queue.Queue()
-
-    def read() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.put(line)
-
-    threading.Thread(target=read, daemon=True).start()
-    try:
-        lines.get(timeout=30)  # "kubetrain dashboard (...) for <server>"
-        url = lines.get(timeout=30).strip()
-    except queue.Empty:
-        proc.kill()
-        proc.wait()
-        raise AssertionError(
-            f"no URL from kubetrain dashboard: {proc.stderr.read() if proc.stderr else ''}"
-        ) from None
-    assert url.startswith("http://127.0.0.1:"), url
-    return Dashboard(proc, url)
-
-
 @pytest.fixture(scope="module")
 def dashboards(home: Path) -> Iterator[dict[str, Dashboard]]:
     started: dict[str, Dashboard] = {}
     try:
-        started["actions"] = _start_dashboard(home, "--allow-actions")
-        started["read-only"] = _start_dashboard(home)
+        started["actions"] = start_dashboard(home, "--allow-actions")
+        started["read-only"] = start_dashboard(home)
         yield started
     finally:
         for dash in started.values():
-            dash.proc.terminate()
-            dash.proc.communicate(timeout=10)
+            stop(dash)
 
 
 @pytest.fixture(scope="module")
@@ -294,97 +238,6 @@ def test_suspend_needs_allow_actions_and_is_confirmed(
     page.wait_for_selector("h1 >> text=Resume")
 
 
-def _request(
-    dash: Dashboard, path: str, *, method: str = "GET", headers: dict[str, str] | None = None
-) -> tuple[int, dict[str, str], str]:
-    req = urllib.request.Request(dash.base + path, method=method, headers=headers or {})
-    try:
-        with urllib.request.urlopen(req, timeout=10) as res:
-            return res.status, dict(res.headers), res.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, dict(exc.headers), exc.read().decode()
-
-
-def _csrf(dash: Dashboard) -> str:
-    _, _, body = _request(dash, "/api/session", headers={"Authorization": f"Bearer {dash.token}"})
-    return str(json.loads(body)["csrf"])
-
-
-REFUSED = [
-    pytest.param("GET", "/api/session", {}, 401, id="no token at all"),
-    pytest.param("GET", "/api/session?token=wrong", {}, 401, id="a wrong token in the URL"),
-    pytest.param(
-        "GET", "/api/session", {"Authorization": "Bearer wrong"}, 401, id="a wrong bearer token"
-    ),
-    pytest.param(
-        "GET", "/api/session", {"Cookie": "kubetrain_dashboard=forged"}, 401, id="a forged cookie"
-    ),
-    pytest.param("GET", "/api/trainjobs/stream", {}, 401, id="the event stream without a token"),
-    pytest.param("GET", "/static/app.js", {}, 401, id="a static file without a token"),
-    pytest.param(
-        "GET",
-        "/api/session",
-        {"AUTH": "", "Host": "evil.example:80"},
-        403,
-        id="another Host (DNS rebinding)",
-    ),
-    pytest.param(
-        "POST",
-        "/api/trainjobs/default/sleeper/delete",
-        {"AUTH": ""},
-        403,
-        id="an action without the CSRF header",
-    ),
-    pytest.param(
-        "POST",
-        "/api/trainjobs/default/sleeper/delete",
-        {"AUTH": "", "CSRF": "", "Origin": "http://evil.example"},
-        403,
-        id="an action from another origin",
-    ),
-    pytest.param(
-        "POST",
-        "/api/trainjobs/default/sleeper/delete",
-        {"AUTH": "", "CSRF": "", "Sec-Fetch-Site": "cross-site"},
-        403,
-        id="an action a browser marks cross-site",
-    ),
-    pytest.param(
-        "POST",
-        "/api/trainjobs/default/sleeper/delete",
-        {"AUTH": "", "X-Kubetrain-CSRF": "guess"},
-        403,
-        id="an action with a guessed CSRF value",
-    ),
-]
-
-
-@pytest.mark.parametrize(("method", "path", "headers", "status"), REFUSED)
-def test_requests_are_refused(
-    dashboards: dict[str, Dashboard], method: str, path: str, headers: dict[str, str], status: int
-) -> None:
-    dash = dashboards["actions"]
-    sent = dict(headers)
-    if sent.pop("AUTH", None) is not None:
-        sent["Authorization"] = f"Bearer {dash.token}"
-    if sent.pop("CSRF", None) is not None:
-        sent["X-Kubetrain-CSRF"] = _csrf(dash)
-    code, answer_headers, body = _request(dash, path, method=method, headers=sent)
-    assert code == status, body
-    assert "Access-Control-Allow-Origin" not in answer_headers
-
-
-def test_a_read_only_dashboard_refuses_actions_even_with_token_and_csrf(
-    dashboards: dict[str, Dashboard],
-) -> None:
-    dash = dashboards["read-only"]
-    headers = {"Authorization": f"Bearer {dash.token}", "X-Kubetrain-CSRF": _csrf(dash)}
-    code, _, body = _request(
-        dash, "/api/trainjobs/default/sleeper/delete", method="POST", headers=headers
-    )
-    assert code == 403 and "--allow-actions" in body
-
-
 def test_bad_input_gets_a_clear_message_in_the_page(
     dashboards: dict[str, Dashboard], page: Any
 ) -> None:
@@ -400,25 +253,14 @@ def test_bad_input_gets_a_clear_message_in_the_page(
     shot(page, "trainjobs-phone")
 
 
-DEAD_KUBECONFIG = """\
-apiVersion: v1
-kind: Config
-clusters: [{name: gone, cluster: {server: "https://127.0.0.1:9"}}]
-users: [{name: me, user: {token: abc}}]
-contexts: [{name: gone, context: {cluster: gone, user: me}}]
-current-context: gone
-"""
-
-
 def test_an_unreachable_api_server_is_said_in_the_page(tmp_path: Path, page: Any) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(DEAD_KUBECONFIG)
-    dash = _start_dashboard(tmp_path, "--kubeconfig", str(kubeconfig))
+    dash = start_dashboard(tmp_path, "--kubeconfig", str(kubeconfig))
     try:
         page.goto(dash.url)
         page.wait_for_selector("#banner >> text=Cannot read from the Kubernetes API")
         assert "https://127.0.0.1:9" in page.inner_text("#banner")
         shot(page, "api-server-down")
     finally:
-        dash.proc.terminate()
-        dash.proc.communicate(timeout=10)
+        stop(dash)
