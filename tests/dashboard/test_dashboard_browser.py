@@ -33,10 +33,14 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 
+TRAINED_WITHIN_MS = 280_000  # queued for port 29500, then about 10 s of training
+
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the dev extra")
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.timeout(240),  # torch's port 29500 is queued machine-wide behind other jobs
+    # As tests/cli's torch example: pods of a runtime declaring torch's port 29500 wait,
+    # machine-wide, behind any other job holding it (seen: 100 s behind other suites' jobs).
+    pytest.mark.timeout(360),
     pytest.mark.skipif(
         not CHROMIUM.exists(), reason=f"{CHROMIUM} missing (apt-get install chromium)"
     ),
@@ -179,9 +183,9 @@ def test_the_torch_example_is_watched_from_apply_to_complete(
     page.wait_for_selector("h1 >> text=torch-ddp")
     page.evaluate(RECORDER)
     # A screenshot mid-training when the machine leaves time for one (not a check).
-    page.wait_for_function(MIDWAY_OR_DONE, timeout=200_000)
+    page.wait_for_function(MIDWAY_OR_DONE, timeout=TRAINED_WITHIN_MS)
     shot(page, "trainjob-training", full=True)
-    page.wait_for_selector("h1 .badge.s-Complete, h1 .badge.s-Failed", timeout=200_000)
+    page.wait_for_selector("h1 .badge.s-Complete, h1 .badge.s-Failed", timeout=TRAINED_WITHIN_MS)
     assert page.inner_text("h1 .badge") == "Complete", page.inner_text("main")
     seen = page.evaluate("window.__seen")
     # It moved while training: several percentages between 0 and 100 and a loss curve that
