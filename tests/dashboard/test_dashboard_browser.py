@@ -255,6 +255,10 @@ def test_bad_input_gets_a_clear_message_in_the_page(
     page.goto(dash.base + "/#/")
     page.wait_for_selector("tr[data-key]")
     shot(page, "trainjobs-phone")
+    page.click("tr[data-key] td.name a")
+    page.wait_for_selector("h1 .badge")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing off-screen
+    shot(page, "trainjob-phone", full=True)
 
 
 def test_an_unreachable_api_server_is_said_in_the_page(tmp_path: Path, page: Any) -> None:
