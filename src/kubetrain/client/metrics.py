@@ -1,8 +1,9 @@
 """The series of progress reports a TrainJob sent, wherever it is kept.
 
 The local engine keeps every accepted report (``kubetrain.local.history``); a cluster keeps only
-the latest one, in ``status.trainerStatus``. ``kubetrain metrics`` and the dashboard both read
-through :func:`metric_series`, so they always show the same points.
+the latest one, in ``status.trainerStatus``. ``kubetrain metrics`` (:func:`metric_series`) and
+the dashboard (:func:`series_columns`) find the job and its history the same way, so they always
+show the same points.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from kubetrain.client import resources as R
 from kubetrain.client.errors import ClientError
+from kubetrain.local.history import Columns as MetricColumns
 
 if TYPE_CHECKING:
     from kubetrain.client.jobs import JobClient
-    from kubetrain.local.history import Point
+    from kubetrain.local.history import MetricsHistory, Point
 
 __all__ = [
     "MetricColumns",
@@ -28,6 +30,7 @@ __all__ = [
     "metric_names",
     "metric_points",
     "metric_series",
+    "series_columns",
 ]
 
 
@@ -59,34 +62,11 @@ def metric_names(points: Sequence[Point], only: Sequence[str] | None = None) -> 
     return [n for n in names if not only or n in only]
 
 
-@dataclass
-class MetricColumns:
-    """A series as columns, the shape charts take: receive times, progress, and each numeric
-    metric (None where a point lacks it or it is not a number: values travel as strings)."""
-
-    x: list[float] = field(default_factory=list)
-    progress: list[int | None] = field(default_factory=list)
-    metrics: dict[str, list[float | None]] = field(default_factory=dict)
-
-
 def metric_columns(points: Iterable[Point]) -> MetricColumns:
     """One pass over ``points`` (which may be a stream); metrics in order of first appearance."""
-    from kubetrain.local.history import as_number
+    from kubetrain.local.history import columns_of
 
-    out = MetricColumns()
-    for i, p in enumerate(points):
-        out.x.append(p.received)
-        out.progress.append(p.progress)
-        for name, raw in p.metrics.items():
-            column = out.metrics.get(name)
-            if column is None:
-                column = out.metrics[name] = [None] * i
-            column.append(as_number(raw))
-        for column in out.metrics.values():
-            if len(column) == i:  # a metric this point did not report
-                column.append(None)
-    out.metrics = {n: c for n, c in out.metrics.items() if any(v is not None for v in c)}
-    return out
+    return columns_of(points)
 
 
 def latest_only(job: dict[str, Any]) -> list[Point]:
@@ -121,11 +101,10 @@ def metric_series(
 
 
 @contextlib.contextmanager
-def metric_points(
-    jc: JobClient, name: str, namespace: str | None = None, *, after: float | None = None
-) -> Iterator[tuple[MetricSeries, Iterator[Point]]]:
-    """:func:`metric_series` as a stream of points (``series.points`` stays empty), for series
-    too long to hold twice; valid inside the ``with`` block only."""
+def _opened(
+    jc: JobClient, name: str, namespace: str | None
+) -> Iterator[tuple[MetricSeries, MetricsHistory | None]]:
+    """The job (if any) and, on the local engine, its metrics history opened for reading."""
     ns = namespace or jc.namespace
     job = jc.find(R.TRAINJOB, name, ns)
     uid = str(((job or {}).get("metadata") or {}).get("uid") or "") or None
@@ -137,7 +116,21 @@ def metric_points(
 
         history = MetricsHistory.open_for_reading(default_home())
     try:
-        stream = history.iter_series(ns, name, uid, after=after) if history else iter(())
+        yield series, history
+    finally:
+        if history is not None:
+            history.close()
+
+
+@contextlib.contextmanager
+def metric_points(
+    jc: JobClient, name: str, namespace: str | None = None, *, after: float | None = None
+) -> Iterator[tuple[MetricSeries, Iterator[Point]]]:
+    """:func:`metric_series` as a stream of points (``series.points`` stays empty), for series
+    too long to hold twice; valid inside the ``with`` block only."""
+    with _opened(jc, name, namespace) as (series, history):
+        ns, job = series.namespace, series.job
+        stream = history.iter_series(ns, name, series.uid, after=after) if history else iter(())
         first = next(stream, None)
         if first is not None:
             points: Iterator[Point] = itertools.chain([first], stream)
@@ -150,6 +143,17 @@ def metric_points(
         if job is None and first is None:
             raise ClientError(f'trainjobs.trainer.kubeflow.org "{name}" not found')
         yield series, points
-    finally:
+
+
+def series_columns(
+    jc: JobClient, name: str, namespace: str | None = None, *, after: float | None = None
+) -> tuple[MetricSeries, MetricColumns]:
+    """:func:`metric_series` as chart columns (see ``MetricsHistory.columns``: a long local
+    series is read in C); the same points, in columns."""
+    with _opened(jc, name, namespace) as (series, history):
         if history is not None:
-            history.close()
+            columns = history.columns(series.namespace, name, series.uid, after=after)
+            if columns.x:
+                return series, columns
+    with metric_points(jc, name, namespace, after=after) as (series, points):
+        return series, metric_columns(points)

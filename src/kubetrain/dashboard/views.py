@@ -11,7 +11,7 @@ from typing import Any
 
 from kubetrain.client import resources as R
 from kubetrain.client.jobs import ALL_NAMESPACES, JobClient
-from kubetrain.client.metrics import metric_columns, metric_points
+from kubetrain.client.metrics import series_columns
 from kubetrain.client.present import event_rows, pod_row, runtime_row
 from kubetrain.dashboard.hub import job_row
 
@@ -77,10 +77,8 @@ def job_detail(jc: JobClient, namespace: str, name: str) -> dict[str, Any]:
 
 def job_metrics(jc: JobClient, namespace: str, name: str, after: float = 0.0) -> dict[str, Any]:
     """The metric series in columns (x = seconds since the epoch the report was received), only
-    points received after ``after``; numeric metrics only. Streamed from the history into
-    columns, so a long series is never held as objects."""
-    with metric_points(jc, name, namespace, after=after or None) as (series, points):
-        columns = metric_columns(points)
+    points received after ``after``; numeric metrics only."""
+    series, columns = series_columns(jc, name, namespace, after=after or None)
     return {
         "x": columns.x,
         # A cluster's single point (latest only) has no receive time; the page tells reports
