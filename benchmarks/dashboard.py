@@ -186,7 +186,14 @@ def _measure(url: str, pid: int, n: int, points: int) -> dict[str, Any]:
 
         page.goto(base + f"/#/jobs/{NAMESPACE}/curves")
         page.reload()
-        page.wait_for_selector(f'#charts[data-points="{points}"]', timeout=120_000)
+        try:
+            page.wait_for_selector(f'#charts[data-points="{points}"]', timeout=120_000)
+        except Exception:
+            shown = page.evaluate(
+                "[document.getElementById('charts')?.dataset.points,"
+                " document.getElementById('banner').textContent]"
+            )
+            raise SystemExit(f"curves not drawn in 120 s; points shown, banner: {shown}") from None
         timing = page.evaluate(
             """() => {
               const m = performance.getEntriesByName('kt:charts-drawn')[0];
