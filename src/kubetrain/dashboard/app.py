@@ -237,7 +237,10 @@ async def job_logs(request: web.Request) -> web.StreamResponse:
 async def job_detail(request: web.Request) -> web.Response:
     ns, name = request.match_info["ns"], request.match_info["name"]
     try:
-        body = await _blocking(views.job_detail, request.app[CLIENT], ns, name)
+        with_events = request.query.get("events") == "1"
+        body = await _blocking(
+            lambda: views.job_detail(request.app[CLIENT], ns, name, events=with_events)
+        )
     except ClientError as exc:
         return _client_error(exc)
     body["allowActions"] = request.app[CONFIG].allow_actions

@@ -46,8 +46,12 @@ def _runtime_of(jc: JobClient, obj: dict[str, Any], namespace: str) -> dict[str,
     return jc.find(info, str(ref.get("name") or ""), namespace) if ref.get("name") else None
 
 
-def job_detail(jc: JobClient, namespace: str, name: str) -> dict[str, Any]:
-    """Everything the job page shows; NotFoundError (a ClientError) when the job is gone."""
+def job_detail(jc: JobClient, namespace: str, name: str, *, events: bool = False) -> dict[str, Any]:
+    """Everything the job page shows; NotFoundError (a ClientError) when the job is gone.
+
+    Events only when asked (the Events tab): listing them reads every Event of the namespace,
+    which with thousands of jobs costs more than all the rest together.
+    """
     obj = jc.get(R.TRAINJOB, name, namespace)
     pods = jc.pods(name, namespace)
     view = jc.view(obj, pods)
@@ -63,7 +67,7 @@ def job_detail(jc: JobClient, namespace: str, name: str) -> dict[str, Any]:
         "pods": [dict(zip(_POD_COLUMNS, pod_row(p, wide=True), strict=True)) for p in pods],
         "events": [
             dict(zip(_EVENT_COLUMNS, r, strict=True))
-            for r in event_rows(jc.events(name, namespace))
+            for r in (event_rows(jc.events(name, namespace)) if events else [])
         ],
         "yaml": {
             "trainjob": _yaml(obj),

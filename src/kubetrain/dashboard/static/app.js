@@ -305,7 +305,7 @@ function jobPage(ns, name, tab) {
     if (refreshing) { again = true; return; }
     refreshing = true;
     try {
-      detail = await api(base);
+      detail = await api(tab === "events" ? base + "?events=1" : base);
       showBanner(null);
       drawHeader();
       drawTab();
