@@ -167,8 +167,10 @@ def _measure(url: str, pid: int, n: int, points: int) -> dict[str, Any]:
         # The server lists every job once at start; wait for that before timing the page.
         page.wait_for_selector(f"text={n + 1} TrainJobs", timeout=300_000)
         for label in ("list cold (first load)", "list warm"):
+            # A fresh document each time (a hash change alone would keep the old one), and
+            # about:blank first so no request of the previous page is still being served.
+            page.goto("about:blank")
             page.goto(base + "/#/")
-            page.reload()
             page.wait_for_selector(f"text={n + 1} TrainJobs", timeout=60_000)
             out[label] = page.evaluate("performance.getEntriesByName('kt:list-ready')[0].startTime")
         # Typing in the name filter until the filtered table is painted, timed in the page.
@@ -186,8 +188,8 @@ def _measure(url: str, pid: int, n: int, points: int) -> dict[str, Any]:
             pid
         )
 
+        page.goto("about:blank")
         page.goto(base + f"/#/jobs/{NAMESPACE}/curves")
-        page.reload()
         try:
             page.wait_for_selector(f'#charts[data-points="{points}"]', timeout=120_000)
         except Exception:
