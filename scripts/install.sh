@@ -18,6 +18,8 @@ command -v ssh >/dev/null || need+=(openssh-client)
 command -v ip >/dev/null || need+=(iproute2)
 command -v slirp4netns >/dev/null || need+=(slirp4netns)
 command -v iptables >/dev/null || [[ -x /usr/sbin/iptables ]] || need+=(iptables)
+# The dashboard's browser tests drive Debian's Chromium (Playwright never downloads a browser).
+[[ "$extra" == "dev" && ! -x /usr/bin/chromium ]] && need+=(chromium)
 if ((${#need[@]})); then
   if [[ $(id -u) -eq 0 ]]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq

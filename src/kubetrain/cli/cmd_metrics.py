@@ -14,7 +14,9 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kubetrain.client.metrics import metric_names
 
 if TYPE_CHECKING:
     from kubetrain.local.history import Point
@@ -49,14 +51,6 @@ def run(args: argparse.Namespace) -> int:
     return guarded(lambda: _run(args))
 
 
-def metric_names(points: Sequence[Point], only: Sequence[str] | None = None) -> list[str]:
-    """Metric names in order of first appearance (restricted to ``only`` when given)."""
-    names: dict[str, None] = {}
-    for p in points:
-        names.update(dict.fromkeys(p.metrics))
-    return [n for n in names if not only or n in only]
-
-
 def rows(points: Sequence[Point], names: Sequence[str]) -> list[list[str]]:
     """One row per report: time as sent, progress, ETA seconds, then each metric ('' if absent)."""
     return [
@@ -71,35 +65,17 @@ def rows(points: Sequence[Point], names: Sequence[str]) -> list[list[str]]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from kubetrain.client import resources as R
     from kubetrain.client.connection import connect_from_args
-    from kubetrain.client.errors import ClientError
     from kubetrain.client.jobs import JobClient
+    from kubetrain.client.metrics import metric_series
 
     with JobClient(connect_from_args(args)) as jc:
-        namespace, local = jc.namespace, jc.conn.local
-        job = jc.find(R.TRAINJOB, args.name)
-    uid = str(((job or {}).get("metadata") or {}).get("uid") or "") or None
-    points: list[Point] = []
-    if local:
-        from kubetrain.local.daemon.control import default_home
-        from kubetrain.local.history import MetricsHistory
-
-        history = MetricsHistory.open_for_reading(default_home())
-        if history is not None:
-            try:
-                points = history.series(namespace, args.name, uid)
-            finally:
-                history.close()
-    if not points and job is not None:
-        points = _latest_only(job)
-        if points and not local:
-            print(
-                "note: a cluster keeps only the latest report (status.trainerStatus)",
-                file=sys.stderr,
-            )
-    if job is None and not points:
-        raise ClientError(f'trainjobs.trainer.kubeflow.org "{args.name}" not found')
+        series = metric_series(jc, args.name)
+    namespace, uid, points = series.namespace, series.uid, series.points
+    if series.latest_only and not series.local:
+        print(
+            "note: a cluster keeps only the latest report (status.trainerStatus)", file=sys.stderr
+        )
     names = metric_names(points, args.metric)
     if args.plot is not None:
         how = plot_png(points, names, args.plot, title=f"trainjob/{args.name}")
@@ -142,23 +118,6 @@ def _clock(stamp: str) -> str:
         )
     except ValueError:
         return stamp
-
-
-def _latest_only(job: dict[str, Any]) -> list[Point]:
-    from kubetrain.local.history import Point
-
-    ts = (job.get("status") or {}).get("trainerStatus") or {}
-    if not ts:
-        return []
-    return [
-        Point(
-            received=0.0,
-            updated=str(ts.get("lastUpdatedTime") or ""),
-            progress=ts.get("progressPercentage"),
-            eta=ts.get("estimatedRemainingSeconds"),
-            metrics={str(m.get("name")): str(m.get("value")) for m in ts.get("metrics") or []},
-        )
-    ]
 
 
 def plot_png(points: Sequence[Point], names: Sequence[str], path: Path, *, title: str) -> str:

@@ -46,6 +46,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "check TrainJobs and runtimes written for Trainer v2.0-v2.2 against v2.3 (--fix)",
     ),
     "tune": ("cmd_tune", "start a hyperparameter search (Katib Experiment) and follow its trials"),
+    "dashboard": (
+        "cmd_dashboard",
+        "serve a web UI: jobs, progress, curves and logs (token-protected)",
+    ),
 }
 
 

@@ -174,11 +174,13 @@ class JobClient:
         namespace: str | None = None,
         name: str | None = None,
         resource_version: str | None = None,
+        labels: dict[str, Any] | None = None,
     ) -> Iterator[tuple[str, dict[str, Any]]]:
         """(event type, object) for every change, until interrupted.
 
         From ``resource_version`` (a list's) only later changes come; without it the server
-        first replays every existing object as ADDED.
+        first replays every existing object as ADDED. ``labels``: ``{key: value}`` (``None``: the
+        key exists).
         """
         ns = self._ns(info, namespace)
         ns = None if ns == ALL_NAMESPACES else ns
@@ -193,6 +195,7 @@ class JobClient:
                     namespace=ns,
                     resource_version=since,
                     field_selector=fields,
+                    label_selector=_selector(labels),
                 )
             )
 

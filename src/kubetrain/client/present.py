@@ -21,6 +21,7 @@ __all__ = [
     "dump",
     "eta",
     "guarded",
+    "key_metric",
     "metrics_text",
     "pod_row",
     "print_error",
@@ -141,6 +142,18 @@ def metrics_text(progress: dict[str, Any], limit: int = 3) -> str:
     """``loss=0.41 lr=0.001`` from ``status.trainerStatus`` (the first ``limit`` metrics)."""
     metrics = progress.get("metrics") or []
     return " ".join(f"{m.get('name')}={m.get('value')}" for m in metrics[:limit])
+
+
+def key_metric(progress: dict[str, Any]) -> tuple[str, str] | None:
+    """The headline metric of ``status.trainerStatus``: the first one the training code sent.
+
+    Training code lists its metrics in the order it cares about them (loss first, by habit), so
+    the first is what a one-column summary shows.
+    """
+    for m in progress.get("metrics") or []:
+        if isinstance(m, dict) and m.get("name"):
+            return str(m["name"]), str(m.get("value"))
+    return None
 
 
 def trainjob_headers(*, wide: bool, all_namespaces: bool) -> list[str]:

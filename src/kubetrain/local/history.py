@@ -17,12 +17,14 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["HISTORY_FILE", "MetricsHistory", "Point", "as_number"]
+import msgspec
+
+__all__ = ["HISTORY_FILE", "Columns", "MetricsHistory", "Point", "as_number", "columns_of"]
 
 HISTORY_FILE = "metrics.db"
 
@@ -51,7 +53,7 @@ def as_number(text: str) -> float | None:
         return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Point:
     """One accepted report."""
 
@@ -71,6 +73,43 @@ class Point:
             "estimatedRemainingSeconds": self.eta,
             "metrics": dict(self.metrics),
         }
+
+
+# Metric maps are written by json.dumps of str -> str; msgspec reads them back several times faster.
+_decode_metrics = msgspec.json.Decoder(dict[str, str]).decode
+
+
+@dataclass
+class Columns:
+    """A series as columns, the shape charts take: receive times, progress, and each metric that
+    reads as a number (None where a point lacks it or it is not a number: values travel as
+    strings), in order of first appearance."""
+
+    x: list[float] = field(default_factory=list)
+    progress: list[int | None] = field(default_factory=list)
+    metrics: dict[str, list[float | None]] = field(default_factory=dict)
+
+
+def columns_of(points: Iterable[Point]) -> Columns:
+    """The columns of ``points`` (which may be a stream), in one pass."""
+    out = Columns()
+    for i, p in enumerate(points):
+        out.x.append(p.received)
+        out.progress.append(p.progress)
+        for name, raw in p.metrics.items():
+            column = out.metrics.get(name)
+            if column is None:
+                column = out.metrics[name] = [None] * i
+            column.append(as_number(raw))
+        for column in out.metrics.values():
+            if len(column) == i:  # a metric this point did not report
+                column.append(None)
+    out.metrics = {n: c for n, c in out.metrics.items() if any(v is not None for v in c)}
+    return out
+
+
+# Every metric map of a series as one JSON array, decoded with each value read as a float.
+_decode_numeric_maps = msgspec.json.Decoder(list[dict[str, float]], strict=False).decode
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -182,24 +221,73 @@ class MetricsHistory:
             self._db.execute("DELETE FROM reports WHERE uid = ?", (uid,))
             self._counts.pop(uid, None)
 
-    def series(self, namespace: str, name: str, uid: str | None = None) -> list[Point]:
-        """The reports of one TrainJob, oldest first.
+    def series(
+        self, namespace: str, name: str, uid: str | None = None, *, after: float | None = None
+    ) -> list[Point]:
+        """The reports of one TrainJob, oldest first (only those received after ``after``).
 
         Without ``uid``: the TrainJob of that name that reported last (a deleted job's series
         stays readable until it is forgotten).
         """
+        return list(self.iter_series(namespace, name, uid, after=after))
+
+    def _uid(self, namespace: str, name: str, uid: str | None) -> str | None:
+        if uid is not None:
+            return uid
+        found = self._db.execute(
+            "SELECT uid FROM reports WHERE namespace = ? AND name = ? ORDER BY id DESC LIMIT 1",
+            (namespace, name),
+        ).fetchone()
+        return None if found is None else str(found[0])
+
+    def columns(
+        self, namespace: str, name: str, uid: str | None = None, *, after: float | None = None
+    ) -> Columns:
+        """``columns_of(self.iter_series(...))``, built in C when every value is a plain number
+        (the usual case): SQLite joins the rows into JSON, msgspec reads them as floats. A
+        100,000-point series takes a fraction of a second instead of seconds."""
         with self._lock:
+            uid = self._uid(namespace, name, uid)
             if uid is None:
-                found = self._db.execute(
-                    "SELECT uid FROM reports WHERE namespace = ? AND name = ? ORDER BY id DESC LIMIT 1",
-                    (namespace, name),
-                ).fetchone()
-                if found is None:
-                    return []
-                uid = str(found[0])
-            rows = self._db.execute(
+                return Columns()
+            maps, received, progress = self._db.execute(
+                # The ordered subquery fixes the aggregates' order (SQLite < 3.44 has no
+                # ORDER BY inside an aggregate; it aggregates in its input's order).
+                "SELECT '[' || group_concat(metrics) || ']', json_group_array(received),"
+                " json_group_array(progress) FROM (SELECT metrics, received, progress"
+                " FROM reports WHERE namespace = ? AND name = ? AND uid = ? AND received > ?"
+                " ORDER BY id)",
+                (namespace, name, uid, float("-inf") if after is None else after),
+            ).fetchone()
+        if maps is None:
+            return Columns()
+        try:
+            decoded = _decode_numeric_maps(maps)
+        except msgspec.ValidationError:  # some value is not a plain number: the general path
+            return columns_of(self.iter_series(namespace, name, uid, after=after))
+        names: dict[str, None] = {}
+        for m in decoded:
+            names.update(dict.fromkeys(m))
+        return Columns(
+            x=msgspec.json.decode(received, type=list[float]),
+            progress=msgspec.json.decode(progress, type=list[int | None]),
+            metrics={n: [m.get(n) for m in decoded] for n in names},
+        )
+
+    def iter_series(
+        self, namespace: str, name: str, uid: str | None = None, *, after: float | None = None
+    ) -> Iterator[Point]:
+        """:meth:`series` one point at a time, so a 100,000-point series never sits in memory
+        whole (this history stays locked until the iteration ends)."""
+        with self._lock:
+            uid = self._uid(namespace, name, uid)
+            if uid is None:
+                return
+            cursor = self._db.execute(
                 "SELECT received, updated, progress, eta, metrics FROM reports"
-                " WHERE namespace = ? AND name = ? AND uid = ? ORDER BY id",
-                (namespace, name, uid),
-            ).fetchall()
-        return [Point(float(r[0]), str(r[1]), r[2], r[3], dict(json.loads(r[4]))) for r in rows]
+                " WHERE namespace = ? AND name = ? AND uid = ? AND received > ? ORDER BY id",
+                (namespace, name, uid, float("-inf") if after is None else after),
+            )
+            while rows := cursor.fetchmany(2000):
+                for r in rows:
+                    yield Point(float(r[0]), str(r[1]), r[2], r[3], _decode_metrics(r[4]))

@@ -1,0 +1,142 @@
+"""What each page asks for, gathered from :mod:`kubetrain.client` (blocking; run in a thread).
+
+Only assembly lives here: every state, step, pod summary, event row and metric series comes from
+the client functions the CLI prints, so the page and ``kubetrain describe`` never disagree.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from kubetrain.client import resources as R
+from kubetrain.client.jobs import ALL_NAMESPACES, JobClient
+from kubetrain.client.metrics import series_columns
+from kubetrain.client.present import event_rows, pod_row, runtime_row
+from kubetrain.dashboard.hub import job_row
+
+__all__ = ["in_namespace", "job_detail", "job_metrics", "runtimes"]
+
+_POD_COLUMNS = ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "EXIT CODE", "IP"]
+_EVENT_COLUMNS = ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+
+
+def in_namespace(jc: JobClient, namespace: str) -> JobClient:
+    """The same connection aimed at ``namespace`` (helpers such as ``follow_step`` use the
+    client's namespace). Shares the HTTP client: never close the result."""
+    return JobClient(dataclasses.replace(jc.conn, namespace=namespace))
+
+
+def _yaml(obj: dict[str, Any] | None) -> str:
+    from kubetrain.api.dump import dump_yaml
+
+    if obj is None:
+        return ""
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
+    return dump_yaml({**obj, "metadata": meta})
+
+
+def _runtime_of(jc: JobClient, obj: dict[str, Any], namespace: str) -> dict[str, Any] | None:
+    ref = (obj.get("spec") or {}).get("runtimeRef") or {}
+    info = (
+        R.TRAINING_RUNTIME
+        if ref.get("kind") == R.TRAINING_RUNTIME.kind
+        else R.CLUSTER_TRAINING_RUNTIME
+    )
+    return jc.find(info, str(ref.get("name") or ""), namespace) if ref.get("name") else None
+
+
+def job_detail(jc: JobClient, namespace: str, name: str, *, events: bool = False) -> dict[str, Any]:
+    """Everything the job page shows; NotFoundError (a ClientError) when the job is gone.
+
+    Events only when asked (the Events tab): listing them reads every Event of the namespace,
+    which with thousands of jobs costs more than all the rest together.
+    """
+    obj = jc.get(R.TRAINJOB, name, namespace)
+    pods = jc.pods(name, namespace)
+    view = jc.view(obj, pods)
+    runtime = _runtime_of(jc, obj, namespace)
+    jobset = jc.find(R.JOBSET, name, namespace)
+    return {
+        "row": job_row(view),
+        "message": view.message,
+        "suspended": view.suspended,
+        "conditions": view.conditions,
+        "trainerStatus": view.progress,
+        "steps": [s.as_dict() for s in view.steps],
+        "pods": [dict(zip(_POD_COLUMNS, pod_row(p, wide=True), strict=True)) for p in pods],
+        "events": [
+            dict(zip(_EVENT_COLUMNS, r, strict=True))
+            for r in (event_rows(jc.events(name, namespace)) if events else [])
+        ],
+        "yaml": {
+            "trainjob": _yaml(obj),
+            "runtime": _yaml(runtime),
+            "runtimeName": f"{view.runtime_kind}/{view.runtime_name}",
+            # What the controller applied from its render, as the API server holds it now.
+            "rendered": _yaml(jobset),
+        },
+    }
+
+
+def job_metrics(jc: JobClient, namespace: str, name: str, after: float = 0.0) -> dict[str, Any]:
+    """The metric series in columns (x = seconds since the epoch the report was received), only
+    points received after ``after``; numeric metrics only."""
+    series, columns = series_columns(jc, name, namespace, after=after or None)
+    return {
+        "x": columns.x,
+        # A cluster's single point (latest only) has no receive time; the page tells reports
+        # apart by the time the training code sent them.
+        "updated": [series.job_updated] if series.latest_only else [],
+        "progress": columns.progress,
+        "metrics": columns.metrics,
+        "latestOnly": series.latest_only,
+    }
+
+
+def _setup(obj: dict[str, Any]) -> dict[str, Any]:
+    """What a runtime sets up: its ML policy and, per replicated job, size, image and command."""
+    spec = obj.get("spec") or {}
+    jobs = []
+    for rjob in ((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []:
+        pod = (((rjob.get("template") or {}).get("spec") or {}).get("template") or {}).get(
+            "spec"
+        ) or {}
+        for c in pod.get("containers") or []:
+            jobs.append(
+                {
+                    "job": rjob.get("name"),
+                    "replicas": rjob.get("replicas", 1),
+                    "container": c.get("name"),
+                    "image": c.get("image") or "",
+                    "command": " ".join(
+                        str(a) for a in [*(c.get("command") or []), *(c.get("args") or [])]
+                    ),
+                }
+            )
+    policy = {k: v for k, v in (spec.get("mlPolicy") or {}).items() if k != "numNodes"}
+    return {
+        "mlPolicy": policy,
+        "podGroupPolicy": spec.get("podGroupPolicy") or {},
+        "containers": jobs,
+    }
+
+
+def runtimes(jc: JobClient, scope: str) -> list[dict[str, Any]]:
+    """ClusterTrainingRuntimes, then TrainingRuntimes of ``scope`` (``*``: every namespace)."""
+    out = []
+    infos = ((R.CLUSTER_TRAINING_RUNTIME, None), (R.TRAINING_RUNTIME, scope or ALL_NAMESPACES))
+    for info, ns in infos:
+        for obj in jc.objects(info, ns):
+            cells = runtime_row(obj, show_kind=True)
+            out.append(
+                {
+                    "cells": dict(
+                        zip(["NAME", "KIND", "FRAMEWORK", "NODES", "AGE"], cells, strict=True)
+                    ),
+                    "namespace": (obj.get("metadata") or {}).get("namespace") or "",
+                    "setup": _setup(obj),
+                    "yaml": _yaml(obj),
+                }
+            )
+    return out

@@ -1,0 +1,274 @@
+"""``kubetrain dashboard`` in a real browser (Debian's Chromium via Playwright) on the local engine.
+
+One engine, two dashboard processes (read-only and ``--allow-actions``) and one browser serve the
+whole module. The torch example trains while the page is watched: it must appear within 2 s of
+``kubetrain apply``, its progress bar and loss curve must move, rank 1's log must stream, and it
+must end Complete. Screenshots of every page at 1280x800 go to ``artifacts/dashboard/`` (or
+``$KUBETRAIN_ARTIFACTS``), for people to look at; they are not committed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dashboard_support import DEAD_KUBECONFIG, Dashboard, kubetrain, start_dashboard, stop
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "torch-ddp" / "trainjob.yaml"
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = Path(os.environ.get("KUBETRAIN_ARTIFACTS") or REPO / "artifacts") / "dashboard"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+TRAINED_WITHIN_MS = 280_000  # queued for port 29500, then about 10 s of training
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is in the dev extra")
+pytestmark = [
+    pytest.mark.slow,
+    # As tests/cli's torch example: pods of a runtime declaring torch's port 29500 wait,
+    # machine-wide, behind any other job holding it (seen: 100 s behind other suites' jobs).
+    pytest.mark.timeout(360),
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason=f"{CHROMIUM} missing (apt-get install chromium)"
+    ),
+]
+
+# A job that idles, on a namespaced runtime without ports (so it never waits for 29500).
+SLEEPER = """\
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainingRuntime
+metadata: {name: shell, labels: {trainer.kubeflow.org/framework: shell}}
+spec:
+  mlPolicy: {numNodes: 1}
+  template:
+    spec:
+      replicatedJobs:
+      - name: node
+        template:
+          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}
+          spec:
+            template:
+              spec:
+                containers:
+                - {name: node, image: python, command: [bash, -c, "echo idle; sleep 300"]}
+---
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: sleeper, labels: {team: infra}}
+spec:
+  runtimeRef: {name: shell, kind: TrainingRuntime}
+"""
+
+
+def done(home: Path, *argv: str) -> str:
+    proc = kubetrain(home, *argv)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    return out
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    from kubetrain.local.daemon import start_daemon, stop_daemon
+
+    home = tmp_path_factory.mktemp("kthome")
+    start_daemon(home)
+    try:
+        yield home
+    finally:
+        stop_daemon(home, kill_pods=True)
+
+
+@pytest.fixture(scope="module")
+def dashboards(home: Path) -> Iterator[dict[str, Dashboard]]:
+    started: dict[str, Dashboard] = {}
+    try:
+        started["actions"] = start_dashboard(home, "--allow-actions")
+        started["read-only"] = start_dashboard(home)
+        yield started
+    finally:
+        for dash in started.values():
+            stop(dash)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        yield page
+    finally:
+        context.close()
+    assert not errors, errors  # a script error is a bug even when the test's checks pass
+
+
+def shot(page: Any, name: str, *, full: bool = False) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full)
+
+
+def _fast_example(tmp: Path) -> Path:
+    """The torch example, training longer and reporting every 0.25 s, so the page sees it move."""
+    text = EXAMPLE.read_text()
+    text = text.replace('value: "10"', 'value: "20"', 1)
+    text = text.replace(
+        "      - name: OUTPUT_DIR\n",
+        '      - name: KUBETRAIN_PROGRESS_INTERVAL\n        value: "0.25"\n      - name: OUTPUT_DIR\n',
+        1,
+    )
+    assert 'value: "20"' in text and "KUBETRAIN_PROGRESS_INTERVAL" in text
+    path = tmp / "torch-ddp.yaml"
+    path.write_text(text)
+    return path
+
+
+# Installed in the job page: every progress value and chart size the page ever showed, so the
+# check sees each update the page made, however fast training runs.
+RECORDER = """() => {
+  window.__seen = {progress: [], points: []};
+  const note = () => {
+    const bar = document.querySelector(".summary [role=progressbar]");
+    if (bar) window.__seen.progress.push(Number(bar.getAttribute("aria-valuenow")));
+    const charts = document.getElementById("charts");
+    if (charts && charts.dataset.points) window.__seen.points.push(Number(charts.dataset.points));
+  };
+  new MutationObserver(note).observe(document.getElementById("main"),
+    {subtree: true, childList: true, attributes: true});
+  note();
+}"""
+MIDWAY_OR_DONE = """() => {
+  const p = window.__seen.progress, done = document.querySelector("h1 .s-Complete, h1 .s-Failed");
+  return done || (p.some((v) => v > 0 && v < 100) && document.querySelector("[data-metric=loss] canvas"));
+}"""
+
+
+def test_the_torch_example_is_watched_from_apply_to_complete(
+    home: Path, dashboards: dict[str, Dashboard], page: Any, tmp_path: Path
+) -> None:
+    dash = dashboards["actions"]
+    page.goto(dash.url)
+    page.wait_for_selector("text=No TrainJobs yet")
+    done(home, "apply", "-f", str(_fast_example(tmp_path)))
+    applied = time.monotonic()
+    row = page.wait_for_selector('tr[data-key="default/torch-ddp"]', timeout=2000)
+    assert time.monotonic() - applied < 2.0
+    assert "torch-distributed" in row.inner_text()
+
+    page.click("text=torch-ddp")
+    page.wait_for_selector("h1 >> text=torch-ddp")
+    page.evaluate(RECORDER)
+    # A screenshot mid-training when the machine leaves time for one (not a check).
+    page.wait_for_function(MIDWAY_OR_DONE, timeout=TRAINED_WITHIN_MS)
+    shot(page, "trainjob-training", full=True)
+    page.wait_for_selector("h1 .badge.s-Complete, h1 .badge.s-Failed", timeout=TRAINED_WITHIN_MS)
+    assert page.inner_text("h1 .badge") == "Complete", page.inner_text("main")
+    seen = page.evaluate("window.__seen")
+    # It moved while training: several percentages between 0 and 100 and a loss curve that
+    # grew point by point, then 100 %.
+    assert len({p for p in seen["progress"] if 0 < p < 100}) >= 2, seen
+    assert max(seen["progress"]) == 100
+    assert len(set(seen["points"])) >= 3, seen
+    page.wait_for_selector('[data-metric="loss"] canvas')
+    shot(page, "trainjob", full=True)
+
+    page.click("#tab-logs")
+    page.select_option("#log-step", "node-1")
+    page.wait_for_selector("#log >> text=OMP_NUM_THREADS")  # torchrun's banner, on rank 1 too
+    page.fill("#log-search", "OMP_NUM_THREADS")
+    assert page.locator("#log mark").count() >= 1
+    shot(page, "trainjob-logs")
+    page.click("#tab-events")
+    page.wait_for_selector("table[aria-label=Events]")
+    shot(page, "trainjob-events")
+    page.click("#tab-yaml")
+    assert "kind: TrainJob" in page.inner_text("pre.code")
+    page.select_option("#yaml-of", "rendered")
+    assert "kind: JobSet" in page.inner_text("pre.code")
+    shot(page, "trainjob-yaml")
+
+    page.goto(dash.base + "/#/")
+    page.wait_for_selector('tr[data-key="default/torch-ddp"] >> text=Complete')
+    shot(page, "trainjobs")
+    page.click("#nav >> text=Runtimes")
+    page.wait_for_selector("section.runtime >> text=torch-distributed")
+    shot(page, "runtimes")
+
+
+def test_suspend_needs_allow_actions_and_is_confirmed(
+    home: Path, dashboards: dict[str, Dashboard], page: Any, tmp_path: Path
+) -> None:
+    (tmp_path / "sleeper.yaml").write_text(SLEEPER)
+    done(home, "apply", "-f", str(tmp_path / "sleeper.yaml"))
+    read_only = dashboards["read-only"]
+    page.goto(read_only.url + "#/jobs/default/sleeper")
+    page.wait_for_selector("h1 >> text=sleeper")
+    assert page.locator("h1 button").count() == 0  # read-only: no action offered
+
+    page.goto(dashboards["actions"].url + "#/jobs/default/sleeper")
+    page.wait_for_selector("h1 >> text=Running", timeout=60000)
+    page.click("h1 >> text=Suspend")
+    page.wait_for_selector("dialog[open] >> text=Suspend TrainJob sleeper?")
+    page.click("dialog >> text=Cancel")  # not confirmed: nothing happens
+    assert "Running" in page.inner_text("h1 .badge")
+    page.click("h1 >> text=Suspend")
+    page.click("#confirm-ok")
+    page.wait_for_selector("h1 >> text=Suspended", timeout=20000)
+    assert json.loads(done(home, "get", "trainjob", "sleeper", "-o", "json"))["spec"]["suspend"]
+    page.wait_for_selector("h1 >> text=Resume")
+
+
+def test_bad_input_gets_a_clear_message_in_the_page(
+    dashboards: dict[str, Dashboard], page: Any
+) -> None:
+    dash = dashboards["read-only"]
+    page.goto(dash.base + "/?token=from-an-earlier-run")
+    assert "Token required" in page.inner_text("main")
+    page.goto(dash.url + "#/jobs/default/no-such-job")
+    page.wait_for_selector('.panel[role=alert] >> text=There is no TrainJob "no-such-job"')
+    shot(page, "unknown-trainjob")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(dash.base + "/#/")
+    page.wait_for_selector("tr[data-key]")
+    shot(page, "trainjobs-phone")
+    page.click("tr[data-key] td.name a")
+    page.wait_for_selector("h1 .badge")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing off-screen
+    shot(page, "trainjob-phone", full=True)
+
+
+def test_an_unreachable_api_server_is_said_in_the_page(tmp_path: Path, page: Any) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(DEAD_KUBECONFIG)
+    dash = start_dashboard(tmp_path, "--kubeconfig", str(kubeconfig))
+    try:
+        page.goto(dash.url)
+        page.wait_for_selector("#banner >> text=Cannot read from the Kubernetes API")
+        assert "https://127.0.0.1:9" in page.inner_text("#banner")
+        shot(page, "api-server-down")
+    finally:
+        stop(dash)
