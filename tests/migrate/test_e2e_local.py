@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     from kubetrain.local.daemon import start_daemon, stop_daemon
 
     home = tmp_path_factory.mktemp("kthome")
+    # v1 examples share a work directory through a hostPath volume: allowed here by name.
+    (home / "engine.yaml").write_text(f"allowedHostPaths: [{tmp_path_factory.getbasetemp()}]\n")
     start_daemon(home)
     try:
         yield home
@@ -119,10 +122,17 @@ def test_a_v1_tfjob_sees_v1s_tf_config(home: Path, tmp_path: Path, work: Path) -
         work,
         "TF_CONFIG",
     )
-    _, seen = run(home, tmp_path, text)
+    run(home, tmp_path, text)
     tj = "tfjob-e2e"
     pods = {"chief": 1, "ps": 1, "node": 2}  # the workers' job is the trainer job, node
-    assert sorted(seen) == sorted(f"{tj}-{j}-0-{i}" for j, n in pods.items() for i in range(n))
+    expected = sorted(f"{tj}-{j}-0-{i}" for j, n in pods.items() for i in range(n))
+    # The TrainJob completes with its trainer job (node); chief and PS pods may still be
+    # writing what they saw.
+    deadline = time.monotonic() + 30
+    while len(list(work.glob("*.json"))) < len(expected) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    seen = {p.stem: json.loads(p.read_text()) for p in work.glob("*.json")}
+    assert sorted(seen) == expected
     roles = {"chief": "chief", "ps": "ps", "node": "worker"}
     cluster = {roles[j]: [f"{tj}-{j}-0-{i}.{tj}:2222" for i in range(n)] for j, n in pods.items()}
     for host, got in seen.items():

@@ -154,14 +154,27 @@ class OptimizationJob:
     message: str = ""
 
 
-class _Typed:
-    """A function argument whose repr converts Katib's substituted text back to a number."""
+def _placeholder(key: str) -> str:
+    """A plain string literal standing for a parameter in the function call until the command is
+    built; then swapped for Katib's ``${trialParameters.KEY}`` (see ``_with_parameters``)."""
+    return f"__kubetrain_trial_parameter_{key}__"
 
-    def __init__(self, convert: str, parameter: str) -> None:
-        self._text = f"{convert}('${{trialParameters.{parameter}}}')"
 
-    def __repr__(self) -> str:
-        return self._text
+def _with_parameters(command: list[str], search_space: dict[str, dict[str, Any]]) -> list[str]:
+    """The function command with each placeholder argument turned into Katib's substitution,
+    converted back to a number for double and int parameters. Done after the command is built,
+    which escapes every ``$`` of the source (Kubernetes' ``$(VAR)`` expansion) but must leave
+    Katib's own ``${...}`` for its controller to fill in."""
+    out = []
+    for part in command:
+        for key, parameter in search_space.items():
+            convert = {"double": "float", "int": "int"}.get(str(parameter.get("parameterType")))
+            katib = f"'${{trialParameters.{key}}}'"
+            part = part.replace(
+                repr(_placeholder(key)), f"{convert}({katib})" if convert else katib
+            )
+        out.append(part)
+    return out
 
 
 def _typed(spec: dict[str, Any], value: str) -> Any:
@@ -236,12 +249,12 @@ class OptimizerClient:
         objectives = objectives or [Objective()]
         trainer = trial_template.trainer
         args = dict(trainer.func_args or {})
-        for key, parameter in search_space.items():
-            convert = {"double": "float", "int": "int"}.get(str(parameter.get("parameterType")))
-            args[key] = _Typed(convert, key) if convert else f"${{trialParameters.{key}}}"
+        args.update({key: _placeholder(key) for key in search_space})
         typed = T.CustomTrainer(**{**trainer.__dict__, "func_args": args})
         job = self._trainer.trainjob_body(trial_template.runtime, trial_template.initializer, typed)
         job.pop("metadata", None)
+        job_trainer = job["spec"]["trainer"]
+        job_trainer["command"] = _with_parameters(job_trainer["command"], search_space)
         objective: dict[str, Any] = {
             "objectiveMetricName": objectives[0].metric,
             "type": objectives[0].direction,
