@@ -682,7 +682,8 @@ function experimentsPage() {
     const all = [...rows.values()];
     const hits = all.filter((r) => !q || r.cells.NAME.toLowerCase().includes(q));
     hits.sort((a, b) => (b.created || "").localeCompare(a.created || "") || a.key.localeCompare(b.key));
-    count.textContent = hits.length === all.length ? `${all.length} Experiments` : `${hits.length} of ${all.length} Experiments`;
+    const noun = all.length === 1 ? "Experiment" : "Experiments";
+    count.textContent = hits.length === all.length ? `${all.length} ${noun}` : `${hits.length} of ${all.length} ${noun}`;
     body.textContent = "";
     if (!hits.length) {
       body.append(h("div", { class: "empty" }, all.length ? "No Experiment matches this name."
@@ -873,7 +874,8 @@ function makeObjectiveChart() {
       el.textContent = "";
       plot = new uPlot({
         width: Math.max(260, el.clientWidth || 400), height: 240,
-        scales: { x: { time: false } },
+        // Half a trial of room either side, so the first and last points are not on the frame.
+        scales: { x: { time: false, range: (u, lo, hi) => [lo - 0.5, hi + 0.5] } },
         series: [
           { label: "trial" },
           { label: d.objective.metric, stroke: COLOURS[0], width: 0, paths: () => null, points: { show: true, size: 8, fill: COLOURS[0] } },
