@@ -270,6 +270,9 @@ def test_an_unreachable_api_server_is_said_in_the_page(tmp_path: Path, page: Any
         page.wait_for_selector("#banner >> text=Cannot read from the Kubernetes API")
         assert "https://127.0.0.1:9" in page.inner_text("#banner")
         shot(page, "api-server-down")
+        page.goto(dash.base + "/#/experiments")
+        page.wait_for_selector("#banner >> text=Cannot read Experiments")
+        assert "https://127.0.0.1:9" in page.inner_text("#banner")
     finally:
         stop(dash)
 

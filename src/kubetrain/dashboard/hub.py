@@ -218,8 +218,6 @@ class Hub:
         self._forever(self._experiments_round, "experiments", EXPERIMENTS)
 
     def _experiments_round(self) -> None:
-        # The scope is settled by the TrainJobs' list (narrowed when RBAC allows one namespace).
-        self._listed.wait()
         objs, version = self._list_scope(R.EXPERIMENT)
         with self._lock:
             self._experiments = {_key(o): experiment_summary(o) for o in objs}
