@@ -869,7 +869,11 @@ function makeObjectiveChart() {
       if (key === last) return;
       last = key;
       if (!d.series.objective.some((v) => v !== null)) return;
-      el.dataset.points = String(d.series.objective.filter((v) => v !== null).length);
+      const n = d.series.objective.filter((v) => v !== null).length;
+      el.dataset.points = String(n);
+      // What the picture says, for screen readers (the trials table holds every value).
+      const best = d.series.best[d.series.best.length - 1];
+      el.setAttribute("aria-label", `${d.objective.metric} of ${n} trials; best so far ${best}`);
       if (plot) { plot.setData(data); return; }
       el.textContent = "";
       plot = new uPlot({
