@@ -270,5 +270,124 @@ def test_an_unreachable_api_server_is_said_in_the_page(tmp_path: Path, page: Any
         page.wait_for_selector("#banner >> text=Cannot read from the Kubernetes API")
         assert "https://127.0.0.1:9" in page.inner_text("#banner")
         shot(page, "api-server-down")
+        page.goto(dash.base + "/#/experiments")
+        page.wait_for_selector("#banner >> text=Cannot read Experiments")
+        assert "https://127.0.0.1:9" in page.inner_text("#banner")
     finally:
         stop(dash)
+
+
+# A small random search on a port-free runtime: three one-line trials, all at once, kept after
+# they end (retain) so the page links to their TrainJobs.
+EXPERIMENT = """\
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainingRuntime
+metadata: {name: python-nodes, labels: {trainer.kubeflow.org/framework: plainml}}
+spec:
+  mlPolicy: {numNodes: 1}
+  template:
+    spec:
+      replicatedJobs:
+      - name: node
+        template:
+          metadata: {labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}}
+          spec:
+            backoffLimit: 0
+            template:
+              spec:
+                containers: [{name: node, image: python:3.11}]
+---
+apiVersion: kubeflow.org/v1beta1
+kind: Experiment
+metadata: {name: lr-search}
+spec:
+  algorithm:
+    algorithmName: random
+    algorithmSettings: [{name: random_state, value: "1"}]
+  maxTrialCount: 3
+  parallelTrialCount: 3
+  objective: {objectiveMetricName: loss, type: minimize, additionalMetricNames: [acc]}
+  parameters:
+  - name: lr
+    parameterType: double
+    feasibleSpace: {min: "0.0", max: "1.0"}
+  trialTemplate:
+    primaryContainerName: node
+    retain: true
+    trialParameters: [{name: lr, reference: lr}]
+    trialSpec:
+      apiVersion: trainer.kubeflow.org/v1alpha1
+      kind: TrainJob
+      spec:
+        runtimeRef: {name: python-nodes, kind: TrainingRuntime}
+        trainer:
+          numNodes: 1
+          command:
+          - python
+          - -c
+          - "lr = float('${trialParameters.lr}'); print(f'loss={(lr - 0.3) ** 2}'); print(f'acc={1 - lr}')"
+"""
+
+
+# The elements that reach past the window's right edge, outside the boxes that scroll sideways
+# (for the message when one does).
+OFF_SCREEN = """() => [...document.querySelectorAll("body *")]
+  .filter((el) => !el.closest(".tablewrap, pre") && el.getBoundingClientRect().right > window.innerWidth + 0.5)
+  .map((el) => `${el.tagName}.${el.className} ${Math.round(el.getBoundingClientRect().right)}`)
+  .slice(0, 8)"""
+
+
+def test_an_experiment_is_listed_live_and_its_page_shows_trials_chart_and_best(
+    home: Path, dashboards: dict[str, Dashboard], page: Any, tmp_path: Path
+) -> None:
+    dash = dashboards["read-only"]
+    page.goto(dash.url + "#/experiments")
+    page.wait_for_selector("text=No Experiments yet")
+    (tmp_path / "experiment.yaml").write_text(EXPERIMENT)
+    done(home, "apply", "-f", str(tmp_path / "experiment.yaml"))
+    # The list follows the watch: the row appears, then reaches Complete, without a reload.
+    row = page.wait_for_selector('tr[data-key="default/lr-search"]', timeout=10000)
+    assert "random" in row.inner_text() and "minimize loss" in row.inner_text()
+    page.wait_for_selector('tr[data-key="default/lr-search"] >> text=Complete', timeout=60000)
+    cells = page.inner_text('tr[data-key="default/lr-search"]')
+    assert "3/3" in cells and "loss=" in cells, cells
+    shot(page, "experiments")
+
+    page.click("text=lr-search")
+    page.wait_for_selector("h1 >> text=lr-search")
+    page.wait_for_selector("table[aria-label=Trials] tbody tr:nth-child(3)")
+    trials = page.locator("table[aria-label=Trials] tbody tr")
+    assert trials.count() == 3
+    # Every trial succeeded, shows its lr, its loss and acc, and links to its TrainJob.
+    for i in range(3):
+        text = trials.nth(i).inner_text()
+        assert "Succeeded" in text and "0." in text, text
+    links = page.locator("table[aria-label=Trials] td.name a")
+    assert links.count() == 3
+    assert links.first.get_attribute("href").startswith("#/jobs/default/lr-search-")
+    # The best trial (currentOptimalTrial) is marked, and its loss is the lowest.
+    best = page.locator("table[aria-label=Trials] tr.best")
+    assert best.count() == 1 and "best" in best.inner_text()
+    losses = page.evaluate(
+        """() => [...document.querySelectorAll("table[aria-label=Trials] tbody tr")].map((tr) =>
+             [tr.classList.contains("best"), Number(tr.children[4].textContent)])"""
+    )
+    assert min(v for _, v in losses) == next(v for b, v in losses if b), losses
+    page.wait_for_selector("#objective-chart canvas")
+    assert page.get_attribute("#objective-chart", "data-points") == "3"
+    shot(page, "experiment", full=True)
+
+    # A trial's TrainJob page is one click away.
+    links.first.click()
+    page.wait_for_selector("h1 .badge.s-Complete", timeout=20000)
+
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(dash.base + "/#/experiments/default/lr-search")
+    page.wait_for_selector("#objective-chart canvas")
+    wide = page.evaluate(OFF_SCREEN)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390, wide  # nothing off-screen
+    shot(page, "experiment-phone", full=True)
+    page.goto(dash.base + "/#/experiments/default/no-such-search")
+    page.wait_for_selector(
+        '.panel[role=alert] >> text=There is no Experiment "no-such-search" in namespace "default"'
+    )

@@ -41,6 +41,7 @@ REFUSED = [
         "GET", "/api/session", {"Cookie": "kubetrain_dashboard=forged"}, 401, id="a forged cookie"
     ),
     pytest.param("GET", "/api/trainjobs/stream", {}, 401, id="the event stream without a token"),
+    pytest.param("GET", "/api/experiments/default/x", {}, 401, id="an Experiment without a token"),
     pytest.param("GET", "/static/app.js", {}, 401, id="a static file without a token"),
     pytest.param(
         "GET",

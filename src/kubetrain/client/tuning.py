@@ -13,6 +13,11 @@ __all__ = [
     "TRIAL_HEADERS",
     "describe_experiment",
     "experiment_row",
+    "experiment_state",
+    "objective_series",
+    "objective_text",
+    "parameter_rows",
+    "trial_details",
     "trial_rows",
 ]
 
@@ -40,6 +45,11 @@ def _state(experiment: dict[str, Any]) -> tuple[str, str, str]:
             )
             return state, str(c.get("reason") or ""), str(c.get("message") or "")
     return "Created", "", ""
+
+
+def experiment_state(experiment: dict[str, Any]) -> tuple[str, str, str]:
+    """(state, reason, message) as ``get experiments`` shows them."""
+    return _state(experiment)
 
 
 def _objective(observation: dict[str, Any] | None, metric: str, strategy: str) -> str:
@@ -124,7 +134,6 @@ def describe_experiment(experiment: dict[str, Any], trials: list[dict[str, Any]]
     spec = experiment.get("spec") or {}
     status = experiment.get("status") or {}
     state, reason, message = _state(experiment)
-    objective = spec.get("objective") or {}
     algorithm = spec.get("algorithm") or {}
     settings = ", ".join(
         f"{s['name']}={s.get('value')}" for s in algorithm.get("algorithmSettings") or []
@@ -137,13 +146,7 @@ def describe_experiment(experiment: dict[str, Any], trials: list[dict[str, Any]]
     if message:
         lines.append(f"Message:       {message}")
     lines += [
-        f"Objective:     {objective.get('type')} {objective.get('objectiveMetricName')}"
-        + (f" (goal {objective['goal']})" if objective.get("goal") is not None else "")
-        + (
-            f", also {', '.join(objective['additionalMetricNames'])}"
-            if objective.get("additionalMetricNames")
-            else ""
-        ),
+        f"Objective:     {objective_text(experiment)}",
         f"Algorithm:     {algorithm.get('algorithmName')}" + (f" ({settings})" if settings else ""),
         f"Trials:        {status.get('trials', 0)} of {spec.get('maxTrialCount')}, {spec.get('parallelTrialCount')} at a time"
         + (
@@ -154,17 +157,8 @@ def describe_experiment(experiment: dict[str, Any], trials: list[dict[str, Any]]
         f"Collector:     {((spec.get('metricsCollectorSpec') or {}).get('collector') or {}).get('kind', 'StdOut')}",
         "Parameters:",
     ]
-    for p in spec.get("parameters") or []:
-        space = p.get("feasibleSpace") or {}
-        where = (
-            f"[{', '.join(space['list'])}]"
-            if space.get("list")
-            else f"{space.get('min')}..{space.get('max')}"
-        )
-        extra = f" step {space['step']}" if space.get("step") else ""
-        lines.append(
-            f"  {p['name']}: {p.get('parameterType')} {where}{extra} {space.get('distribution', '')}".rstrip()
-        )
+    for name, kind, where in parameter_rows(experiment):
+        lines.append(f"  {name}: {kind} {where}".rstrip())
     best = status.get("currentOptimalTrial") or {}
     if best.get("bestTrialName"):
         lines.append(f"Best trial:    {best['bestTrialName']} ({_best(experiment)})")
@@ -195,3 +189,104 @@ def describe_experiment(experiment: dict[str, Any], trials: list[dict[str, Any]]
             for line in render_table(["TYPE", "STATUS", "REASON", "MESSAGE"], rows).splitlines()
         ]
     return "\n".join(lines)
+
+
+def objective_text(experiment: dict[str, Any]) -> str:
+    """``minimize loss (goal 0.01), also accuracy``."""
+    objective = (experiment.get("spec") or {}).get("objective") or {}
+    return (
+        f"{objective.get('type')} {objective.get('objectiveMetricName')}"
+        + (f" (goal {objective['goal']})" if objective.get("goal") is not None else "")
+        + (
+            f", also {', '.join(objective['additionalMetricNames'])}"
+            if objective.get("additionalMetricNames")
+            else ""
+        )
+    )
+
+
+def parameter_rows(experiment: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(name, type, search space) per parameter: ``("lr", "double", "0.0..1.0 uniform")``."""
+    rows = []
+    for p in (experiment.get("spec") or {}).get("parameters") or []:
+        space = p.get("feasibleSpace") or {}
+        where = (
+            f"[{', '.join(space['list'])}]"
+            if space.get("list")
+            else f"{space.get('min')}..{space.get('max')}"
+        )
+        extra = f" step {space['step']}" if space.get("step") else ""
+        rows.append(
+            (
+                str(p["name"]),
+                str(p.get("parameterType")),
+                f"{where}{extra} {space.get('distribution', '')}".rstrip(),
+            )
+        )
+    return rows
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value == value else None  # NaN: not a point
+
+
+def trial_details(experiment: dict[str, Any], trials: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The trials in creation order, each with its state, parameter values, every metric (by
+    the experiment's strategy for it) and its objective as a number; the same state and
+    objective as :func:`trial_rows`."""
+    metric, _ = _strategy(experiment)
+    strategies = {
+        str(s.get("name")): str(s.get("value"))
+        for s in ((experiment.get("spec") or {}).get("objective") or {}).get("metricStrategies")
+        or []
+    }
+    best = ((experiment.get("status") or {}).get("currentOptimalTrial") or {}).get("bestTrialName")
+    ordered = sorted(
+        trials,
+        key=lambda t: (str(t["metadata"].get("creationTimestamp") or ""), t["metadata"]["name"]),
+    )
+    out = []
+    for trial, row in zip(ordered, trial_rows(experiment, ordered), strict=True):
+        observation = (trial.get("status") or {}).get("observation")
+        metrics = {
+            str(m.get("name")): _objective(
+                observation, str(m.get("name")), strategies.get(str(m.get("name")), "latest")
+            )
+            for m in (observation or {}).get("metrics") or []
+        }
+        name = str(trial["metadata"]["name"])
+        out.append(
+            {
+                "name": name,
+                "state": row[1],
+                "parameters": {
+                    str(a["name"]): str(a["value"])
+                    for a in (trial.get("spec") or {}).get("parameterAssignments") or []
+                },
+                "metrics": metrics,
+                "objective": _number(metrics.get(metric, "")),
+                "best": name == best,
+                "created": trial["metadata"].get("creationTimestamp"),
+            }
+        )
+    return out
+
+
+def objective_series(
+    experiment: dict[str, Any], details: list[dict[str, Any]]
+) -> dict[str, list[float | None]]:
+    """The objective per trial (in :func:`trial_details` order; None where it has none) and the
+    best value so far after each, in the experiment's direction."""
+    maximize = ((experiment.get("spec") or {}).get("objective") or {}).get("type") == "maximize"
+    values: list[float | None] = [d["objective"] for d in details]
+    best_so_far: list[float | None] = []
+    best: float | None = None
+    for value in values:
+        if value is not None and (best is None or (value > best if maximize else value < best)):
+            best = value
+        best_so_far.append(best)
+    return {"objective": values, "best": best_so_far}

@@ -7,6 +7,7 @@ Routes (all behind :class:`~kubetrain.dashboard.security.Guard`):
 - ``/api/trainjobs/stream`` (SSE): the job table, then every change, from the :class:`Hub`;
 - ``/api/trainjobs/{ns}/{name}`` and ``.../stream`` (SSE), ``.../metrics``, ``.../logs`` (SSE);
 - ``/api/runtimes``;
+- ``/api/experiments/stream`` (SSE), ``/api/experiments/{ns}/{name}`` and ``.../stream`` (SSE);
 - ``POST /api/trainjobs/{ns}/{name}/{suspend|resume|delete}`` with ``--allow-actions`` only.
 
 Client calls block (the SDK's synchronous client, shared with the CLI), so each runs in a
@@ -30,7 +31,7 @@ from aiohttp import web
 from kubetrain.client.errors import ClientError, NotFoundError
 from kubetrain.client.jobs import JobClient
 from kubetrain.dashboard import views
-from kubetrain.dashboard.hub import Hub, Message
+from kubetrain.dashboard.hub import EXPERIMENTS, TRAINJOBS, Hub, Message
 from kubetrain.dashboard.security import COOKIE, Guard
 
 __all__ = ["DashboardConfig", "build_app", "serve"]
@@ -122,10 +123,10 @@ async def _send(response: web.StreamResponse, event: str, data: Any) -> None:
     )
 
 
-async def jobs_stream(request: web.Request) -> web.StreamResponse:
+async def _table_stream(request: web.Request, channel: str) -> web.StreamResponse:
     hub = request.app[HUB]
     response = await _sse_open(request)
-    with hub.subscribe() as queue:
+    with hub.subscribe(channel) as queue:
         loop = asyncio.get_running_loop()
         next_ages = loop.time() + _AGES_S
         while True:
@@ -140,7 +141,7 @@ async def jobs_stream(request: web.Request) -> web.StreamResponse:
                     await _send(response, "api-error" if kind == "error" else kind, message)
                 if loop.time() >= next_ages:
                     next_ages = loop.time() + _AGES_S
-                    await _send(response, "ages", hub.ages())
+                    await _send(response, "ages", hub.ages(channel))
                 elif message is None:
                     await response.write(b": keep-alive\n\n")
             except (ConnectionResetError, asyncio.CancelledError):
@@ -148,12 +149,29 @@ async def jobs_stream(request: web.Request) -> web.StreamResponse:
     return response
 
 
+async def jobs_stream(request: web.Request) -> web.StreamResponse:
+    return await _table_stream(request, TRAINJOBS)
+
+
+async def experiments_stream(request: web.Request) -> web.StreamResponse:
+    return await _table_stream(request, EXPERIMENTS)
+
+
 async def job_stream(request: web.Request) -> web.StreamResponse:
     """``changed`` whenever the job's row changes (its status, or one of its pods)."""
+    return await _object_stream(request, TRAINJOBS)
+
+
+async def experiment_stream(request: web.Request) -> web.StreamResponse:
+    """``changed`` whenever the Experiment changes (its status counts every trial's)."""
+    return await _object_stream(request, EXPERIMENTS)
+
+
+async def _object_stream(request: web.Request, channel: str) -> web.StreamResponse:
     hub = request.app[HUB]
     key = f"{request.match_info['ns']}/{request.match_info['name']}"
     response = await _sse_open(request)
-    with hub.subscribe() as queue:
+    with hub.subscribe(channel) as queue:
         while True:
             try:
                 message: Message | None = await asyncio.wait_for(queue.get(), _HEARTBEAT_S)
@@ -167,7 +185,7 @@ async def job_stream(request: web.Request) -> web.StreamResponse:
                 elif message["type"] == "gone" and message["key"] == key:
                     await _send(response, "gone", {"key": key})
                 elif message["type"] in ("error", "snapshot"):
-                    await _send(response, "status", {"error": hub.error})
+                    await _send(response, "status", {"error": hub.error_of(channel)})
             except (ConnectionResetError, asyncio.CancelledError):
                 break
     return response
@@ -261,6 +279,22 @@ async def job_metrics(request: web.Request) -> web.Response:
     return _json(body)
 
 
+async def experiment_detail(request: web.Request) -> web.Response:
+    ns, name = request.match_info["ns"], request.match_info["name"]
+    try:
+        hub = request.app[HUB]
+        body = await _blocking(
+            views.experiment_detail,
+            request.app[CLIENT],
+            ns,
+            name,
+            lambda trial: hub.row(ns, trial) is not None,
+        )
+    except ClientError as exc:
+        return _client_error(exc)
+    return _json(body)
+
+
 async def runtimes(request: web.Request) -> web.Response:
     try:
         body = await _blocking(views.runtimes, request.app[CLIENT], request.app[HUB].scope)
@@ -315,6 +349,9 @@ def build_app(jc: JobClient, config: DashboardConfig, guard: Guard) -> web.Appli
     app.router.add_get("/api/trainjobs/{ns}/{name}/metrics", job_metrics)
     app.router.add_get("/api/trainjobs/{ns}/{name}/logs", job_logs)
     app.router.add_post("/api/trainjobs/{ns}/{name}/{action}", action)
+    app.router.add_get("/api/experiments/stream", experiments_stream)
+    app.router.add_get("/api/experiments/{ns}/{name}", experiment_detail)
+    app.router.add_get("/api/experiments/{ns}/{name}/stream", experiment_stream)
     return app
 
 

@@ -1,12 +1,14 @@
-"""The dashboard's live picture of every TrainJob: list + watch, one row per job, fanned out.
+"""The dashboard's live picture of every TrainJob (and Experiment): list + watch, one row per
+object, fanned out.
 
 Two watcher threads (TrainJobs, pods) keep a cache through :class:`~kubetrain.client.jobs.
 JobClient` (list, then watch from the list's resourceVersion; on any failure, list again). Each
 change recomputes the one affected row with the CLI's own functions (``JobClient.view`` and
 ``present.trainjob_row``) and hands it to every subscriber's asyncio queue. A subscriber first gets
 the whole table (a ``snapshot``), then ``row``/``gone`` messages, so nothing falls between a list
-and a watch. The threads are daemons: a watch blocks in a read that only the server (or process
-exit) ends.
+and a watch. Experiments (Katib) are a second channel on the same machinery: a third thread, rows
+from :mod:`kubetrain.client.tuning`, subscribed with ``subscribe(EXPERIMENTS)``. The threads are
+daemons: a watch blocks in a read that only the server (or process exit) ends.
 """
 
 from __future__ import annotations
@@ -24,9 +26,18 @@ from kubetrain.client import resources as R
 from kubetrain.client.errors import ClientError
 from kubetrain.client.jobs import ALL_NAMESPACES, JobClient
 from kubetrain.client.present import key_metric, trainjob_headers, trainjob_row
+from kubetrain.client.tuning import (
+    EXPERIMENT_HEADERS,
+    experiment_row,
+    experiment_state,
+    objective_text,
+)
 from kubetrain.client.view import JobView
 
-__all__ = ["Hub", "Message", "job_row"]
+__all__ = ["EXPERIMENTS", "TRAINJOBS", "Hub", "Message", "experiment_summary", "job_row"]
+
+TRAINJOBS = "trainjobs"
+EXPERIMENTS = "experiments"
 
 Key = tuple[str, str]  # (namespace, name)
 Message = dict[str, Any]
@@ -56,6 +67,23 @@ def job_row(view: JobView, now: datetime | None = None) -> dict[str, Any]:
     }
 
 
+def experiment_summary(obj: dict[str, Any], now: datetime | None = None) -> dict[str, Any]:
+    """One Experiment as the list shows it: the cells of ``kubetrain get experiments`` by header,
+    plus its namespace, objective and the reason of its state."""
+    meta = obj["metadata"]
+    cells = dict(zip(EXPERIMENT_HEADERS, experiment_row(obj, now), strict=True))
+    cells["NAMESPACE"] = str(meta.get("namespace") or "")
+    cells["OBJECTIVE"] = objective_text(obj)
+    _, reason, message = experiment_state(obj)
+    return {
+        "key": f"{cells['NAMESPACE']}/{meta['name']}",
+        "cells": cells,
+        "reason": reason,
+        "message": message,
+        "created": meta.get("creationTimestamp"),
+    }
+
+
 class Hub:
     """Cache and fan-out of TrainJob rows; start with :meth:`start`, read with :meth:`subscribe`."""
 
@@ -69,24 +97,41 @@ class Hub:
         self._pods: dict[Key, dict[str, dict[str, Any]]] = {}
         self._rows: dict[Key, dict[str, Any]] = {}
         self._runtime_nodes: dict[Any, int | None] = {}
-        self._subscribers: set[asyncio.Queue[Message]] = set()
+        self._subscribers: dict[str, set[asyncio.Queue[Message]]] = {
+            TRAINJOBS: set(),
+            EXPERIMENTS: set(),
+        }
         self._listed = threading.Event()
         self._pods_listed = threading.Event()
+        self.experiments_error: str | None = None
+        self._experiments: dict[Key, dict[str, Any]] = {}
+        self._experiments_listed = threading.Event()
 
     # --- subscribers (event loop side) -------------------------------------------------------
 
     @contextmanager
-    def subscribe(self) -> Iterator[asyncio.Queue[Message]]:
+    def subscribe(self, channel: str = TRAINJOBS) -> Iterator[asyncio.Queue[Message]]:
         """A queue that first holds a snapshot (or the error), then every change."""
         queue: asyncio.Queue[Message] = asyncio.Queue()
-        queue.put_nowait(self._snapshot())
-        self._subscribers.add(queue)
+        queue.put_nowait(self._snapshot(channel))
+        self._subscribers[channel].add(queue)
         try:
             yield queue
         finally:
-            self._subscribers.discard(queue)
+            self._subscribers[channel].discard(queue)
 
-    def _snapshot(self) -> Message:
+    def error_of(self, channel: str) -> str | None:
+        return self.error if channel == TRAINJOBS else self.experiments_error
+
+    def _snapshot(self, channel: str = TRAINJOBS) -> Message:
+        if channel == EXPERIMENTS:
+            with self._lock:
+                rows = list(self._experiments.values())
+            if self.experiments_error is not None:
+                return {"type": "error", "message": self.experiments_error}
+            if not self._experiments_listed.is_set():
+                return {"type": "loading"}
+            return {"type": "snapshot", "rows": rows, "scope": self.scope}
         with self._lock:
             rows = list(self._rows.values())
         if self.error is not None:
@@ -95,22 +140,23 @@ class Hub:
             return {"type": "loading"}
         return {"type": "snapshot", "rows": rows, "scope": self.scope}
 
-    def _publish(self, message: Message) -> None:
+    def _publish(self, message: Message, channel: str = TRAINJOBS) -> None:
         def deliver() -> None:
-            for queue in list(self._subscribers):
+            for queue in list(self._subscribers[channel]):
                 queue.put_nowait(message)
 
         self.loop.call_soon_threadsafe(deliver)
 
-    def ages(self) -> Message:
+    def ages(self, channel: str = TRAINJOBS) -> Message:
         """Every row's AGE cell now (ages move with the clock, not with events)."""
         now = datetime.now(UTC)
         from kubetrain.client.view import age
 
         with self._lock:
+            rows = self._rows if channel == TRAINJOBS else self._experiments
             return {
                 "type": "ages",
-                "ages": {r["key"]: age(r["created"], now) for r in self._rows.values()},
+                "ages": {r["key"]: age(r["created"], now) for r in rows.values()},
             }
 
     def row(self, namespace: str, name: str) -> dict[str, Any] | None:
@@ -120,7 +166,12 @@ class Hub:
     # --- watchers (thread side) --------------------------------------------------------------
 
     def start(self) -> None:
-        for target, what in ((self._watch_pods, "pods"), (self._watch_jobs, "trainjobs")):
+        watchers = (
+            (self._watch_pods, "pods"),
+            (self._watch_jobs, "trainjobs"),
+            (self._watch_experiments, "experiments"),
+        )
+        for target, what in watchers:
             threading.Thread(target=target, name=f"dashboard-{what}", daemon=True).start()
 
     def _list_scope(
@@ -135,21 +186,26 @@ class Hub:
             self.scope = self.jc.namespace
             return self.jc.objects_at(info, self.scope, labels)
 
-    def _forever(self, body: Any, what: str) -> None:
+    def _forever(self, body: Any, what: str, channel: str = TRAINJOBS) -> None:
         failures = 0
         while True:
             try:
                 body()
                 failures = 0  # a watch that ended normally (server timeout): list again
             except ClientError as exc:
-                self.error = f"{what}: {exc}"
-                self._publish({"type": "error", "message": self.error})
+                self._fail(channel, f"{what}: {_explain(exc, channel)}")
                 time.sleep(_RETRY_S[min(failures, len(_RETRY_S) - 1)])
                 failures += 1
             except Exception as exc:  # keep watching whatever broke one round
-                self.error = f"{what}: {type(exc).__name__}: {exc}"
-                self._publish({"type": "error", "message": self.error})
+                self._fail(channel, f"{what}: {type(exc).__name__}: {exc}")
                 time.sleep(_RETRY_S[-1])
+
+    def _fail(self, channel: str, message: str) -> None:
+        if channel == TRAINJOBS:
+            self.error = message
+        else:
+            self.experiments_error = message
+        self._publish({"type": "error", "message": message}, channel)
 
     def _watch_pods(self) -> None:
         self._forever(self._pods_round, "pods")
@@ -157,6 +213,28 @@ class Hub:
     def _watch_jobs(self) -> None:
         self._pods_listed.wait()
         self._forever(self._jobs_round, "trainjobs")
+
+    def _watch_experiments(self) -> None:
+        self._forever(self._experiments_round, "experiments", EXPERIMENTS)
+
+    def _experiments_round(self) -> None:
+        objs, version = self._list_scope(R.EXPERIMENT)
+        with self._lock:
+            self._experiments = {_key(o): experiment_summary(o) for o in objs}
+        self._experiments_listed.set()
+        self.experiments_error = None
+        self._publish(self._snapshot(EXPERIMENTS), EXPERIMENTS)
+        for kind, obj in self.jc.watch(R.EXPERIMENT, self.scope, resource_version=version):
+            key = _key(obj)
+            if kind == "DELETED":
+                with self._lock:
+                    self._experiments.pop(key, None)
+                self._publish({"type": "gone", "key": "/".join(key)}, EXPERIMENTS)
+                continue
+            row = experiment_summary(obj)
+            with self._lock:
+                self._experiments[key] = row
+            self._publish({"type": "row", "row": row}, EXPERIMENTS)
 
     def _pods_round(self) -> None:
         pods, version = self._list_scope(R.POD, _JOB_PODS)
@@ -221,6 +299,13 @@ class Hub:
             self._rows[key] = row
         if publish:
             self._publish({"type": "row", "row": row})
+
+
+def _explain(exc: ClientError, channel: str) -> str:
+    if channel == EXPERIMENTS and exc.code == 404:
+        # A cluster without Katib: no kubeflow.org/v1beta1 experiments resource at all.
+        return f"this API server does not serve {R.EXPERIMENT.api_version} experiments (is Katib installed?)"
+    return str(exc)
 
 
 def _key(obj: dict[str, Any]) -> Key:

@@ -7,15 +7,17 @@ the client functions the CLI prints, so the page and ``kubetrain describe`` neve
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from kubetrain.client import resources as R
 from kubetrain.client.jobs import ALL_NAMESPACES, JobClient
 from kubetrain.client.metrics import series_columns
 from kubetrain.client.present import event_rows, pod_row, runtime_row
-from kubetrain.dashboard.hub import job_row
+from kubetrain.client.tuning import objective_series, parameter_rows, trial_details
+from kubetrain.dashboard.hub import experiment_summary, job_row
 
-__all__ = ["in_namespace", "job_detail", "job_metrics", "runtimes"]
+__all__ = ["experiment_detail", "in_namespace", "job_detail", "job_metrics", "runtimes"]
 
 _POD_COLUMNS = ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "EXIT CODE", "IP"]
 _EVENT_COLUMNS = ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
@@ -140,3 +142,51 @@ def runtimes(jc: JobClient, scope: str) -> list[dict[str, Any]]:
                 }
             )
     return out
+
+
+def experiment_detail(
+    jc: JobClient, namespace: str, name: str, has_job: Callable[[str], bool]
+) -> dict[str, Any]:
+    """Everything the Experiment page shows; NotFoundError (a ClientError) when it is gone.
+
+    ``has_job(name)``: whether a trial's TrainJob (named like the trial) still exists; Katib
+    deletes it after the trial unless the template says ``retain``, so the page links only to
+    those.
+    """
+    obj = jc.get(R.EXPERIMENT, name, namespace)
+    trials = jc.objects(R.TRIAL, namespace, labels={"katib.kubeflow.org/experiment": name})
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    details = trial_details(obj, trials)
+    for d in details:
+        d["trainjob"] = has_job(d["name"])
+    algorithm = spec.get("algorithm") or {}
+    objective = spec.get("objective") or {}
+    return {
+        "row": experiment_summary(obj),
+        "conditions": status.get("conditions") or [],
+        "objective": {
+            "type": objective.get("type"),
+            "metric": objective.get("objectiveMetricName"),
+            "goal": objective.get("goal"),
+            "additional": objective.get("additionalMetricNames") or [],
+        },
+        "algorithm": {
+            "name": algorithm.get("algorithmName"),
+            "settings": {
+                str(s["name"]): s.get("value") for s in algorithm.get("algorithmSettings") or []
+            },
+        },
+        "budget": {
+            "max": spec.get("maxTrialCount"),
+            "parallel": spec.get("parallelTrialCount"),
+            "maxFailed": spec.get("maxFailedTrialCount"),
+        },
+        "parameters": [
+            {"name": n, "type": t, "space": where} for n, t, where in parameter_rows(obj)
+        ],
+        "best": status.get("currentOptimalTrial") or {},
+        "trials": details,
+        "series": objective_series(obj, details),
+        "yaml": _yaml(obj),
+    }

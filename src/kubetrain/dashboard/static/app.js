@@ -9,10 +9,10 @@ let session = null;
 let cleanup = [];
 let focusTab = false; // after arrow keys in the tab list, the new tab takes the focus
 
-// Sections in the top bar. Experiments (Katib) join this list once the tuning issue has landed:
-// a route below and an entry here.
+// Sections in the top bar: an entry here and a route below.
 const SECTIONS = [
   { id: "jobs", href: "#/", label: "TrainJobs" },
+  { id: "experiments", href: "#/experiments", label: "Experiments" },
   { id: "runtimes", href: "#/runtimes", label: "Runtimes" },
 ];
 const STATES = ["Created", "Running", "Suspended", "Complete", "Failed"];
@@ -97,6 +97,10 @@ function table(columns, rows, opts) {
     h("thead", {}, head), body));
 }
 
+function card(label, value) {
+  return h("div", { class: "panel" }, h("dt", {}, label), h("dd", {}, value));
+}
+
 function onCleanup(fn) { cleanup.push(fn); }
 
 function stream(path, handlers) {
@@ -138,6 +142,12 @@ function route() {
   main.textContent = "";
   if (parts[0] === "jobs" && parts.length >= 3) {
     jobPage(parts[1], parts[2], parts[3] || "overview");
+  } else if (parts[0] === "experiments" && parts.length >= 3) {
+    section = "experiments";
+    experimentPage(parts[1], parts[2]);
+  } else if (parts[0] === "experiments") {
+    section = "experiments";
+    experimentsPage();
   } else if (parts[0] === "runtimes") {
     section = "runtimes";
     runtimesPage();
@@ -348,10 +358,6 @@ function jobPage(ns, name, tab) {
         card("Nodes", r.cells.NODES),
         card("Steps", r.cells.STEPS),
         card("Age", r.cells.AGE)));
-  }
-
-  function card(label, value) {
-    return h("div", { class: "panel" }, h("dt", {}, label), h("dd", {}, value));
   }
 
   async function act(verb) {
@@ -652,6 +658,241 @@ async function runtimesPage() {
       ], rt.setup.containers, { label: `${c.NAME} containers` }),
       h("details", {}, h("summary", {}, "YAML"), h("pre", { class: "code", tabindex: "0" }, rt.yaml))));
   }
+}
+
+// --- Experiments (Katib) -----------------------------------------------------------------
+
+const expHref = (ns, name) => `#/experiments/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`;
+
+function experimentsPage() {
+  document.title = "Experiments · kubetrain";
+  const rows = new Map();
+  let loaded = false;
+  const nameInput = h("input", { id: "f-exp-name", type: "search", placeholder: "name contains…", autocomplete: "off" });
+  const count = h("span", { class: "count", "aria-live": "polite" });
+  const body = h("div", { class: "panel flush" }, h("div", { class: "empty" }, "Loading Experiments…"));
+  main.append(h("h1", {}, "Experiments"),
+    h("div", { class: "filters", role: "search", "aria-label": "Filter Experiments" },
+      h("label", { for: "f-exp-name" }, "Name", nameInput), count),
+    body);
+
+  function render() {
+    if (!loaded) return;
+    const q = nameInput.value.trim().toLowerCase();
+    const all = [...rows.values()];
+    const hits = all.filter((r) => !q || r.cells.NAME.toLowerCase().includes(q));
+    hits.sort((a, b) => (b.created || "").localeCompare(a.created || "") || a.key.localeCompare(b.key));
+    const noun = all.length === 1 ? "Experiment" : "Experiments";
+    count.textContent = hits.length === all.length ? `${all.length} ${noun}` : `${hits.length} of ${all.length} ${noun}`;
+    body.textContent = "";
+    if (!hits.length) {
+      body.append(h("div", { class: "empty" }, all.length ? "No Experiment matches this name."
+        : h("span", {}, "No Experiments yet. Start a search with ", h("code", {}, "kubetrain apply -f experiment.yaml"), " or ", h("code", {}, "kubetrain tune"), ".")));
+      return;
+    }
+    const t = table([
+      { label: "Name", cls: "name", render: (r) => h("a", { href: expHref(r.cells.NAMESPACE, r.cells.NAME) }, r.cells.NAME) },
+      { label: "Namespace", cls: "hide-sm", render: (r) => r.cells.NAMESPACE },
+      { label: "State", render: (r) => h("span", { title: [r.reason, r.message].filter(Boolean).join(": ") || null }, badge(r.cells.STATE)) },
+      { label: "Algorithm", cls: "hide-sm", render: (r) => r.cells.ALGORITHM },
+      { label: "Objective", cls: "hide-sm", render: (r) => r.cells.OBJECTIVE },
+      { label: "Trials", cls: "num", render: (r) => r.cells.TRIALS },
+      { label: "Running", cls: "num hide-sm", render: (r) => r.cells.RUNNING },
+      { label: "Succeeded", cls: "num hide-sm", render: (r) => r.cells.SUCCEEDED },
+      { label: "Failed", cls: "num hide-sm", render: (r) => r.cells.FAILED },
+      { label: "Best", cls: "metric", render: (r) => r.cells.BEST === "-" ? "" : r.cells.BEST },
+      { label: "Age", cls: "num", render: (r) => h("span", { "data-age": r.key }, r.cells.AGE) },
+    ], hits, { label: "Experiments" });
+    t.querySelectorAll("tbody tr").forEach((tr, i) => { tr.dataset.key = hits[i].key; });
+    body.append(t);
+  }
+
+  let pending = false;
+  function schedule() {
+    if (pending) return;
+    pending = true;
+    requestAnimationFrame(() => { pending = false; render(); });
+  }
+  nameInput.addEventListener("input", schedule);
+
+  stream("/api/experiments/stream", {
+    loading: () => setLive(true, "connecting…"),
+    snapshot: (m) => {
+      rows.clear();
+      for (const r of m.rows) rows.set(r.key, r);
+      loaded = true;
+      showBanner(null);
+      setLive(true, `live · ${session ? session.context : ""}`);
+      render();
+    },
+    row: (m) => { rows.set(m.row.key, m.row); schedule(); },
+    gone: (m) => { rows.delete(m.key); schedule(); },
+    ages: (m) => {
+      for (const [k, v] of Object.entries(m.ages)) { const r = rows.get(k); if (r) r.cells.AGE = v; }
+      for (const el of body.querySelectorAll("[data-age]")) { const v = m.ages[el.dataset.age]; if (v) el.textContent = v; }
+    },
+    "api-error": (m) => {
+      showBanner(`Cannot read Experiments: ${m.message}. Retrying…`);
+      setLive(false, "API unreachable");
+      if (!loaded) { body.textContent = ""; body.append(h("div", { class: "empty" }, "Waiting for the Kubernetes API…")); }
+    },
+  });
+}
+
+function experimentPage(ns, name) {
+  document.title = `${name} · Experiment · kubetrain`;
+  const base = `/api/experiments/${encodeURIComponent(ns)}/${encodeURIComponent(name)}`;
+  const header = h("div", {});
+  const body = h("div", {});
+  main.append(h("p", { class: "muted" }, h("a", { href: "#/experiments" }, "Experiments"), ` / ${ns} /`), header, body);
+  const chart = makeObjectiveChart();
+  onCleanup(() => chart.destroy());
+  let built = false, refreshing = false, again = false;
+  const condBox = h("div", {}), setupBox = h("div", {}), trialBox = h("div", {}), yamlBox = h("pre", { class: "code", tabindex: "0", "aria-label": "Experiment YAML" });
+
+  async function refresh() {
+    if (refreshing) { again = true; return; }
+    refreshing = true;
+    try {
+      const d = await api(base);
+      showBanner(null);
+      draw(d);
+    } catch (e) {
+      if (e.status === 404) {
+        header.textContent = "";
+        body.textContent = "";
+        built = false;
+        header.append(h("h1", {}, name), h("div", { class: "panel empty", role: "alert" },
+          `There is no Experiment "${name}" in namespace "${ns}" (it may have been deleted). `, h("a", { href: "#/experiments" }, "See all Experiments.")));
+      } else {
+        showBanner(e.message);
+      }
+    } finally {
+      refreshing = false;
+      if (again) { again = false; setTimeout(refresh, 300); }
+    }
+  }
+
+  function draw(d) {
+    const r = d.row, c = r.cells;
+    const best = d.trials.find((t) => t.best);
+    header.textContent = "";
+    header.append(
+      h("h1", {}, name, badge(c.STATE)),
+      h("p", { class: "muted", id: "exp-message", hidden: !r.message }, [r.reason, r.message].filter(Boolean).join(": ")),
+      h("dl", { class: "summary" },
+        card("Objective", c.OBJECTIVE),
+        card("Algorithm", c.ALGORITHM),
+        card("Trials", `${c.TRIALS} · ${d.budget.parallel ?? "?"} at a time`),
+        card("Running / succeeded / failed", `${c.RUNNING} / ${c.SUCCEEDED} / ${c.FAILED}`),
+        card("Best", best ? h("span", {}, `${c.BEST} `, h("span", { class: "muted" }, `(${best.name})`)) : "–"),
+        card("Age", c.AGE)));
+    if (!built) {
+      built = true;
+      body.textContent = "";
+      body.append(
+        h("section", { class: "panel", "aria-labelledby": "h-objective" }, h("h2", { id: "h-objective" }, `Objective over trials (${d.objective.type} ${d.objective.metric})`), chart.el),
+        h("section", { class: "panel", "aria-labelledby": "h-trials" }, h("h2", { id: "h-trials" }, "Trials"), trialBox),
+        h("div", { class: "grid2" },
+          h("section", { class: "panel", "aria-labelledby": "h-cond" }, h("h2", { id: "h-cond" }, "Conditions"), condBox),
+          h("section", { class: "panel", "aria-labelledby": "h-setup" }, h("h2", { id: "h-setup" }, "Search space"), setupBox)),
+        h("section", { class: "panel" }, h("details", {}, h("summary", {}, "YAML"), yamlBox)));
+    }
+    chart.update(d);
+    drawTrials(d);
+    condBox.textContent = "";
+    condBox.append(d.conditions.length ? table([
+      { label: "Type", key: "type" },
+      { label: "Status", render: (x) => badge(x.status) },
+      { label: "Reason", key: "reason" },
+      { label: "Message", cls: "msg", key: "message" },
+    ], d.conditions, { label: "Conditions" }) : h("p", { class: "muted" }, "No conditions yet."));
+    setupBox.textContent = "";
+    const settings = Object.entries(d.algorithm.settings).map(([k, v]) => `${k}=${v}`).join(", ");
+    setupBox.append(
+      table([
+        { label: "Parameter", key: "name" },
+        { label: "Type", key: "type" },
+        { label: "Space", key: "space" },
+      ], d.parameters, { label: "Parameters" }),
+      h("div", { class: "kv", style: "margin-top:.75rem" },
+        h("span", {}, "Algorithm ", h("b", {}, d.algorithm.name + (settings ? ` (${settings})` : ""))),
+        d.objective.goal !== null && d.objective.goal !== undefined ? h("span", {}, "Goal ", h("b", {}, String(d.objective.goal))) : null,
+        d.objective.additional.length ? h("span", {}, "Also recorded ", h("b", {}, d.objective.additional.join(", "))) : null,
+        d.budget.maxFailed !== null && d.budget.maxFailed !== undefined ? h("span", {}, "At most failed ", h("b", {}, String(d.budget.maxFailed))) : null));
+    yamlBox.textContent = d.yaml;
+  }
+
+  function drawTrials(d) {
+    trialBox.textContent = "";
+    if (!d.trials.length) { trialBox.append(h("p", { class: "muted" }, "No trials yet.")); return; }
+    const params = d.parameters.map((p) => p.name);
+    const metrics = [d.objective.metric, ...d.objective.additional];
+    for (const t of d.trials) for (const m of Object.keys(t.metrics)) if (!metrics.includes(m)) metrics.push(m);
+    const t = table([
+      { label: "#", cls: "num", render: (x) => String(d.trials.indexOf(x) + 1) },
+      { label: "Trial", cls: "name", render: (x) => h("span", {}, x.trainjob
+          ? h("a", { href: `#/jobs/${encodeURIComponent(ns)}/${encodeURIComponent(x.name)}`, title: "its TrainJob" }, x.name)
+          : h("span", { title: "its TrainJob was deleted after the trial (trialTemplate.retain is false)" }, x.name),
+        x.best ? h("span", { class: "badge s-best", title: "currentOptimalTrial" }, "★ best") : null) },
+      { label: "State", render: (x) => badge(x.state) },
+      ...params.map((p) => ({ label: p, cls: "num", render: (x) => x.parameters[p] })),
+      ...metrics.map((m, i) => ({ label: i === 0 ? `${m} (objective)` : m, cls: "num", render: (x) => x.metrics[m] })),
+    ], d.trials, { label: "Trials" });
+    t.querySelectorAll("tbody tr").forEach((tr, i) => {
+      tr.dataset.trial = d.trials[i].name;
+      if (d.trials[i].best) { tr.classList.add("best"); tr.setAttribute("aria-label", `best trial ${d.trials[i].name}`); }
+    });
+    trialBox.append(t);
+  }
+
+  stream(base + "/stream", {
+    changed: () => refresh(),
+    gone: () => refresh(),
+    status: (m) => { if (m.error) showBanner(`Cannot read Experiments: ${m.error}. Retrying…`); else refresh(); },
+  });
+  refresh();
+}
+
+// The objective of each trial (points, in creation order) and the best value so far (a step line).
+function makeObjectiveChart() {
+  const el = h("div", { class: "chart", id: "objective-chart", role: "img", "aria-label": "objective over trials" },
+    h("p", { class: "muted" }, "No objective values reported yet."));
+  let plot = null, last = "";
+  const ro = new ResizeObserver(() => { if (plot) plot.setSize({ width: Math.max(260, el.clientWidth || 400), height: 240 }); });
+  return {
+    el,
+    update(d) {
+      const x = d.trials.map((_, i) => i + 1);
+      const data = [x, d.series.objective, d.series.best];
+      const key = JSON.stringify(data);
+      if (key === last) return;
+      last = key;
+      if (!d.series.objective.some((v) => v !== null)) return;
+      const n = d.series.objective.filter((v) => v !== null).length;
+      el.dataset.points = String(n);
+      // What the picture says, for screen readers (the trials table holds every value).
+      const best = d.series.best[d.series.best.length - 1];
+      el.setAttribute("aria-label", `${d.objective.metric} of ${n} trials; best so far ${best}`);
+      if (plot) { plot.setData(data); return; }
+      el.textContent = "";
+      plot = new uPlot({
+        width: Math.max(260, el.clientWidth || 400), height: 240,
+        // Half a trial of room either side, so the first and last points are not on the frame.
+        scales: { x: { time: false, range: (u, lo, hi) => [lo - 0.5, hi + 0.5] } },
+        series: [
+          { label: "trial" },
+          { label: d.objective.metric, stroke: COLOURS[0], width: 0, paths: () => null, points: { show: true, size: 8, fill: COLOURS[0] } },
+          { label: "best so far", stroke: COLOURS[2], width: 2, paths: uPlot.paths.stepped({ align: 1 }), points: { show: false } },
+        ],
+        axes: [{ stroke: "#4d5a6b", grid: { stroke: "#eef1f5" }, incrs: [1, 2, 5, 10, 20, 50, 100], values: (u, v) => v.map(String), label: "trial" },
+          { stroke: "#4d5a6b", grid: { stroke: "#eef1f5" }, size: 60 }],
+        legend: { show: true },
+      }, data, el);
+      ro.observe(el);
+    },
+    destroy() { ro.disconnect(); if (plot) plot.destroy(); },
+  };
 }
 
 // --- start --------------------------------------------------------------------------------
