@@ -449,6 +449,10 @@ class Kubelet:
         if self.ports.release(owner) and self.waiting:
             self._retry_waiting()
 
+    def background(self, coro: Awaitable[None]) -> None:
+        """Run ``coro`` on the side; `stop` waits for it."""
+        self._background_task(coro)
+
     def _background_task(self, coro: Awaitable[None]) -> None:
         async def wrapped() -> None:
             await coro
