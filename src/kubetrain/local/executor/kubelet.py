@@ -199,10 +199,13 @@ class Kubelet:
         """Start (or adopt) the pod's containers unless something already looks after it."""
         meta = pod["metadata"]
         uid = str(meta.get("uid", ""))
-        if not uid or uid in self.tasks or uid in self.cluster.terminating:
+        if not uid or uid in self.cluster.terminating:
             return
         if meta.get("deletionTimestamp"):
+            # Graceful deletion: the Pod object stays until its processes have ended.
             self.pod_gone(pod)
+            return
+        if uid in self.tasks:
             return
         phase = (pod.get("status") or {}).get("phase")
         if phase in ("Succeeded", "Failed"):
@@ -482,12 +485,12 @@ class Kubelet:
                         await asyncio.wait_for(task, timeout=5)
             else:
                 await self._kill_leftovers(self._pod_dir(uid))
-            if pod["metadata"].get("deletionTimestamp"):
-                # Graceful deletion (a finalizer held it): the kubelet's final delete.
-                ns, name = key_of(pod)
-                with contextlib.suppress(KubeApiError):
-                    await self.api.delete(PODS, ns, name, grace_seconds=0, uid=uid)
+            # Every process has ended: the kubelet's final delete ends the graceful deletion
+            # (the API server keeps a deleted pod of a node until then, so that whoever waits
+            # for the pod to go waits for its processes). Already gone: a 404, ignored.
             ns, name = key_of(pod)
+            with contextlib.suppress(KubeApiError):
+                await self.api.delete(PODS, ns, name, grace_seconds=0, uid=uid)
             await asyncio.to_thread(self._remove_files, uid, ns, name)
         finally:
             self.cluster.terminating.pop(uid, None)
