@@ -99,6 +99,7 @@ class Kubelet:
         digest = hashlib.sha1(str(self.home.resolve()).encode(), usedforsecurity=False)
         self._cgroup_key = f"home-{digest.hexdigest()[:12]}"
         self._names_key: object = None
+        self._names_timer: asyncio.TimerHandle | None = None
         # The node: what it has, what running pods requested, which GPUs each holds.
         self.allocatable = settings.allocatable or machine_allocatable()
         self.requests: dict[str, Resources] = {}
@@ -163,8 +164,19 @@ class Kubelet:
         }
 
     def refresh_names(self) -> None:
-        """Rewrite running pods' /etc/hosts when what they resolve changed."""
-        if self.network is None:
+        """Rewrite running pods' /etc/hosts soon, if what they resolve changed.
+
+        Coalesced: `names` walks every JobSet, so a burst of changes (deleting 500 TrainJobs)
+        must cost one walk, not one per change; the API server shares this event loop."""
+        if self.network is None or self._names_timer is not None:
+            return
+        self._names_timer = asyncio.get_running_loop().call_later(0.05, self._refresh_names)
+
+    def _refresh_names(self) -> None:
+        self._names_timer = None
+        if not any(r.sandbox is not None for r in self.runners.values()):
+            # No running pod to rewrite; a pod that starts gets the names of that moment.
+            self._names_key = None
             return
         hosts, services = self.names()
         key = (sorted(hosts.items()), sorted(services.items()))
@@ -539,6 +551,8 @@ class Kubelet:
         """Stop looking after pods; their processes live on unless ``kill_pods``."""
         if self._retry is not None:
             self._retry.cancel()
+        if self._names_timer is not None:
+            self._names_timer.cancel()
         self.ports.close()
         if kill_pods:
             await asyncio.gather(
