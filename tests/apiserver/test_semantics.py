@@ -602,3 +602,31 @@ def test_verbs_a_subresource_does_not_have_are_405(
         kube_request(api_client, method, f"/api/v1/namespaces/{ns}/pods/p{suffix}", {})
     assert err.value.status == 405
     assert core.read_namespaced_pod("p", ns).metadata.name == "p"
+
+
+@pytest.mark.parametrize(
+    ("pod_spec", "phase", "stays"),
+    [
+        pytest.param({"nodeName": "node-a"}, None, True, id="a pod on a node stays terminating"),
+        pytest.param({}, None, False, id="a pod on no node goes at once"),
+        pytest.param({"nodeName": "node-a"}, "Failed", False, id="an ended pod goes at once"),
+    ],
+)
+def test_pod_deletion_is_graceful_until_the_kubelet_deletes_it_with_grace_zero(
+    core: Any, ns: str, pod_spec: dict[str, Any], phase: str | None, stays: bool
+) -> None:
+    spec = {"containers": [{"name": "c", "image": "x"}], "terminationGracePeriodSeconds": 20}
+    core.create_namespaced_pod(ns, {"metadata": {"name": "p"}, "spec": {**spec, **pod_spec}})
+    if phase:
+        core.patch_namespaced_pod_status("p", ns, {"status": {"phase": phase}})
+    core.delete_namespaced_pod("p", ns)
+    left = core.list_namespaced_pod(ns).items
+    if not stays:
+        assert left == []
+        return
+    [pod] = left
+    assert pod.metadata.deletion_timestamp is not None
+    assert pod.metadata.deletion_grace_period_seconds == 20
+    # What the kubelet sends once every process of the pod has ended.
+    core.delete_namespaced_pod("p", ns, grace_period_seconds=0)
+    assert core.list_namespaced_pod(ns).items == []

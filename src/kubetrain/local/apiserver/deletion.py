@@ -9,6 +9,7 @@ controller see a settled state as soon as the DELETE is answered.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubetrain.api import codec
@@ -93,10 +94,13 @@ class Deletion:
             )
         if dry_run:
             return Result(obj, 200)
+        grace = options.get("gracePeriodSeconds")
+        if grace is not None and (isinstance(grace, bool) or not isinstance(grace, int)):
+            raise E.bad_request(f"gracePeriodSeconds: must be an integer, not {grace!r}")
         if res.kind == "Namespace" and not res.group:
             result = self._delete_namespace(op, res, obj)
         else:
-            result = self._delete(op, res, obj, policy)
+            result = self._delete(op, res, obj, policy, grace)
         await op.done()
         return result
 
@@ -117,32 +121,42 @@ class Deletion:
                 res.key, obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
             )
             if current is not None:
-                deleted.append(self._delete(op, res, current, policy).body)
+                grace = options.get("gracePeriodSeconds")
+                grace = grace if isinstance(grace, int) and not isinstance(grace, bool) else None
+                deleted.append(self._delete(op, res, current, policy, grace).body)
         await op.done()
         listed["items"] = deleted
         return Result(listed, 200)
 
-    def _delete(self, op: Op, res: ResourceDef, obj: dict[str, Any], policy: str) -> Result:
+    def _delete(
+        self,
+        op: Op,
+        res: ResourceDef,
+        obj: dict[str, Any],
+        policy: str,
+        grace: int | None = None,
+    ) -> Result:
         meta = obj["metadata"]
         uid = meta.get("uid", "")
         if policy == "Orphan":
             self._orphan(op, uid)
+        period = _grace_period(res, obj, grace)
         if meta.get("deletionTimestamp"):
+            if period == 0 and not meta.get("finalizers") and _is_pod(res):
+                # The kubelet's final delete once the pod's processes have ended.
+                return self._remove_now(op, res, obj)
             return Result(obj, 200)
         finalizers = list(meta.get("finalizers") or ())
         dependents = self.store.dependents(uid)
         if policy == "Foreground" and dependents and "foregroundDeletion" not in finalizers:
             finalizers.append("foregroundDeletion")
-        if not finalizers:
-            rv = self.store.next_rv()
-            gone = codec.clone(obj)
-            gone["metadata"]["resourceVersion"] = str(rv)
-            self._remove(op, res, gone, rv)
-            return Result(gone, 200)
+        if not finalizers and not period:
+            return self._remove_now(op, res, obj)
         marked = codec.clone(obj)
-        marked["metadata"]["deletionTimestamp"] = self.clock()
-        marked["metadata"]["deletionGracePeriodSeconds"] = 0
-        marked["metadata"]["finalizers"] = finalizers
+        marked["metadata"]["deletionTimestamp"] = _later(self.clock(), period)
+        marked["metadata"]["deletionGracePeriodSeconds"] = period
+        if finalizers:
+            marked["metadata"]["finalizers"] = finalizers
         rv = self.store.next_rv()
         marked["metadata"]["resourceVersion"] = str(rv)
         op.futures.append(
@@ -158,6 +172,13 @@ class Deletion:
             self._maybe_finish_foreground(op, uid)
         current = self.store.get(res.key, meta.get("namespace", ""), meta["name"])
         return Result(current or marked, 200)
+
+    def _remove_now(self, op: Op, res: ResourceDef, obj: dict[str, Any]) -> Result:
+        rv = self.store.next_rv()
+        gone = codec.clone(obj)
+        gone["metadata"]["resourceVersion"] = str(rv)
+        self._remove(op, res, gone, rv)
+        return Result(gone, 200)
 
     def _orphan(self, op: Op, uid: str) -> None:
         for resource, ns, name in self.store.dependents(uid):
@@ -278,3 +299,32 @@ class Deletion:
         op.futures.append(
             self.store.put(Change(rv, "DELETED", res.key, "", namespace, gone, ns_obj))
         )
+
+
+def _is_pod(res: ResourceDef) -> bool:
+    return res.kind == "Pod" and not res.group
+
+
+def _grace_period(res: ResourceDef, obj: dict[str, Any], grace: int | None) -> int:
+    """Seconds a deleted object stays, terminating, before it is removed: Kubernetes' graceful
+    deletion of pods. A pod on a node stays until its kubelet has stopped every process and
+    deletes it with grace 0; a pod no node runs, or one that has ended, goes at once."""
+    if not _is_pod(res):
+        return 0
+    spec = obj.get("spec") or {}
+    phase = (obj.get("status") or {}).get("phase")
+    if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+        return 0
+    if grace is None:
+        grace = spec.get("terminationGracePeriodSeconds")
+    if grace is None:
+        grace = 30
+    return max(0, int(grace))
+
+
+def _later(stamp: str, seconds: int) -> str:
+    """``stamp`` (Kubernetes' timestamp form) plus ``seconds``."""
+    if not seconds:
+        return stamp
+    when = datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    return (when + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -301,6 +301,11 @@ class HttpApi:
                 raise E.bad_request("DeleteOptions must be an object")
             if q.get("propagationPolicy"):
                 options["propagationPolicy"] = q["propagationPolicy"]
+            if q.get("gracePeriodSeconds"):
+                try:
+                    options["gracePeriodSeconds"] = int(q["gracePeriodSeconds"])
+                except ValueError:
+                    raise E.bad_request("gracePeriodSeconds: must be an integer") from None
             if name is None:
                 labels = parse_label_selector(q.get("labelSelector"))
                 fields = parse_field_selector(q.get("fieldSelector"), res.field_labels, res.kind)

@@ -99,6 +99,7 @@ class Kubelet:
         digest = hashlib.sha1(str(self.home.resolve()).encode(), usedforsecurity=False)
         self._cgroup_key = f"home-{digest.hexdigest()[:12]}"
         self._names_key: object = None
+        self._names_timer: asyncio.TimerHandle | None = None
         # The node: what it has, what running pods requested, which GPUs each holds.
         self.allocatable = settings.allocatable or machine_allocatable()
         self.requests: dict[str, Resources] = {}
@@ -163,8 +164,19 @@ class Kubelet:
         }
 
     def refresh_names(self) -> None:
-        """Rewrite running pods' /etc/hosts when what they resolve changed."""
-        if self.network is None:
+        """Rewrite running pods' /etc/hosts soon, if what they resolve changed.
+
+        Coalesced: `names` walks every JobSet, so a burst of changes (deleting 500 TrainJobs)
+        must cost one walk, not one per change; the API server shares this event loop."""
+        if self.network is None or self._names_timer is not None:
+            return
+        self._names_timer = asyncio.get_running_loop().call_later(0.05, self._refresh_names)
+
+    def _refresh_names(self) -> None:
+        self._names_timer = None
+        if not any(r.sandbox is not None for r in self.runners.values()):
+            # No running pod to rewrite; a pod that starts gets the names of that moment.
+            self._names_key = None
             return
         hosts, services = self.names()
         key = (sorted(hosts.items()), sorted(services.items()))
@@ -199,10 +211,13 @@ class Kubelet:
         """Start (or adopt) the pod's containers unless something already looks after it."""
         meta = pod["metadata"]
         uid = str(meta.get("uid", ""))
-        if not uid or uid in self.tasks or uid in self.cluster.terminating:
+        if not uid or uid in self.cluster.terminating:
             return
         if meta.get("deletionTimestamp"):
+            # Graceful deletion: the Pod object stays until its processes have ended.
             self.pod_gone(pod)
+            return
+        if uid in self.tasks:
             return
         phase = (pod.get("status") or {}).get("phase")
         if phase in ("Succeeded", "Failed"):
@@ -449,6 +464,10 @@ class Kubelet:
         if self.ports.release(owner) and self.waiting:
             self._retry_waiting()
 
+    def background(self, coro: Awaitable[None]) -> None:
+        """Run ``coro`` on the side; `stop` waits for it."""
+        self._background_task(coro)
+
     def _background_task(self, coro: Awaitable[None]) -> None:
         async def wrapped() -> None:
             await coro
@@ -478,12 +497,12 @@ class Kubelet:
                         await asyncio.wait_for(task, timeout=5)
             else:
                 await self._kill_leftovers(self._pod_dir(uid))
-            if pod["metadata"].get("deletionTimestamp"):
-                # Graceful deletion (a finalizer held it): the kubelet's final delete.
-                ns, name = key_of(pod)
-                with contextlib.suppress(KubeApiError):
-                    await self.api.delete(PODS, ns, name, grace_seconds=0, uid=uid)
+            # Every process has ended: the kubelet's final delete ends the graceful deletion
+            # (the API server keeps a deleted pod of a node until then, so that whoever waits
+            # for the pod to go waits for its processes). Already gone: a 404, ignored.
             ns, name = key_of(pod)
+            with contextlib.suppress(KubeApiError):
+                await self.api.delete(PODS, ns, name, grace_seconds=0, uid=uid)
             await asyncio.to_thread(self._remove_files, uid, ns, name)
         finally:
             self.cluster.terminating.pop(uid, None)
@@ -532,6 +551,8 @@ class Kubelet:
         """Stop looking after pods; their processes live on unless ``kill_pods``."""
         if self._retry is not None:
             self._retry.cancel()
+        if self._names_timer is not None:
+            self._names_timer.cancel()
         self.ports.close()
         if kill_pods:
             await asyncio.gather(

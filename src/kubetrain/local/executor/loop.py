@@ -23,6 +23,7 @@ from .kubelet import Kubelet
 from .labels import JOBSET_NAME
 from .node import node_object
 from .objects import make_event
+from .podstatus import BARE_POD_MESSAGE, BARE_POD_REASON, bare_pod_status, bare_pod_waits
 from .settings import ExecutorSettings
 
 __all__ = ["Executor"]
@@ -67,6 +68,10 @@ class Executor:
             ),
             asyncio.create_task(
                 self._informer(SERVICES, None, self._on_service), name="executor-services"
+            ),
+            asyncio.create_task(
+                self._informer(PODS, f"!{JOBSET_NAME}", self._on_bare_pod),
+                name="executor-bare-pods",
             ),
         ]
         await asyncio.to_thread(self.kubelet.start_network)
@@ -184,6 +189,22 @@ class Executor:
         jobset = jobset_key_of(obj)
         if jobset is not None:
             self.jobsets.enqueue(jobset)
+
+    def _on_bare_pod(self, etype: str, obj: Obj) -> None:
+        """A Pod of no JobSet is never run here yet: say so on it, never leave it silent."""
+        if etype == "DELETED" or not bare_pod_waits(obj):
+            return
+        self.kubelet.background(self._mark_bare_pod(obj))
+
+    async def _mark_bare_pod(self, pod: Obj) -> None:
+        ns, name = key_of(pod)
+        status = bare_pod_status(format_time(now()))
+        try:
+            await self.api.patch(PODS, ns, name, {"status": status}, subresource="status")
+        except KubeApiError as err:
+            log.debug("bare pod %s/%s not marked: %s", ns, name, err)
+            return
+        await self._event(pod, "Warning", BARE_POD_REASON, BARE_POD_MESSAGE, "default-scheduler")
 
     # --- events ---------------------------------------------------------------------------------
     async def _event(

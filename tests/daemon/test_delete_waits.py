@@ -1,0 +1,70 @@
+"""Issue 13, finding 10: deleting a TrainJob waits until every process of it is gone, also
+processes that ignore SIGTERM (the pods stay, terminating, until the kubelet has killed them)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import uuid
+from pathlib import Path
+
+from kubetrain.client.connection import connect
+from kubetrain.client.jobs import JobClient
+from kubetrain.local.daemon import ensure_daemon
+from kubetrain.local.executor import KubeApi
+
+TRAINJOBS = ("trainer.kubeflow.org/v1alpha1", "trainjobs")
+
+
+def _with(tag: str) -> list[int]:
+    """Live processes whose command line holds ``tag``."""
+    out = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                cmd = fh.read()
+            with open(f"/proc/{pid}/stat") as fh:
+                state = fh.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if tag.encode() in cmd and state != "Z":
+            out.append(int(pid))
+    return out
+
+
+async def test_finding_10_delete_returns_only_after_processes_ignoring_sigterm_are_gone(
+    home: Path,
+) -> None:
+    info = await asyncio.to_thread(ensure_daemon, home)
+    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    tag = f"300.{uuid.uuid4().int % 10**9:09d}"
+    # Both the shell and its child ignore SIGTERM (an ignored signal survives fork and exec):
+    # only the kubelet's SIGKILL after the grace period ends them.
+    script = f"trap '' TERM; sleep {tag} & sleep {tag}; wait"
+    trainjob = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "stubborn", "namespace": "default"},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "trainer": {"numNodes": 1, "command": ["sh", "-c", script]},
+        },
+    }
+    jobs = JobClient(connect(kubeconfig=info.kubeconfig, namespace="default"))
+    try:
+        await api.create(TRAINJOBS, trainjob)
+        deadline = time.monotonic() + 180
+        while len(_with(tag)) < 3:  # the shell and its two sleeps
+            assert time.monotonic() < deadline, "the pod's processes never all started"
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(0.5)  # the trap is set before the sleeps start; let it settle
+        start = time.monotonic()
+        await asyncio.to_thread(jobs.delete_job, "stubborn", wait=True, timeout=60)
+        took = time.monotonic() - start
+        assert _with(tag) == [], f"delete returned after {took:.1f}s with processes alive"
+        # They outlived SIGTERM: only the kill after the grace period ended them.
+        assert took >= 1.0
+    finally:
+        jobs.close()
+        await api.close()
