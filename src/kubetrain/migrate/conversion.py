@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api.access import as_dict as _d
 from kubetrain.api.errors import FieldError
 from kubetrain.api.labels import ANCESTOR_LABEL, FRAMEWORK_LABEL, TRAINER_API_VERSION, TRAINER_GROUP
 from kubetrain.migrate import shim
@@ -94,10 +95,6 @@ def convert(obj: Any, *, env_shim: bool = True, source: str = "") -> Conversion:
             errors,
         )
     return conversion
-
-
-def _d(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
 
 
 def _flat_diff(a: Any, b: Any, path: str) -> list[str]:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api.access import as_dict as _d
 from kubetrain.api.errors import FieldError
 from kubetrain.api.labels import TRAINER_API_VERSION
 from kubetrain.api.schema import drop_nulls, schema_errors
@@ -272,10 +273,6 @@ class V1Job:
 def is_v1_job(obj: Any) -> bool:
     """True for every kind ``read_v1_job`` handles (it may still refuse the object)."""
     return isinstance(obj, dict) and (obj.get("apiVersion"), obj.get("kind")) in KINDS
-
-
-def _d(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
 
 
 def read_v1_job(obj: Any, *, source: str = "") -> V1Job:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kubetrain.api.access import as_dict as _d
+from kubetrain.api.access import as_list as _l
 from kubetrain.api.labels import ANCESTOR_LABEL, FRAMEWORK_LABEL, TRAINER_API_VERSION
 from kubetrain.api.schema import drop_nulls, schema_errors
 from kubetrain.migrate.admit import find_runtime
@@ -46,14 +48,6 @@ def is_trainer_object(obj: Any) -> bool:
         and obj.get("kind") in _KINDS
         and obj.get("apiVersion") in (TRAINER_API_VERSION, PROTOTYPE_API_VERSION)
     )
-
-
-def _d(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _l(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 class _Pass:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubetrain.api.access import as_dict as _d
+from kubetrain.api.access import as_list as _l
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime.config import DEFAULT_MAX_NUM_NODES
 from kubetrain.runtime.core import ANCESTOR_LABEL, as_int
@@ -27,14 +29,6 @@ from kubetrain.runtime.podspec import Obj
 __all__ = ["DEFAULT_MAX_NUM_NODES", "runtime_bound_errors", "trainjob_bound_errors"]
 
 _LABEL_MAX = 63
-
-
-def _d(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _l(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
 
 
 def _is_int(value: Any) -> bool:
