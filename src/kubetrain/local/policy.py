@@ -91,26 +91,36 @@ def _allowed(path: str, allowed: tuple[str, ...]) -> bool:
     return False
 
 
-def _volumes(obj: Any, path: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    """Every ``volumes[i]`` entry anywhere in ``obj`` (pod specs nest at many depths)."""
+def _volumes(obj: Any, path: tuple[str | int, ...]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Every ``volumes[i]`` entry anywhere in ``obj`` (pod specs nest at many depths).
+
+    The path is kept as a tuple and spelled only for a hit: this walk runs on every admitted
+    write, and most objects hold no volumes at all."""
     if isinstance(obj, Mapping):
         for key, value in obj.items():
-            here = f"{path}.{key}" if path else str(key)
             if key == "volumes" and isinstance(value, list):
                 for i, volume in enumerate(value):
                     if isinstance(volume, Mapping):
-                        yield f"{here}[{i}]", volume
-            else:
-                yield from _volumes(value, here)
+                        yield f"{_spell((*path, str(key)))}[{i}]", volume
+            elif isinstance(value, Mapping | list):
+                yield from _volumes(value, (*path, str(key)))
     elif isinstance(obj, list):
         for i, item in enumerate(obj):
-            yield from _volumes(item, f"{path}[{i}]")
+            if isinstance(item, Mapping | list):
+                yield from _volumes(item, (*path, i))
+
+
+def _spell(path: tuple[str | int, ...]) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else part)
+    return text
 
 
 def host_path_errors(obj: Mapping[str, Any], config: EngineConfig) -> list[FieldError]:
     """A Forbidden error for each ``hostPath`` volume in ``obj`` outside the allowed paths."""
     errors: list[FieldError] = []
-    for where, volume in _volumes(obj.get("spec"), "spec"):
+    for where, volume in _volumes(obj.get("spec"), ("spec",)):
         host = volume.get("hostPath")
         if not isinstance(host, Mapping):
             continue
@@ -145,4 +155,6 @@ class HostPathPolicy(PermissiveAdmission):
     ) -> tuple[list[FieldError], list[str]]:
         if operation not in ("CREATE", "UPDATE"):
             return [], []
+        if old is not None and old.get("spec") == obj.get("spec"):
+            return [], []  # status and metadata writes: the volumes were checked when set
         return host_path_errors(obj, self.config), []
