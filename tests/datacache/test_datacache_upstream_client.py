@@ -70,14 +70,15 @@ def test_tickets_hold_the_ranks_range_and_endpoints_name_the_workers(cache: Any)
         pytest.param(["0"], "ArrowInvalid", "Missing total", id="no world size in the path"),
         pytest.param(["0", "x"], "ArrowInvalid", "Invalid total", id="a world size not a number"),
         pytest.param(["a", "2"], "ArrowInvalid", "Invalid local_rank", id="a rank not a number"),
-        pytest.param(["9", "2"], "ArrowIndexError", "Invalid partition range", id="rank >= world"),
+        # Upstream answers OUT_OF_RANGE, a gRPC code Arrow Flight's Python API cannot send.
+        pytest.param(["9", "2"], "FlightServerError", "Invalid partition range", id="rank >= world"),
     ],
 )
 def test_bad_descriptors_are_refused_with_upstreams_reasons(
     cache: Any, path: list[str], error: str, message: str
 ) -> None:
     client = flight.connect(cache.endpoint)
-    with pytest.raises(getattr(pa, error), match=message):
+    with pytest.raises(getattr(pa, error, None) or getattr(flight, error), match=message):
         client.get_flight_info(flight.FlightDescriptor.for_path(*path))
 
 

@@ -206,7 +206,7 @@ class HeadServer(flight.FlightServerBase):  # type: ignore[misc]  # pyarrow has 
             raise flight.FlightUnavailableError("the cache is still loading the table")
         pair = _partition_range(sum(g.rows for g in groups), world, rank)
         if pair is None:
-            raise pa.ArrowIndexError("Invalid partition range")
+            raise flight.FlightServerError("Invalid partition range")
         ticket = encode_pair(pair)
         endpoints = [
             flight.FlightEndpoint(ticket, [self._workers[g.worker]], app_metadata=ticket)
