@@ -1,5 +1,5 @@
 """A real S3 server with a 3-file Iceberg table, and a cache (head + 2 workers, real
-processes) serving it, once per module that asks."""
+processes) serving it, once per session."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def iceberg_table() -> Iterator[IcebergTable]:
         yield IcebergTable(s3, loc, rows)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cache(iceberg_table: IcebergTable, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from kubetrain.testing.datacache import CacheCluster
 

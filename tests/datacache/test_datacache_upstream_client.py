@@ -71,7 +71,9 @@ def test_tickets_hold_the_ranks_range_and_endpoints_name_the_workers(cache: Any)
         pytest.param(["0", "x"], "ArrowInvalid", "Invalid total", id="a world size not a number"),
         pytest.param(["a", "2"], "ArrowInvalid", "Invalid local_rank", id="a rank not a number"),
         # Upstream answers OUT_OF_RANGE, a gRPC code Arrow Flight's Python API cannot send.
-        pytest.param(["9", "2"], "FlightServerError", "Invalid partition range", id="rank >= world"),
+        pytest.param(
+            ["9", "2"], "FlightServerError", "Invalid partition range", id="rank >= world"
+        ),
     ],
 )
 def test_bad_descriptors_are_refused_with_upstreams_reasons(
