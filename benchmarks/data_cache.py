@@ -73,7 +73,7 @@ def _cache_rank(args: tuple[str, int, int]) -> tuple[float, int, int]:
 def _warm(_: int) -> None:
     # Imports happen once per pool process, before any epoch is timed.
     import pyarrow.flight
-    import pyarrow.parquet  # noqa: F401
+    import pyarrow.parquet
 
     import kubetrain.datacache  # noqa: F401
 
