@@ -54,9 +54,11 @@ def write_table(
     name: str,
     properties: Mapping[str, str],
     files: int = 1,
+    warehouse: str | None = None,
 ) -> str:
     """Write ``table`` as ``namespace.name`` in ``files`` data files (one append each, in row
-    order); the metadata file's ``s3://`` location."""
+    order) below ``warehouse`` (default ``s3://BUCKET/warehouse``); the metadata file's
+    ``s3://`` location."""
     import boto3
     from pyiceberg.catalog.sql import SqlCatalog
 
@@ -73,7 +75,7 @@ def write_table(
         catalog = SqlCatalog(
             "kubetrain",
             uri=f"sqlite:///{tmp}/catalog.db",
-            warehouse=f"s3://{bucket}/warehouse",
+            warehouse=warehouse or f"s3://{bucket}/warehouse",
             **properties,
         )
         catalog.create_namespace_if_not_exists(namespace)
