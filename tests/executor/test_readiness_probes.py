@@ -3,12 +3,22 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from plane_helpers import PY, Plane, make_jobset
 
-from kubetrain.local.executor.kubeapi import JOBSETS
+from kubetrain.local.apiserver import ApiServer
+from kubetrain.local.executor.jobset_logic import Settings
+from kubetrain.local.executor.kubeapi import JOBSETS, KubeApi
+from kubetrain.local.executor.loop import Executor
+from kubetrain.local.executor.podrunner import RunnerSettings
+from kubetrain.local.executor.settings import ExecutorSettings
+from kubetrain.local.frameworks.datacache import with_datacache_images
+from kubetrain.local.sandbox import ImageMap
 
 # Answers /ready with 503 for its first second, then 200; runs until stopped.
 SERVER = """
@@ -81,3 +91,58 @@ async def test_a_failing_probe_keeps_a_running_pod_not_ready(plane: Plane) -> No
     assert pod["status"]["phase"] == "Running"
     assert ready(pod) == "False"
     assert pod["status"]["containerStatuses"][0]["ready"] is False
+
+
+@pytest.fixture
+async def cache_plane(tmp_path: Path) -> AsyncIterator[Plane]:
+    """The engine with the data-cache image mapped, as the daemon maps it."""
+    server = ApiServer(tmp_path, in_memory=True)
+    await server.start()
+    api = KubeApi.from_kubeconfig(server.write_kubeconfig())
+    settings = ExecutorSettings(
+        home=tmp_path,
+        logic=Settings(pod_failure_backoff_s=0),
+        runner=RunnerSettings(crash_backoff_s=0.1, crash_backoff_cap_s=0.2, setup_retry_s=0.2),
+        max_grace_s=2.0,
+        images=with_datacache_images(ImageMap()),
+    )
+    executor = Executor(api, settings)
+    await executor.start()
+    try:
+        yield Plane(api, tmp_path, executor, server)
+    finally:
+        await executor.stop(kill_pods=True)
+        await api.close()
+        await server.close()
+
+
+async def test_the_data_cache_image_runs_kubetrains_cache_worker_not_ready_until_loaded(
+    cache_plane: Plane,
+) -> None:
+    # What the cache initializer gives a worker; with no head to load it, /ready says 503.
+    js = server_jobset("cache", {"httpGet": {"path": "/ready", "port": 8080}})
+    pod_spec = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    container = pod_spec["containers"][0]
+    container.update(
+        image="ghcr.io/kubeflow/trainer/data-cache:v2.3.0",
+        command=["worker"],
+        args=["0.0.0.0", "50051"],
+        env=[
+            {"name": "METADATA_LOC", "value": "s3://b/t/metadata/v1.metadata.json"},
+            {"name": "SCHEMA_NAME", "value": "reviews"},
+            {"name": "TABLE_NAME", "value": "train"},
+        ],
+    )
+    await cache_plane.api.create(JOBSETS, js)
+
+    def logs() -> str:
+        return "".join(p.read_text() for p in (cache_plane.home / "logs").rglob("*.log"))
+
+    async def serving_unready() -> bool:
+        started = "cache worker for reviews.train on grpc://0.0.0.0:50051" in logs()
+        return started and any(e.get("reason") == "Unhealthy" for e in await cache_plane.events())
+
+    await cache_plane.wait_for(serving_unready, timeout=90)
+    await asyncio.sleep(3)  # three more probe periods, each answered 503
+    pod = (await cache_plane.pods("cache"))[0]
+    assert (pod["status"]["phase"], ready(pod)) == ("Running", "False")

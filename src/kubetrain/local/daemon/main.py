@@ -274,6 +274,7 @@ def _executor_settings(
         with_framework_images,
         with_initializer_images,
     )
+    from kubetrain.local.frameworks.datacache import with_datacache_images
     from kubetrain.local.policy import host_path_errors, load_engine_config
     from kubetrain.local.sandbox import load_image_map
     from kubetrain.local.statusplane import token_provider
@@ -290,7 +291,9 @@ def _executor_settings(
     return ExecutorSettings(
         home=home,
         # Image → local environment mapping, read once at start (restart the daemon after edits).
-        images=with_initializer_images(with_framework_images(load_image_map(home / IMAGES_FILE))),
+        images=with_datacache_images(
+            with_initializer_images(with_framework_images(load_image_map(home / IMAGES_FILE)))
+        ),
         token_provider=token_provider(api),
         extra_hosts=plane.hosts() if plane is not None else {},
         overlay=engine_overlay(home),

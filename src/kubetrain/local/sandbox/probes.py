@@ -11,6 +11,7 @@ when pods share the host's network. An exec probe runs its command in the contai
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -144,8 +145,14 @@ async def run_argv(
         out, _ = await asyncio.wait_for(proc.communicate(), timeout_s + 1.0)
     except TimeoutError:
         proc.kill()
-        await proc.wait()
+        await proc.communicate()
         return f"probe timed out after {timeout_s:g}s"
+    except asyncio.CancelledError:
+        # The container ended mid-probe: the probe process must not outlive it.
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.communicate()
+        raise
     if proc.returncode == 0:
         return None
     text = out.decode(errors="replace").strip()
