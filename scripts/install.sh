@@ -5,7 +5,7 @@
 #                               (JAX, XGBoost, mpi4py, DeepSpeed, MLX) the e2e tests train with
 set -euo pipefail
 cd "$(dirname "$0")/.."
-extra="torch,initializers"
+extra="torch,initializers,datacache"
 [[ "${1:-}" == "--dev" ]] && extra="dev"
 
 # System packages: bubblewrap sandboxes pods; OpenMPI and ssh serve the MPI runtimes.

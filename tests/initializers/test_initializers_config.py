@@ -73,8 +73,8 @@ ERRORS = [
         id="a plain path is no URI upstream's SDK produces",
     ),
     pytest.param(
-        {"STORAGE_URI": "cache://schema/table"}, "unsupported storage URI scheme (cache://)",
-        id="the data cache's scheme is not served",
+        {"STORAGE_URI": "cache:///table"}, "cache:///table: no schema",
+        id="a cache URI without its schema",
     ),
     pytest.param({"STORAGE_URI": "s3:///key"}, "s3:///key: no bucket", id="an s3 URI without bucket"),
 ]  # fmt: skip
@@ -114,7 +114,7 @@ def test_the_failure_line_goes_to_the_termination_log_the_kubelet_made(
     assert main(["dataset", "--output", str(tmp_path / "out")], termination_log=log) == 1
     assert log.read_text() == (
         "dataset initializer failed: gs://bucket/key: unsupported storage URI scheme (gs://); "
-        "the dataset initializer fetches hf://, s3://"
+        "the dataset initializer fetches hf://, s3://, cache://"
     )
     # Where no kubelet made the file (a plain process), none is created.
     missing = tmp_path / "no-such-log"

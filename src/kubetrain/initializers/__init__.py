@@ -7,7 +7,8 @@
 ``/workspace/dataset`` or ``/workspace/model``. With ``KUBETRAIN_INITIALIZER_CACHE`` set (the
 local engine sets it) the same object is never fetched twice. A failure ends the process with
 exit code 1 and one line naming the URI and the cause, also written to the container's
-termination message file.
+termination message file. ``cache://SCHEMA/TABLE`` (datasets) bootstraps the TrainJob's data
+cache instead, as upstream's cache initializer does (`cache`).
 
 An engine-side program, like the controller: it imports nothing of the controller, the local
 engine or the SDK (import-linter contract), so a cluster can run it in a container as well.

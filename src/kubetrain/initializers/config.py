@@ -3,8 +3,9 @@
 Upstream reads each dataclass field from the env variable of the upper-cased name; an empty
 value counts as unset; ``IGNORE_PATTERNS`` is comma-separated, and the model initializers'
 default applies only when the variable is absent. The scheme of ``STORAGE_URI`` picks the
-provider: ``hf://`` and ``s3://`` for both kinds (``cache://`` belongs to the Distributed Data
-Cache, which kubetrain does not run); anything else is an error, as upstream exits on it.
+provider: ``hf://`` and ``s3://`` for both kinds, ``cache://SCHEMA/TABLE`` for datasets (the
+Distributed Data Cache: location = schema, prefix = table); anything else is an error, as
+upstream exits on it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ MODEL_IGNORE_PATTERNS = ("*.msgpack", "*.h5", "*.bin", "*.pt", "*.pth")
 HF_MODEL_ALLOW_PATTERNS = ("*.json", "*.safetensors", "*.model", "*.txt")
 
 _SCHEMES = ("hf", "s3")
+_SCHEMES_OF: Mapping[Kind, tuple[str, ...]] = {"dataset": ("hf", "s3", "cache"), "model": _SCHEMES}
 
 
 class InitializerError(Exception):
@@ -87,15 +89,16 @@ def read_config(kind: Kind, env: Mapping[str, str]) -> Config:
     if uri is None:
         raise InitializerError("", "STORAGE_URI is not set (the TrainJob's storageUri)")
     parsed = urlparse(uri)
-    if parsed.scheme not in _SCHEMES:
-        known = ", ".join(f"{s}://" for s in _SCHEMES)
+    if parsed.scheme not in _SCHEMES_OF[kind]:
+        known = ", ".join(f"{s}://" for s in _SCHEMES_OF[kind])
         scheme = f"{parsed.scheme}://" if parsed.scheme else "no scheme"
         raise InitializerError(
             uri,
             f"unsupported storage URI scheme ({scheme}); the {kind} initializer fetches {known}",
         )
     if not parsed.netloc:
-        raise InitializerError(uri, f"no {'bucket' if parsed.scheme == 's3' else 'repository'}")
+        what = {"s3": "bucket", "cache": "schema"}.get(parsed.scheme, "repository")
+        raise InitializerError(uri, f"no {what}")
     path = parsed.path.strip("/")
     if parsed.scheme == "hf":
         if kind == "dataset":

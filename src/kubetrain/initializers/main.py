@@ -26,6 +26,12 @@ TERMINATION_LOG = Path("/dev/termination-log")
 def run(kind: Kind, env: Mapping[str, str], output: Path, cache: Path | None = None) -> None:
     """Fetch what ``env`` names into ``output``; `InitializerError` says why not."""
     cfg = read_config(kind, env)
+    if cfg.scheme == "cache":
+        from .cache import run_cache
+
+        run_cache(cfg, env)  # the cache serves the rows: nothing is written to ``output``
+        log.info("the data cache for %s is ready", cfg.storage_uri)
+        return
     store = Store(output, cache)
     try:
         if cfg.scheme == "s3":

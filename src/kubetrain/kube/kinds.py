@@ -15,12 +15,15 @@ __all__ = [
     "EVENT",
     "EXPERIMENT",
     "JOBSET",
+    "LEADER_WORKER_SET",
     "LEASE",
     "MUTATING_WEBHOOK_CONFIGURATION",
     "POD",
     "POD_GROUP",
     "PRIORITY_CLASS",
     "SECRET",
+    "SERVICE",
+    "SERVICE_ACCOUNT",
     "SUGGESTION",
     "TOKEN_REVIEW",
     "TRAINING_RUNTIME",
@@ -83,6 +86,10 @@ MUTATING_WEBHOOK_CONFIGURATION = Kind(
     "mutatingwebhookconfigurations",
     False,
 )
+# The data cache's objects (the cache initializer makes them; the local engine runs them).
+SERVICE = Kind("v1", "Service", "services")
+SERVICE_ACCOUNT = Kind("v1", "ServiceAccount", "serviceaccounts")
+LEADER_WORKER_SET = Kind("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "leaderworkersets")
 
 _ALL = (
     TRAINJOB,
@@ -103,6 +110,9 @@ _ALL = (
     TOKEN_REVIEW,
     VALIDATING_WEBHOOK_CONFIGURATION,
     MUTATING_WEBHOOK_CONFIGURATION,
+    SERVICE,
+    SERVICE_ACCOUNT,
+    LEADER_WORKER_SET,
 )
 _BY_TYPE = {(k.api_version, k.kind): k for k in _ALL}
 

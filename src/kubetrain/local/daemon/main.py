@@ -109,6 +109,9 @@ async def _start_server(home: Path, port: int, host: str = "127.0.0.1") -> ApiSe
     # Schemas without prose: about a second less per cold start; `kubectl explain` then shows
     # field types without descriptions.
     crds = crd_manifests(descriptions=False)
+    from kubetrain.local.lws import lws_crd
+
+    crds.append(lws_crd())
     last: OSError | None = None
     # Reuse the last port so kubeconfigs copied elsewhere keep working; any free port otherwise.
     for candidate in dict.fromkeys([port, 0]):
@@ -195,6 +198,7 @@ async def run_daemon(
     )
     controller_task: asyncio.Task[None] | None = None
     katib_task: asyncio.Task[None] | None = None
+    lws_task: asyncio.Task[None] | None = None
     try:
         if executor is not None:
             await executor.start()
@@ -208,6 +212,7 @@ async def run_daemon(
                 _run_controller(home, kubeconfig, stop, environment), name="controller"
             )
             katib_task = asyncio.create_task(_run_katib(kubeconfig, stop), name="katib")
+            lws_task = asyncio.create_task(_run_lws(kubeconfig, stop), name="lws")
         info = {
             "pid": os.getpid(),
             "url": server.url,
@@ -230,7 +235,7 @@ async def run_daemon(
         files.clear_ready()
         kill_pods = _stop_mode(files) == "kill-pods"
         stop.set()
-        for task in (controller_task, katib_task):
+        for task in (controller_task, katib_task, lws_task):
             if task is not None:
                 with contextlib.suppress(asyncio.TimeoutError, Exception):
                     await asyncio.wait_for(task, timeout=5)
@@ -269,6 +274,7 @@ def _executor_settings(
         with_framework_images,
         with_initializer_images,
     )
+    from kubetrain.local.frameworks.datacache import with_datacache_images
     from kubetrain.local.policy import host_path_errors, load_engine_config
     from kubetrain.local.sandbox import load_image_map
     from kubetrain.local.statusplane import token_provider
@@ -285,7 +291,9 @@ def _executor_settings(
     return ExecutorSettings(
         home=home,
         # Image → local environment mapping, read once at start (restart the daemon after edits).
-        images=with_initializer_images(with_framework_images(load_image_map(home / IMAGES_FILE))),
+        images=with_datacache_images(
+            with_initializer_images(with_framework_images(load_image_map(home / IMAGES_FILE)))
+        ),
         token_provider=token_provider(api),
         extra_hosts=plane.hosts() if plane is not None else {},
         overlay=engine_overlay(home),
@@ -313,6 +321,19 @@ async def _run_katib(kubeconfig: Path, stop: asyncio.Event) -> None:
         except Exception:
             # Experiments must not take the TrainJob controller and the pods down with them.
             log.exception("Experiment controller crashed; restarting in 1 s")
+            await asyncio.sleep(1)
+
+
+async def _run_lws(kubeconfig: Path, stop: asyncio.Event) -> None:
+    from kubetrain.local.lws import run_lws
+
+    while not stop.is_set():
+        try:
+            await run_lws(kubeconfig, stop)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("LeaderWorkerSet controller crashed; restarting in 1 s")
             await asyncio.sleep(1)
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubetrain.local.sandbox import ContainerProcess, PodSandbox, SandboxContext, SandboxError
+from kubetrain.local.sandbox.probes import Probe, Readiness, run_network_probe
 
 from .jobs import FINAL_FAILURE_REASON
 from .podstatus import PodStatusModel
@@ -202,7 +203,12 @@ class PodRunner:
             if proc is None:
                 code = 128
             else:
-                code = await proc.wait()
+                prober = self._readiness(name, init)
+                try:
+                    code = await proc.wait()
+                finally:
+                    if prober is not None:
+                        prober.cancel()
                 if self.stopping:
                     return code
                 assert self.sandbox is not None
@@ -229,6 +235,35 @@ class PodRunner:
             if self.stopping:
                 return code
             restarts += 1
+
+    def _readiness(self, name: str, init: bool) -> asyncio.Task[None] | None:
+        """Start probing a container's readiness (when it has a probe) while it runs."""
+        container = next(
+            (c for c in (self.pod.get("spec") or {}).get("containers") or [] if c["name"] == name),
+            None,
+        )
+        probe = Probe.of(container) if container is not None and not init else None
+        if probe is None:
+            return None
+        return asyncio.create_task(self._probe(name, probe), name=f"readiness-{self.name}-{name}")
+
+    async def _probe(self, name: str, probe: Probe) -> None:
+        verdict = Readiness(probe)
+        warned = False  # one Unhealthy event per run of failures, not one per period
+        await asyncio.sleep(probe.initial_delay_s)
+        while not self.stopping and self.sandbox is not None:
+            if probe.kind == "exec":
+                why = await self.sandbox.exec_probe(name, probe.command, probe.timeout_s)
+            else:
+                enter = self.sandbox.ctx.enter_netns
+                why = await run_network_probe(probe, pod_ip=self.model.pod_ip, enter=enter)
+            if verdict.observe(why is None):
+                self.model.probed(name, verdict.ready)
+                await self.publish()
+            if why is not None and not warned:
+                await self.emit("Warning", "Unhealthy", f"Readiness probe failed: {why}")
+            warned = why is not None
+            await asyncio.sleep(probe.period_s)
 
     async def _stop_sidecars(self, names: list[str]) -> None:
         assert self.sandbox is not None

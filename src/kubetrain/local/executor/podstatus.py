@@ -73,10 +73,16 @@ class ContainerRecord:
     )
     last_state: dict[str, Any] = field(default_factory=dict)
     container_id: str = ""
+    # Its readiness probe's verdict; None for a container without one (ready while running).
+    probed_ready: bool | None = None
 
     @property
     def running(self) -> bool:
         return "running" in self.state
+
+    @property
+    def ready(self) -> bool:
+        return self.running and self.probed_ready is not False
 
     @property
     def terminated(self) -> dict[str, Any] | None:
@@ -88,7 +94,7 @@ class ContainerRecord:
             "name": self.name,
             "image": self.image,
             "imageID": "",
-            "ready": self.running,
+            "ready": self.ready,
             "started": self.running,
             "restartCount": self.restart_count,
             "state": copy.deepcopy(self.state),
@@ -114,7 +120,11 @@ class PodStatusModel:
             for c in spec.get("initContainers") or []
         ]
         self.containers = [
-            ContainerRecord(str(c["name"]), str(c.get("image", "")))
+            ContainerRecord(
+                str(c["name"]),
+                str(c.get("image", "")),
+                probed_ready=False if c.get("readinessProbe") else None,
+            )
             for c in spec.get("containers") or []
         ]
         for rec in self.init:
@@ -165,6 +175,12 @@ class PodStatusModel:
         rec.restart_count = restart_count
         rec.state = {"running": {"startedAt": now}}
         rec.container_id = container_id
+        if rec.probed_ready is not None:
+            rec.probed_ready = False  # a fresh start is not ready until its probe says so
+
+    def probed(self, name: str, ready: bool) -> None:
+        """The readiness probe's verdict for container ``name``."""
+        self.record(name).probed_ready = ready
 
     def exited(
         self,
@@ -270,7 +286,7 @@ class PodStatusModel:
         initialized = all(
             r.terminated is not None and r.terminated["exitCode"] == 0 for r in self.init
         )
-        ready = phase == "Running" and all(r.running for r in self.containers)
+        ready = phase == "Running" and all(r.ready for r in self.containers)
         not_ready_reason = (
             "PodCompleted" if phase in ("Succeeded", "Failed") else "ContainersNotReady"
         )

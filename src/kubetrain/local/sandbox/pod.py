@@ -249,6 +249,29 @@ class PodSandbox:
             await proc.terminate(0)
         return proc
 
+    async def exec_probe(self, name: str, command: Sequence[str], timeout_s: float) -> str | None:
+        """Run an exec probe's ``command`` in container ``name``'s sandbox (its mounts, env,
+        user and network); None when it exits 0, else why not."""
+        from .bwrap import bwrap_argv
+        from .probes import run_argv
+
+        if not command:
+            return "the exec probe has no command"
+        launch = self.launch(name)
+        if launch.mode == "bwrap" and self._bwrap is not None:
+            enter = self.ctx.enter_netns
+            argv = [
+                *enter,
+                *bwrap_argv(
+                    self._bwrap, hostname=launch.hostname, mounts=launch.mounts,
+                    workdir=launch.workdir, command=list(command), die_with_parent=True,
+                    user=launch.user, hidden=launch.hidden, shown=launch.shown,
+                    as_root=os.geteuid() == 0 or "-U" in enter,
+                ),
+            ]  # fmt: skip
+            return await run_argv(argv, timeout_s, launch.env)
+        return await run_argv(list(command), timeout_s, launch.env, cwd=launch.workdir)
+
     # -- lifecycle -----------------------------------------------------------------------
 
     def _restart_policy(self) -> str:

@@ -1,0 +1,145 @@
+"""The LeaderWorkerSet controller of the local engine: applies `logic.plan` through the API.
+
+Level-triggered, one key per LWS: an LWS or one of its pods changes, the LWS is reconciled
+from the informers' caches: its headless Service made once, missing pods created, broken
+groups deleted whole (their pods come back on a later pass, once all are gone), and the
+status written through the status subresource when it changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from kubetrain.api.types import Obj
+from kubetrain.controller.events import EventRecorder
+from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
+from kubetrain.kube.informer import Informer, object_key
+from kubetrain.kube.kinds import LEADER_WORKER_SET, POD, SERVICE
+from kubetrain.kube.workqueue import QueueShutDown, WorkQueue
+
+from .logic import NAME, headless_service, plan
+
+__all__ = ["LwsController"]
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]
+_RETRIED: tuple[type[Exception], ...] = (ApiError, *TRANSPORT_ERRORS)
+
+
+def _lws_pod(obj: Obj) -> bool:
+    return NAME in ((obj.get("metadata") or {}).get("labels") or {})
+
+
+class LwsController:
+    """Runs LeaderWorkerSets against one API server."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        concurrency: int = 2,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.client = client
+        self.concurrency = concurrency
+        self._clock = clock
+        self.sets = Informer(client, LEADER_WORKER_SET)
+        self.pods = Informer(client, POD, label_selector=NAME, keep=_lws_pod)
+        self.queue: WorkQueue[Key] = WorkQueue()
+        self.events = EventRecorder(client, component="lws-controller", clock=clock)
+        self.ready = asyncio.Event()
+        self._services: set[str] = set()  # uids whose Service exists
+        self.sets.add_handler(lambda _t, obj: self.queue.add(object_key(obj)))
+        self.pods.add_handler(self._on_pod)
+
+    def _on_pod(self, _type: str, obj: Obj) -> None:
+        namespace, _ = object_key(obj)
+        self.queue.add((namespace, str(obj["metadata"]["labels"][NAME])))
+
+    async def run(self, stop: asyncio.Event) -> None:
+        informers = [self.sets, self.pods]
+        tasks = [asyncio.create_task(i.run(), name=f"lws-{i.kind.kind}") for i in informers]
+        try:
+            for informer in informers:
+                waiter = asyncio.create_task(informer.synced.wait())
+                stopper = asyncio.create_task(stop.wait())
+                await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
+                waiter.cancel()
+                stopper.cancel()
+                if stop.is_set():
+                    return
+            tasks += [asyncio.create_task(self._worker()) for _ in range(self.concurrency)]
+            self.ready.set()
+            await stop.wait()
+        finally:
+            self.queue.shut_down()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.events.flush(), 5.0)
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except QueueShutDown:
+                return
+            try:
+                await self.reconcile(*key)
+            except _RETRIED as err:
+                log.info("leaderworkerset %s/%s: %s", *key, err)
+                self.queue.add_rate_limited(key)
+            except Exception:
+                log.exception("leaderworkerset %s/%s: reconcile crashed", *key)
+                self.queue.add_rate_limited(key)
+            else:
+                self.queue.forget(key)
+            finally:
+                self.queue.done(key)
+
+    async def reconcile(self, namespace: str, name: str) -> None:
+        lws = self.sets.get(name, namespace)
+        if lws is None or lws["metadata"].get("deletionTimestamp"):
+            return
+        uid = str(lws["metadata"].get("uid"))
+        if uid not in self._services:
+            await self._create(SERVICE, headless_service(lws))
+            self._services.add(uid)
+        pods = [
+            p for p in self.pods.items()
+            if object_key(p)[0] == namespace and p["metadata"]["labels"].get(NAME) == name
+        ]  # fmt: skip
+        step = plan(lws, pods, self._clock())
+        for group, culprit in step.recreated:
+            self.events.record(
+                lws, "Normal", "RecreateGroup",
+                f"Pod {culprit} restarted or ended; recreating group {group}",
+            )  # fmt: skip
+        for pod_name in step.delete:
+            with contextlib.suppress(ApiError):
+                await self.client.delete(POD.api_version, POD.plural, pod_name, namespace=namespace)
+        for pod in step.create:
+            await self._create(POD, pod)
+        if step.status != {k: v for k, v in (lws.get("status") or {}).items() if k in step.status}:
+            written = await self.client.patch(
+                LEADER_WORKER_SET.api_version, LEADER_WORKER_SET.plural, name,
+                {"status": step.status}, namespace=namespace, subresource="status",
+            )  # fmt: skip
+            self.sets.observe(written)
+
+    async def _create(self, kind: Any, obj: Obj) -> None:
+        try:
+            created = await self.client.create(kind.api_version, kind.plural, obj)
+        except ApiError as err:
+            if err.conflict:  # already there (a previous pass, or the informer is behind)
+                return
+            raise
+        if kind is POD:
+            self.pods.observe(created)

@@ -1,0 +1,138 @@
+"""A data cache (one head, N workers) as plain processes on loopback, for tests and benchmarks.
+
+Each process is ``python -m kubetrain.datacache`` with the env the cache initializer gives its
+pods, its own gRPC and health ports, and the head told its workers through ``CACHE_WORKERS``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+__all__ = ["CacheCluster", "CacheProcess"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class CacheProcess:
+    role: str
+    port: int
+    health_port: int
+    log: Path
+    proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def location(self) -> str:
+        return f"grpc://127.0.0.1:{self.port}"
+
+    def ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{self.health_port}/ready", timeout=2
+            ) as r:
+                return bool(r.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class CacheCluster:
+    """``workers`` cache workers and a head serving the Iceberg table ``schema.table`` at
+    ``metadata_loc``; ``s3`` holds the S3 settings as AWS env variables."""
+
+    def __init__(
+        self,
+        *,
+        metadata_loc: str,
+        schema: str,
+        table: str,
+        s3: Mapping[str, str],
+        workers: int = 2,
+        log_dir: Path,
+    ) -> None:
+        self.env = {
+            **os.environ,
+            **s3,
+            "METADATA_LOC": metadata_loc,
+            "SCHEMA_NAME": schema,
+            "TABLE_NAME": table,
+            "PYTHONUNBUFFERED": "1",
+        }
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self.workers = [
+            CacheProcess("worker", _free_port(), _free_port(), log_dir / f"worker-{i}.log")
+            for i in range(workers)
+        ]
+        self.head = CacheProcess("head", _free_port(), _free_port(), log_dir / "head.log")
+
+    @property
+    def endpoint(self) -> str:
+        return self.head.location
+
+    def _start(self, p: CacheProcess, extra: Mapping[str, str]) -> None:
+        env = {**self.env, **extra, "HEALTH_PORT": str(p.health_port)}
+        with p.log.open("ab") as out:
+            p.proc = subprocess.Popen(
+                [sys.executable, "-m", "kubetrain.datacache", p.role, "127.0.0.1", str(p.port)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+
+    def start_worker(self, index: int) -> None:
+        self._start(self.workers[index], {})
+
+    def start(self, timeout_s: float = 120.0) -> CacheCluster:
+        for i in range(len(self.workers)):
+            self.start_worker(i)
+        workers = ",".join(w.location for w in self.workers)
+        self._start(self.head, {"CACHE_WORKERS": workers})
+        self.wait_ready(timeout_s)
+        return self
+
+    def wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        for p in [*self.workers, self.head]:
+            while not p.ready():
+                if p.proc is not None and p.proc.poll() is not None:
+                    raise RuntimeError(
+                        f"cache {p.role} exited with {p.proc.returncode}: {p.log.read_text()[-2000:]}"
+                    )
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"cache {p.role} not ready in {timeout_s} s: {p.log}")
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        for p in [self.head, *self.workers]:
+            p.stop()
+
+    def __enter__(self) -> CacheCluster:
+        return self.start()
+
+    def __exit__(
+        self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
