@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
+from kubetrain.api.access import obj_at
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime.config import Environment, FeatureGates
 from kubetrain.runtime.info import RuntimeInfo
@@ -128,9 +129,7 @@ class Existing:
     @classmethod
     def of(cls, *objects: Obj) -> Existing:
         """Index objects by their ``kind`` and ``metadata.name``."""
-        return cls(
-            {(o.get("kind", ""), (o.get("metadata") or {}).get("name", "")): o for o in objects}
-        )
+        return cls({(o.get("kind", ""), obj_at(o, "metadata").get("name", "")): o for o in objects})
 
     def get(self, kind: str, name: str) -> Obj | None:
         """The existing object, or None."""

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api.access import obj_at
 from kubetrain.runtime.podspec import Obj, find_container
 
 __all__ = ["PodSet", "RuntimeInfo"]
@@ -161,13 +162,13 @@ class RuntimeInfo:
             res: Obj = self.trainer["resourcesPerNode"]
             return res
         for job in self.iter_replicated_jobs():
-            tmpl = job.get("template") or {}
-            labels = (tmpl.get("metadata") or {}).get("labels") or {}
+            tmpl = obj_at(job, "template")
+            labels = obj_at(tmpl, "metadata", "labels")
             if (
                 job.get("name") == "node"
                 or labels.get("trainer.kubeflow.org/trainjob-ancestor-step") == "trainer"
             ):
-                pod_spec = ((tmpl.get("spec") or {}).get("template") or {}).get("spec")
+                pod_spec = obj_at(tmpl, "spec", "template").get("spec")
                 c = find_container(pod_spec, "node")
                 if c is not None and isinstance(c.get("resources"), dict):
                     found: Obj = c["resources"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from kubetrain.api.access import list_at
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime.resources import gpu_count
 
@@ -196,7 +197,7 @@ def validate_torchtune(
     resources = trainer.get("resourcesPerNode")
     if resources is None:
         resources = runtime_resources
-    args = trainer.get("args") or []
+    args = list_at(trainer, "args")
     _, config = recipe_and_config(model, num_nodes, num_proc_per_node, gpu_count(resources), args)
     if _QLORA_DISTRIBUTED[1] in config:
         if model == _QWEN:

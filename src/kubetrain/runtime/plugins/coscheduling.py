@@ -8,7 +8,7 @@ while the TrainJob is suspended, so a running gang is never resized under the sc
 
 from __future__ import annotations
 
-from kubetrain.runtime.core import as_int
+from kubetrain.api.access import as_int, obj_at
 from kubetrain.runtime.framework import BuildContext, ObjectRef, object_meta
 from kubetrain.runtime.info import RuntimeInfo
 from kubetrain.runtime.podgroup import gang_totals
@@ -43,7 +43,7 @@ class Coscheduling:
 
     def existing_refs(self, trainjob_name: str, runtime_spec: Obj) -> list[ObjectRef]:
         # A PodGroup is re-applied only while the job is suspended: build checks for it.
-        if "coscheduling" not in (runtime_spec.get("podGroupPolicy") or {}):
+        if "coscheduling" not in obj_at(runtime_spec, "podGroupPolicy"):
             return []
         return [ObjectRef("scheduling.x-k8s.io/v1alpha1", "PodGroup", trainjob_name)]
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from kubetrain.api.access import as_int, list_at
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime.config import Environment
-from kubetrain.runtime.core import as_int
 from kubetrain.runtime.flux_assets import (
     FLUX_BROKER_DEFAULTS,
     flux_broker_settings,
@@ -121,7 +121,7 @@ class Flux:
         for ps in info.pod_sets:
             if ps.name != NODE:
                 continue
-            for c in ps.pod_spec.get("initContainers") or []:
+            for c in list_at(ps.pod_spec, "initContainers"):
                 if isinstance(c, dict) and c.get("name") == INSTALLER:
                     errors.append(
                         FieldError(

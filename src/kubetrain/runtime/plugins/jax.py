@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from kubetrain.runtime.core import as_int
+from kubetrain.api.access import as_int
 from kubetrain.runtime.info import RuntimeInfo
 from kubetrain.runtime.podspec import Obj, env_field_ref, env_value, upsert_env, upsert_port
 

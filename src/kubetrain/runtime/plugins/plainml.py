@@ -4,7 +4,8 @@
 
 from __future__ import annotations
 
-from kubetrain.runtime.core import as_int, convert_env_list
+from kubetrain.api.access import as_int
+from kubetrain.runtime.core import convert_env_list
 from kubetrain.runtime.info import RuntimeInfo
 from kubetrain.runtime.podspec import Obj, upsert_env
 

@@ -8,8 +8,9 @@ not in TorchTune mode, whose command is rewritten by ``kubetrain.runtime.torchtu
 
 from __future__ import annotations
 
+from kubetrain.api.access import as_int, list_at
 from kubetrain.api.errors import FieldError
-from kubetrain.runtime.core import as_int, convert_env_list, runtime_ref
+from kubetrain.runtime.core import convert_env_list, runtime_ref
 from kubetrain.runtime.framework import RenderError, ValidationContext, reserved_env_error
 from kubetrain.runtime.info import RuntimeInfo
 from kubetrain.runtime.podspec import Obj, env_field_ref, env_value, upsert_env, upsert_port
@@ -31,11 +32,11 @@ def _targets(info: RuntimeInfo) -> list[tuple[str, str]]:
     pairs: list[tuple[str, str]] = []
     if not isinstance(injection, dict):
         return pairs
-    for target in injection.get("targets") or []:
+    for target in list_at(injection, "targets"):
         if not isinstance(target, dict):
             continue
         job_name = target.get("jobName")
-        for c in target.get("containerNames") or []:
+        for c in list_at(target, "containerNames"):
             pairs.append(
                 (job_name if isinstance(job_name, str) else "", c if isinstance(c, str) else "")
             )

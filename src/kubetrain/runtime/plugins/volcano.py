@@ -9,8 +9,7 @@ JobSet-level annotation ``scheduling.volcano.sh/queue-name`` when present, the
 
 from __future__ import annotations
 
-from typing import Any
-
+from kubetrain.api.access import obj_at
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime.framework import BuildContext, ObjectRef, ValidationContext, object_meta
 from kubetrain.runtime.info import RuntimeInfo
@@ -25,15 +24,11 @@ QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 SYSTEM_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
 
 
-def _d(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
 def _priority_class_names(info: RuntimeInfo) -> list[str]:
     """Non-empty ``priorityClassName`` of every replicatedJob pod, in replicatedJob order."""
     names = []
     for rjob in info.iter_replicated_jobs():
-        pod = _d(_d(_d(_d(rjob.get("template")).get("spec")).get("template")).get("spec"))
+        pod = obj_at(rjob, "template", "spec", "template", "spec")
         name = pod.get("priorityClassName")
         # Go reads the field through an apply configuration: "" marshals away and is unset.
         if isinstance(name, str) and name:
@@ -91,7 +86,7 @@ class Volcano:
 
     def existing_refs(self, trainjob_name: str, runtime_spec: Obj) -> list[ObjectRef]:
         # A PodGroup is re-applied only while the job is suspended: build checks for it.
-        if "volcano" not in (runtime_spec.get("podGroupPolicy") or {}):
+        if "volcano" not in obj_at(runtime_spec, "podGroupPolicy"):
             return []
         return [ObjectRef("scheduling.volcano.sh/v1beta1", "PodGroup", trainjob_name)]
 
@@ -99,7 +94,7 @@ class Volcano:
         policy = self._policy(info)
         if policy is None:
             return []
-        suspended = _d(job.get("spec")).get("suspend") is True
+        suspended = obj_at(job, "spec").get("suspend") is True
         if ctx.existing.get("PodGroup", info.trainjob_name) is not None and not suspended:
             return []
         members, resources = gang_totals(info)

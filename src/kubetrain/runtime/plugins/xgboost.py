@@ -5,8 +5,8 @@ Runs after PlainML (``PLUGIN_ORDER``), so ``spec.trainer.env`` precedes the DMLC
 
 from __future__ import annotations
 
+from kubetrain.api.access import as_int
 from kubetrain.api.errors import FieldError
-from kubetrain.runtime.core import as_int
 from kubetrain.runtime.framework import ValidationContext
 from kubetrain.runtime.info import RuntimeInfo
 from kubetrain.runtime.podspec import Obj, env_field_ref, env_value, upsert_env, upsert_port
