@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.api.access import as_dict, as_int, list_at, obj_at
+from kubetrain.api.access import as_dict, as_int, as_str, list_at, obj_at
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime.config import DEFAULT_MAX_NUM_NODES
 from kubetrain.runtime.core import ANCESTOR_LABEL
@@ -137,8 +137,8 @@ def trainjob_bound_errors(
         return errors
     ml = obj_at(runtime, "spec", "mlPolicy")
     nodes = as_int(trainer.get("numNodes"), as_int(ml.get("numNodes"), 1))
-    name = obj_at(trainjob, "metadata").get("name")
-    generated = _generated(name if isinstance(name, str) else "", runtime, nodes)
+    name = as_str(obj_at(trainjob, "metadata").get("name"))
+    generated = _generated(name, runtime, nodes)
     for job, _, pods in generated:
         if pods > max_num_nodes:
             errors.append(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.api.access import as_dict, as_int, obj_at
+from kubetrain.api.access import as_dict, as_int, as_str, obj_at
 from kubetrain.runtime.config import Environment
 from kubetrain.runtime.info import PodSet, RuntimeInfo
 from kubetrain.runtime.podspec import Obj, child_obj, tree_copy
@@ -43,13 +43,10 @@ ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 def runtime_ref(job: Obj) -> tuple[str, str, str]:
     """``(apiGroup, kind, name)`` of ``spec.runtimeRef`` with the CRD defaults filled in."""
     ref = obj_at(job, "spec", "runtimeRef")
-    group = ref.get("apiGroup", TRAINER_GROUP)
-    kind = ref.get("kind", CLUSTER_TRAINING_RUNTIME)
-    name = ref.get("name", "")
     return (
-        group if isinstance(group, str) else "",
-        kind if isinstance(kind, str) else "",
-        name if isinstance(name, str) else "",
+        as_str(ref.get("apiGroup", TRAINER_GROUP)),
+        as_str(ref.get("kind", CLUSTER_TRAINING_RUNTIME)),
+        as_str(ref.get("name")),
     )
 
 
@@ -169,10 +166,9 @@ def new_runtime_info(job: Obj, runtime: Obj, env: Environment) -> RuntimeInfo:
             or (launcher_as_node and rjob.get("name") == "node")
         ):
             _merge_trainer_resources(pod_spec, resources)
-        name = rjob.get("name")
         pod_sets.append(
             PodSet(
-                name=name if isinstance(name, str) else "",
+                name=as_str(rjob.get("name")),
                 ancestor=ancestor,
                 count=max(count, 1),
                 pod_spec=pod_spec,
@@ -182,11 +178,10 @@ def new_runtime_info(job: Obj, runtime: Obj, env: Environment) -> RuntimeInfo:
         )
 
     uid = meta.get("uid")
-    name = meta.get("name")
     namespace = meta.get("namespace")
     rmeta = obj_at(runtime, "metadata")
     return RuntimeInfo(
-        trainjob_name=name if isinstance(name, str) else "",
+        trainjob_name=as_str(meta.get("name")),
         trainjob_namespace=namespace
         if isinstance(namespace, str) and namespace
         else env.namespace_default,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from kubetrain.api.access import as_int, list_at
+from kubetrain.api.access import as_int, dicts, list_at
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime.config import Environment
 from kubetrain.runtime.flux_assets import (
@@ -56,8 +56,7 @@ def _procs_per_node(info: RuntimeInfo, policy: Obj) -> int:
 
 
 def _env_list(container: Obj | None) -> list[Any]:
-    env = container.get("env") if container is not None else None
-    return [e for e in env if isinstance(e, dict)] if isinstance(env, list) else []
+    return dicts(container.get("env")) if container is not None else []
 
 
 def _installer(image: str, entrypoint: str) -> Obj:

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from kubetrain.api.access import as_dict, as_int, as_list, list_at, obj_at
+from kubetrain.api.access import as_dict, as_int, as_str, dicts, list_at, obj_at
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime.core import ANCESTOR_LABEL, convert_env_list
 from kubetrain.runtime.framework import BuildContext, ValidationContext, owner_reference
@@ -56,9 +56,7 @@ def is_domain_prefixed_path(path: str, value: str) -> list[FieldError]:
 
 
 def _names(items: Any) -> list[str]:
-    return [
-        c["name"] for c in as_list(items) if isinstance(c, dict) and isinstance(c.get("name"), str)
-    ]
+    return [c["name"] for c in dicts(items) if isinstance(c.get("name"), str)]
 
 
 def _containers(
@@ -120,16 +118,13 @@ class JobSetPlugin:
         # checks never fire there and the bad JobSet fails at reconcile instead.)
         declared = containers_by_job
         if ctx.runtime is not None:
-            rjobs = obj_at(ctx.runtime, "spec", "template", "spec").get("replicatedJobs")
-            declared, _ = _containers(j for j in as_list(rjobs) if isinstance(j, dict))
+            declared, _ = _containers(
+                dicts(obj_at(ctx.runtime, "spec", "template", "spec").get("replicatedJobs"))
+            )
         for patch in list_at(spec, "runtimePatches"):
             patch = as_dict(patch)
             manager = patch.get("manager")
-            errors.extend(
-                is_domain_prefixed_path(
-                    f"{_PATCHES}.manager", manager if isinstance(manager, str) else ""
-                )
-            )
+            errors.extend(is_domain_prefixed_path(f"{_PATCHES}.manager", as_str(manager)))
             pspec = obj_at(patch, "trainingRuntimeSpec", "template").get("spec")
             if not isinstance(pspec, dict):
                 continue

@@ -8,7 +8,7 @@ not in TorchTune mode, whose command is rewritten by ``kubetrain.runtime.torchtu
 
 from __future__ import annotations
 
-from kubetrain.api.access import as_int, list_at
+from kubetrain.api.access import as_int, as_str, dicts, list_at
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime.core import convert_env_list, runtime_ref
 from kubetrain.runtime.framework import RenderError, ValidationContext, reserved_env_error
@@ -32,14 +32,10 @@ def _targets(info: RuntimeInfo) -> list[tuple[str, str]]:
     pairs: list[tuple[str, str]] = []
     if not isinstance(injection, dict):
         return pairs
-    for target in list_at(injection, "targets"):
-        if not isinstance(target, dict):
-            continue
-        job_name = target.get("jobName")
+    for target in dicts(injection.get("targets")):
+        job_name = as_str(target.get("jobName"))
         for c in list_at(target, "containerNames"):
-            pairs.append(
-                (job_name if isinstance(job_name, str) else "", c if isinstance(c, str) else "")
-            )
+            pairs.append((job_name, as_str(c)))
     return pairs
 
 
