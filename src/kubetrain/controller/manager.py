@@ -38,6 +38,7 @@ from kubetrain.kube.kinds import (
 )
 from kubetrain.kube.workqueue import QueueShutDown, RateLimit, WorkQueue
 from kubetrain.runtime.config import Environment, FeatureGates
+from kubetrain.runtime.core import runtime_ref
 from kubetrain.runtime.defaults import OPERATOR_NAMESPACE
 from kubetrain.runtime.render import SNAPSHOT_SUFFIX
 
@@ -156,11 +157,11 @@ class Controller:
         if event_type == "ADDED":
             # A TrainJob may have been waiting for this runtime to appear.
             for job in self.caches.trainjobs.items():
-                ref = obj_at(job, "spec", "runtimeRef")
+                _, ref_kind, ref_name = runtime_ref(job)
                 job_ns, job_name = object_key(job)
                 if (
-                    ref.get("name") == name
-                    and (ref.get("kind") or CLUSTER_TRAINING_RUNTIME.kind) == kind
+                    ref_name == name
+                    and ref_kind == kind
                     and (not namespace or namespace == job_ns)
                     and not c.is_finished(job.get("status"))
                     and self.caches.jobsets.get(job_name, job_ns) is None

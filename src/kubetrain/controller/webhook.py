@@ -356,10 +356,10 @@ class AdmissionHandler:
         return verdict.errors, verdict.warnings
 
     async def _runtime(self, trainjob: Obj, namespace: str) -> Obj | None:
-        from kubetrain.runtime.core import runtime_ref
+        from kubetrain.runtime.core import TRAINER_GROUP, runtime_ref
 
         group, kind, name = runtime_ref(trainjob)
-        if group != "trainer.kubeflow.org" or not name:
+        if group != TRAINER_GROUP or not name:
             return None  # validate_trainjob reports the unsupported runtime itself
         if kind == TRAINING_RUNTIME.kind:
             return await self._get(TRAINING_RUNTIME, name, namespace)

@@ -18,10 +18,14 @@ from __future__ import annotations
 from typing import Any
 
 from kubetrain.api.access import as_dict, as_int, as_str, obj_at
+from kubetrain.api.labels import ANCESTOR_LABEL, TRAINER_GROUP
+from kubetrain.api.labels import CLUSTER_TRAINING_RUNTIME_KIND as CLUSTER_TRAINING_RUNTIME
+from kubetrain.api.labels import TRAINING_RUNTIME_KIND as TRAINING_RUNTIME
 from kubetrain.runtime.config import Environment
 from kubetrain.runtime.info import PodSet, RuntimeInfo
 from kubetrain.runtime.podspec import Obj, child_obj, tree_copy
 
+# Re-exported for the runtime's modules; spelled once, in kubetrain.api.labels.
 __all__ = [
     "ANCESTOR_LABEL",
     "CLUSTER_TRAINING_RUNTIME",
@@ -33,11 +37,6 @@ __all__ = [
     "registry_key",
     "runtime_ref",
 ]
-
-TRAINER_GROUP = "trainer.kubeflow.org"
-TRAINING_RUNTIME = "TrainingRuntime"
-CLUSTER_TRAINING_RUNTIME = "ClusterTrainingRuntime"
-ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
 
 
 def runtime_ref(job: Obj) -> tuple[str, str, str]:

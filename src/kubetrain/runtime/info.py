@@ -21,7 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.api.access import obj_at
+from kubetrain.api.access import as_dict, as_int, obj_at
+from kubetrain.api.labels import ANCESTOR_LABEL
 from kubetrain.runtime.podspec import Obj, find_container
 
 __all__ = ["PodSet", "RuntimeInfo"]
@@ -120,6 +121,18 @@ class RuntimeInfo:
         value = self.ml_policy.get(kind)
         return value if isinstance(value, dict) else None
 
+    def pod_group(self, kind: str) -> Obj | None:
+        """``podGroupPolicy.<kind>`` as a dict when configured (``{}`` counts as configured)."""
+        value = as_dict(self.pod_group_policy).get(kind)
+        return value if isinstance(value, dict) else None
+
+    def take_num_nodes(self) -> None:
+        """The trainer PodSet's count from ``spec.trainer.numNodes`` where set: the first step
+        of every ML policy that counts nodes (torch, JAX, XGBoost, PlainML; MPI splits it)."""
+        ps = self.trainer_pod_set()
+        if ps is not None and self.trainer is not None and self.trainer.get("numNodes") is not None:
+            ps.count = as_int(self.trainer.get("numNodes"), ps.count)
+
     def pod_set(self, name: str) -> PodSet | None:
         """The PodSet of replicatedJob ``name``."""
         for ps in self.pod_sets:
@@ -164,10 +177,7 @@ class RuntimeInfo:
         for job in self.iter_replicated_jobs():
             tmpl = obj_at(job, "template")
             labels = obj_at(tmpl, "metadata", "labels")
-            if (
-                job.get("name") == "node"
-                or labels.get("trainer.kubeflow.org/trainjob-ancestor-step") == "trainer"
-            ):
+            if job.get("name") == "node" or labels.get(ANCESTOR_LABEL) == "trainer":
                 pod_spec = obj_at(tmpl, "spec", "template").get("spec")
                 c = find_container(pod_spec, "node")
                 if c is not None and isinstance(c.get("resources"), dict):

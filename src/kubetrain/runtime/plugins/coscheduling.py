@@ -30,14 +30,8 @@ class Coscheduling:
 
     name = "coscheduling"
 
-    @staticmethod
-    def _policy(info: RuntimeInfo) -> Obj | None:
-        policy = info.pod_group_policy or {}
-        value = policy.get("coscheduling")
-        return value if isinstance(value, dict) else None
-
     def enforce_pod_group_policy(self, info: RuntimeInfo, job: Obj) -> None:
-        if self._policy(info) is None:
+        if info.pod_group("coscheduling") is None:
             return
         info.pod_labels[POD_GROUP_LABEL] = info.trainjob_name
 
@@ -48,7 +42,7 @@ class Coscheduling:
         return [ObjectRef("scheduling.x-k8s.io/v1alpha1", "PodGroup", trainjob_name)]
 
     def build(self, info: RuntimeInfo, job: Obj, ctx: BuildContext) -> list[Obj]:
-        policy = self._policy(info)
+        policy = info.pod_group("coscheduling")
         if policy is None:
             return []
         if ctx.existing.get("PodGroup", info.trainjob_name) is not None and not _suspended(job):

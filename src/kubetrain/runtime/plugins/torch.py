@@ -91,10 +91,9 @@ class Torch:
     def enforce_ml_policy(self, info: RuntimeInfo, job: Obj) -> None:
         if info.policy("torch") is None:
             return
+        info.take_num_nodes()
         trainer = info.trainer
         ps = info.trainer_pod_set()
-        if ps is not None and trainer is not None and trainer.get("numNodes") is not None:
-            ps.count = as_int(trainer.get("numNodes"), ps.count)
 
         nproc: int | str = "auto"
         if trainer is not None and trainer.get("numProcPerNode") is not None:

@@ -41,16 +41,10 @@ class Volcano:
 
     name = "volcano"
 
-    @staticmethod
-    def _policy(info: RuntimeInfo) -> Obj | None:
-        policy = info.pod_group_policy or {}
-        value = policy.get("volcano")
-        return value if isinstance(value, dict) else None
-
     # --- phase 1 ------------------------------------------------------------------------------
 
     def validate(self, info: RuntimeInfo, job: Obj, ctx: ValidationContext) -> list[FieldError]:
-        if self._policy(info) is None:
+        if info.pod_group("volcano") is None:
             return []
         errors: list[FieldError] = []
         if info.annotations.get(QUEUE_ANNOTATION) == "":
@@ -78,7 +72,7 @@ class Volcano:
     # --- phase 3 ------------------------------------------------------------------------------
 
     def enforce_pod_group_policy(self, info: RuntimeInfo, job: Obj) -> None:
-        if self._policy(info) is None:
+        if info.pod_group("volcano") is None:
             return
         info.pod_annotations[GROUP_NAME_ANNOTATION] = info.trainjob_name
 
@@ -91,7 +85,7 @@ class Volcano:
         return [ObjectRef("scheduling.volcano.sh/v1beta1", "PodGroup", trainjob_name)]
 
     def build(self, info: RuntimeInfo, job: Obj, ctx: BuildContext) -> list[Obj]:
-        policy = self._policy(info)
+        policy = info.pod_group("volcano")
         if policy is None:
             return []
         suspended = obj_at(job, "spec").get("suspend") is True
