@@ -34,12 +34,12 @@ FAILED = "Failed"
 
 def find(status: Obj | None, type_: str) -> Obj | None:
     """A copy of the condition of ``type_`` in ``status``, if any."""
-    cond = find_condition((status or {}).get("conditions"), type_)
+    cond = find_condition(list_at(status, "conditions"), type_)
     return dict(cond) if cond is not None else None
 
 
 def is_true(status: Obj | None, type_: str) -> bool:
-    return condition_true((status or {}).get("conditions"), type_)
+    return condition_true(list_at(status, "conditions"), type_)
 
 
 def is_finished(status: Obj | None) -> bool:

@@ -54,7 +54,7 @@ from datetime import UTC, datetime
 
 import yaml
 
-from kubetrain.api.access import list_at, obj_at
+from kubetrain.api.access import as_dict, list_at, obj_at
 from kubetrain.api.labels import (
     CLUSTER_TRAINING_RUNTIME_KIND,
     DEFAULT_MANAGED_BY,
@@ -236,7 +236,7 @@ class TrainJobReconciler:
             if owner is not None and owner.get("kind") == TRAINJOB.kind and owner.get("uid") != uid:
                 if obj is step.jobset:
                     step.jobset = None
-                name = (obj or {}).get("metadata", {}).get("name")
+                name = obj_at(obj, "metadata").get("name")
                 raise ReconcileError(
                     f"{(obj or {}).get('kind')} {name} still belongs to an earlier TrainJob "
                     f"{meta.get('name')} (uid {owner.get('uid')}); waiting for its deletion"
@@ -545,7 +545,7 @@ def _snapshot_runtime(snapshot: Obj | None) -> Obj:
         runtime = parse_snapshot(str(obj_at(snapshot, "data").get("runtime") or ""))
     except yaml.YAMLError:
         return {}
-    return runtime if isinstance(runtime, dict) else {}
+    return as_dict(runtime)
 
 
 def _note(err: object) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.api.access import as_dict, as_int, as_str, obj_at
+from kubetrain.api.access import as_dict, as_int, as_list, as_str, obj_at
 from kubetrain.api.labels import ANCESTOR_LABEL, TRAINER_GROUP
 from kubetrain.api.labels import CLUSTER_TRAINING_RUNTIME_KIND as CLUSTER_TRAINING_RUNTIME
 from kubetrain.api.labels import TRAINING_RUNTIME_KIND as TRAINING_RUNTIME
@@ -94,7 +94,7 @@ def convert_env(env: Any) -> Obj:
 
 def convert_env_list(env: Any) -> list[Obj]:
     """``convert_env`` over a list (non-lists give ``[]``)."""
-    return [convert_env(e) for e in env] if isinstance(env, list) else []
+    return [convert_env(e) for e in as_list(env)]
 
 
 def _pod_spec(job: Obj) -> Obj:
@@ -148,7 +148,7 @@ def new_runtime_info(job: Obj, runtime: Obj, env: Environment) -> RuntimeInfo:
 
     pod_sets: list[PodSet] = []
     jobs = jobset_spec.get("replicatedJobs")
-    for rjob in jobs if isinstance(jobs, list) else []:
+    for rjob in as_list(jobs):
         if not isinstance(rjob, dict):
             continue
         job_template = obj_at(rjob, "template")

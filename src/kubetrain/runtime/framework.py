@@ -63,7 +63,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
-from kubetrain.api.access import obj_at
+from kubetrain.api.access import dicts, obj_at
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime.config import Environment, FeatureGates
 from kubetrain.runtime.info import RuntimeInfo
@@ -353,12 +353,8 @@ def reserved_env_error(
     trainer: dict[str, Any] | None, reserved: frozenset[str]
 ) -> FieldError | None:
     """Upstream's error for ``spec.trainer.env`` naming variables a plugin sets itself (torch, MPI)."""
-    env = (trainer or {}).get("env")
-    names = {
-        e["name"]
-        for e in (env if isinstance(env, list) else [])
-        if isinstance(e, dict) and isinstance(e.get("name"), str)
-    }
+    env = trainer.get("env") if trainer is not None else None
+    names = {e["name"] for e in dicts(env) if isinstance(e.get("name"), str)}
     clash = sorted(names & reserved)
     if not clash:
         return None

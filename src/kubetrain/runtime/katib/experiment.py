@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kubetrain.api.access import list_at, obj_at
+from kubetrain.api.access import as_dict, list_at, obj_at
 from kubetrain.api.errors import FieldError
 
 __all__ = [
@@ -340,8 +340,8 @@ def _validate_algorithm(
         ]
     errors: list[FieldError] = []
     for i, setting in enumerate(list_at(spec, "algorithmSettings")):
-        sname = str((setting or {}).get("name") or "")
-        svalue = (setting or {}).get("value")
+        sname = str(as_dict(setting).get("name") or "")
+        svalue = as_dict(setting).get("value")
         at = f"{path}.algorithmSettings[{i}]"
         if sname not in known[name]:
             errors.append(
@@ -434,8 +434,8 @@ def _validate_trial_template(spec: Mapping[str, Any]) -> list[FieldError]:
     seen_refs: set[str] = set()
     for i, parameter in enumerate(trial_parameters):
         at = f"{path}.trialParameters[{i}]"
-        pname = str((parameter or {}).get("name") or "")
-        ref = str((parameter or {}).get("reference") or "")
+        pname = str(as_dict(parameter).get("name") or "")
+        ref = str(as_dict(parameter).get("reference") or "")
         if not pname or not ref or "{" in pname or "}" in pname:
             errors.append(
                 _invalid(
