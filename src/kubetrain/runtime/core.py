@@ -15,12 +15,14 @@ Also the small shared vocabulary: runtime reference defaults and upstream's EnvV
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 from kubetrain.api.access import as_dict, as_int, as_list, as_str, obj_at
 from kubetrain.api.labels import ANCESTOR_LABEL, TRAINER_GROUP
 from kubetrain.api.labels import CLUSTER_TRAINING_RUNTIME_KIND as CLUSTER_TRAINING_RUNTIME
 from kubetrain.api.labels import TRAINING_RUNTIME_KIND as TRAINING_RUNTIME
+from kubetrain.api.types import Trainer
 from kubetrain.runtime.config import Environment
 from kubetrain.runtime.info import PodSet, RuntimeInfo
 from kubetrain.runtime.podspec import Obj, child_obj, tree_copy
@@ -103,7 +105,7 @@ def _pod_spec(job: Obj) -> Obj:
     return child_obj(child_obj(child_obj(template, "spec"), "template"), "spec")
 
 
-def _merge_trainer_resources(pod_spec: Obj, override: Obj) -> None:
+def _merge_trainer_resources(pod_spec: Obj, override: Mapping[str, Any]) -> None:
     from kubetrain.runtime.smp import merge_resources
 
     containers = pod_spec.get("containers")
@@ -141,7 +143,8 @@ def new_runtime_info(job: Obj, runtime: Obj, env: Environment) -> RuntimeInfo:
         rspec.get("podGroupPolicy") if isinstance(rspec.get("podGroupPolicy"), dict) else None
     )
     trainer = spec.get("trainer")
-    trainer_copy = dict(trainer) if isinstance(trainer, dict) else None
+    # Admission checked its shape; the TypedDict lets mypy check every read of it below.
+    trainer_copy = cast(Trainer, dict(trainer)) if isinstance(trainer, dict) else None
     resources = trainer_copy.get("resourcesPerNode") if trainer_copy is not None else None
     mpi = obj_at(ml_policy, "mpi") if ml_policy is not None else {}
     launcher_as_node = ml_policy is not None and mpi.get("runLauncherAsNode") is True

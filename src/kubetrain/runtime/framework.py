@@ -64,7 +64,9 @@ from datetime import datetime
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from kubetrain.api.access import dicts, obj_at
+from kubetrain.api.core import ObjectMeta, OwnerReference
 from kubetrain.api.errors import FieldError
+from kubetrain.api.labels import TRAINER_API_VERSION, TRAINJOB_KIND
 from kubetrain.runtime.config import Environment, FeatureGates
 from kubetrain.runtime.info import RuntimeInfo
 from kubetrain.runtime.podspec import Obj
@@ -248,11 +250,11 @@ class StatusProvider(Protocol):
     def trainjob_status(self, job: Obj, jobset: Obj | None, now: datetime) -> Obj | None: ...
 
 
-def owner_reference(info: RuntimeInfo) -> Obj:
+def owner_reference(info: RuntimeInfo) -> OwnerReference:
     """The single controller ownerReference every object created for a TrainJob carries."""
     return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
+        "apiVersion": TRAINER_API_VERSION,
+        "kind": TRAINJOB_KIND,
         "name": info.trainjob_name,
         "uid": info.trainjob_uid,
         "controller": True,
@@ -260,7 +262,7 @@ def owner_reference(info: RuntimeInfo) -> Obj:
     }
 
 
-def object_meta(info: RuntimeInfo, name: str) -> Obj:
+def object_meta(info: RuntimeInfo, name: str) -> ObjectMeta:
     """``metadata`` for a child object: name, the TrainJob's namespace, the ownerReference."""
     return {
         "name": name,
@@ -350,7 +352,7 @@ class Framework:
 
 
 def reserved_env_error(
-    trainer: dict[str, Any] | None, reserved: frozenset[str]
+    trainer: Mapping[str, Any] | None, reserved: frozenset[str]
 ) -> FieldError | None:
     """Upstream's error for ``spec.trainer.env`` naming variables a plugin sets itself (torch, MPI)."""
     env = trainer.get("env") if trainer is not None else None

@@ -17,12 +17,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.api.access import as_dict, as_int, obj_at
 from kubetrain.api.labels import ANCESTOR_LABEL
+from kubetrain.api.types import Trainer
 from kubetrain.runtime.podspec import Obj, find_container
 
 __all__ = ["PodSet", "RuntimeInfo"]
@@ -93,7 +94,7 @@ class RuntimeInfo:
     jobset_spec: Obj
     """The JobSet spec being built (private copy; plugins edit it through PodSets)."""
     pod_sets: list[PodSet]
-    trainer: Obj | None
+    trainer: Trainer | None
     """Private shallow copy of ``TrainJob.spec.trainer``; command/args may be replaced."""
     pod_labels: dict[str, str] = field(default_factory=dict)
     """Labels every pod template gets at build time (gang scheduling)."""
@@ -164,7 +165,7 @@ class RuntimeInfo:
                 if isinstance(job, dict):
                     yield job
 
-    def trainer_resources(self) -> Obj:
+    def trainer_resources(self) -> Mapping[str, Any]:
         """Resources used for GPU/CPU arithmetic (trainer v2.3.0 pkg/runtime/runtime.go).
 
         ``spec.trainer.resourcesPerNode`` when set, else the ``node`` container resources of the
@@ -172,8 +173,7 @@ class RuntimeInfo:
         merge.
         """
         if self.trainer is not None and isinstance(self.trainer.get("resourcesPerNode"), dict):
-            res: Obj = self.trainer["resourcesPerNode"]
-            return res
+            return self.trainer["resourcesPerNode"]
         for job in self.iter_replicated_jobs():
             tmpl = obj_at(job, "template")
             labels = obj_at(tmpl, "metadata", "labels")

@@ -34,7 +34,7 @@ from kubetrain.runtime.framework import (
     Existing,
     ObjectRef,
     RenderError,
-    owner_reference,
+    object_meta,
 )
 from kubetrain.runtime.info import RuntimeInfo
 from kubetrain.runtime.plugins import framework_for
@@ -169,11 +169,7 @@ def snapshot_configmap(info: RuntimeInfo, runtime: Obj) -> Obj:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {
-            "name": snapshot_name(info.trainjob_name),
-            "namespace": info.trainjob_namespace,
-            "ownerReferences": [owner_reference(info)],
-        },
+        "metadata": object_meta(info, snapshot_name(info.trainjob_name)),
         "data": {"runtime": _runtime_yaml(runtime)},
     }
 

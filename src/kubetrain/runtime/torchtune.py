@@ -11,7 +11,7 @@ Everything here is a pure function of plain values; the torch plugin supplies th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubetrain.api.access import list_at
@@ -169,7 +169,7 @@ def torchtune_command(
 def validate_torchtune(
     *,
     runtime_name: str,
-    trainer: Obj,
+    trainer: Mapping[str, Any],
     runtime_resources: Obj | None = None,
 ) -> list[FieldError]:
     """The webhook's torchtune checks for a TrainJob whose command is ``tune run``.

@@ -11,6 +11,7 @@ Secret. The scripts and the certificate come from :mod:`kubetrain.runtime.flux_a
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.access import as_int, dicts, list_at
@@ -55,7 +56,7 @@ def _procs_per_node(info: RuntimeInfo, policy: Obj) -> int:
     return as_int(policy.get("numProcPerNode"), 1)
 
 
-def _env_list(container: Obj | None) -> list[Any]:
+def _env_list(container: Mapping[str, Any] | None) -> list[Any]:
     return dicts(container.get("env")) if container is not None else []
 
 

@@ -10,7 +10,9 @@ from datetime import datetime
 from typing import Any
 
 from kubetrain.api.access import as_dict, as_int, as_str, dicts, list_at, obj_at
+from kubetrain.api.core import ObjectMeta
 from kubetrain.api.errors import FieldError
+from kubetrain.api.types import Trainer
 from kubetrain.runtime.core import ANCESTOR_LABEL, convert_env_list
 from kubetrain.runtime.framework import BuildContext, ValidationContext, owner_reference
 from kubetrain.runtime.info import RuntimeInfo
@@ -276,7 +278,7 @@ class JobSetPlugin:
                 child_obj(meta, "annotations").update(info.pod_annotations)
         jobset_spec = info.jobset_spec
         jobset_spec["suspend"] = suspend
-        metadata: Obj = {"name": info.trainjob_name, "namespace": info.trainjob_namespace}
+        metadata: ObjectMeta = {"name": info.trainjob_name, "namespace": info.trainjob_namespace}
         if info.labels:
             metadata["labels"] = dict(info.labels)
         if info.annotations:
@@ -311,7 +313,7 @@ def _wire_initializer(container: Obj, source: Obj) -> None:
         env_from.append({"secretRef": {"name": secret.get("name", "")}})
 
 
-def _set_trainer_fields(container: Obj, trainer: Obj) -> None:
+def _set_trainer_fields(container: Obj, trainer: Trainer) -> None:
     image = trainer.get("image")
     if image is not None:
         container["image"] = image
