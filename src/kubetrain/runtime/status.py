@@ -87,14 +87,14 @@ def jobset_status_to_trainjob(job: Obj, jobset: Obj | None, now: datetime) -> Ob
         status["conditions"] = conditions
     jobs = [
         {
-            "name": as_dict(r).get("name", ""),
-            "ready": as_dict(r).get("ready", 0),
-            "succeeded": as_dict(r).get("succeeded", 0),
-            "failed": as_dict(r).get("failed", 0),
-            "active": as_dict(r).get("active", 0),
-            "suspended": as_dict(r).get("suspended", 0),
+            "name": r.get("name", ""),
+            "ready": r.get("ready", 0),
+            "succeeded": r.get("succeeded", 0),
+            "failed": r.get("failed", 0),
+            "active": r.get("active", 0),
+            "suspended": r.get("suspended", 0),
         }
-        for r in list_at(js_status, "replicatedJobsStatus")
+        for r in map(as_dict, list_at(js_status, "replicatedJobsStatus"))
     ]
     if jobs:
         status["jobsStatus"] = jobs
