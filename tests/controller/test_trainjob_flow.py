@@ -214,8 +214,12 @@ async def _jobs_status(plane: Plane, name: str) -> list[Obj] | None:
 
 async def test_active_deadline_fails_the_job_and_deletes_the_jobset(plane: Plane) -> None:
     await plane.start_controller()
-    await plane.create_trainjob("tj", activeDeadlineSeconds=1)
+    # Created suspended, so the JobSet exists before the deadline counts: a deadline that has
+    # already passed at the first reconcile never gets a JobSet, and creationTimestamp has whole
+    # seconds, so "create, then see the JobSet within 1 s" raced the controller.
+    await plane.create_trainjob("tj", activeDeadlineSeconds=1, suspend=True)
     await eventually(lambda: plane.get(JOBSETS, "tj"), what="the JobSet")
+    await plane.patch_trainjob("tj", {"spec": {"suspend": False}})
 
     async def failed() -> Obj | None:
         return condition(await plane.trainjob_status("tj"), "Failed")

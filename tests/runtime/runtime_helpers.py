@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import yaml
 
+from kubetrain.api.errors import FieldError
 from kubetrain.runtime import Environment, FeatureGates
 from kubetrain.runtime.defaults import data_cache_runtimes, default_runtimes
 from kubetrain.runtime.render import Plan
 from kubetrain.runtime.sshkeys import ssh_keypair_from_seed
+from kubetrain.testing import make_runtime
 from upstream_data import find
 
 Obj = dict[str, Any]
+Render = Callable[..., Plan]
+"""The ``checked_render`` fixture: ``render`` with the test environment, JobSets schema-checked."""
 
 
 def _fixed_keys() -> tuple[str, str]:
@@ -91,3 +96,41 @@ def container(js: Obj, job: str, name: str = "node") -> Obj:
 def env_of(c: Obj) -> list[tuple[str, Any]]:
     """``[(name, value or valueFrom)]`` in order."""
     return [(e["name"], e.get("value", e.get("valueFrom"))) for e in c.get("env", [])]
+
+
+def error_pairs(errors: list[FieldError]) -> list[tuple[str, str]]:
+    """``[(path, reason)]`` of validation errors, in order."""
+    return [(e.path, e.reason) for e in errors]
+
+
+RANK = {
+    "fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}
+}
+"""The env source of a pod's rank: its Job completion index."""
+
+
+def torch_runtime(**job: Any) -> Obj:
+    """A one-node torch runtime with one ``node`` job; ``job`` goes to the job builder."""
+    job.setdefault("image", "pytorch")
+    builder = make_runtime("torch-distributed").framework("torch").num_nodes(1).torch()
+    return builder.job("node", ancestor="trainer", **job).obj()
+
+
+def admission_initializer_runtime(
+    *, ds_mount: bool = True, ds_container: str = "dataset-initializer"
+) -> Obj:
+    """A torch runtime with a dataset-initializer job (its container and mount configurable)
+    and a node job with an init container ``warmup``."""
+    mount = [{"name": "initializer", "mountPath": "/workspace"}]
+    return (
+        make_runtime()
+        .torch()
+        .job(
+            "dataset-initializer",
+            ancestor="dataset-initializer",
+            container=ds_container,
+            volume_mounts=mount if ds_mount else None,
+        )
+        .job("node", ancestor="trainer", init_containers=[{"name": "warmup", "image": "x"}])
+        .obj()
+    )

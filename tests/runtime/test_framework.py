@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kubetrain.runtime import Environment, FeatureGateError, FeatureGates
-from kubetrain.runtime.framework import Framework, FrameworkError, ObjectRef
+from kubetrain.runtime.framework import Framework, FrameworkError
 from kubetrain.runtime.plugins import PLUGIN_ORDER, REGISTRY, framework_for
 from kubetrain.runtime.podspec import (
     tree_copy,
@@ -16,7 +16,6 @@ from kubetrain.runtime.podspec import (
     upsert_volume,
     upsert_volume_mount,
 )
-from kubetrain.runtime.render import existing_refs
 
 
 class Named:
@@ -69,42 +68,6 @@ def test_each_registry_entry_builds_the_plugin_of_its_name() -> None:
     for name, new in REGISTRY:
         plugin = new(FeatureGates(), Environment())
         assert plugin is not None and plugin.name == name
-
-
-@pytest.mark.parametrize(
-    ("runtime_spec", "expected"),
-    [
-        pytest.param(
-            {"mlPolicy": {"mpi": {"numProcPerNode": 1}}},
-            [ObjectRef("v1", "Secret", "job-mpi-ssh-auth")],
-            id="an MPI runtime reads back its SSH Secret",
-        ),
-        pytest.param(
-            {"podGroupPolicy": {"coscheduling": {}}},
-            [ObjectRef("scheduling.x-k8s.io/v1alpha1", "PodGroup", "job")],
-            id="a coscheduling runtime reads back its PodGroup",
-        ),
-        pytest.param(
-            {"podGroupPolicy": {"volcano": {}}, "mlPolicy": {"mpi": {}}},
-            [
-                ObjectRef("v1", "Secret", "job-mpi-ssh-auth"),
-                ObjectRef("scheduling.volcano.sh/v1beta1", "PodGroup", "job"),
-            ],
-            id="MPI with Volcano reads back both, in plugin order",
-        ),
-        pytest.param({"mlPolicy": {"torch": {}}}, [], id="a torch runtime reads back nothing"),
-    ],
-)
-def test_plugins_name_the_uncached_children_they_read_back(
-    runtime_spec: dict[str, Any], expected: list[ObjectRef]
-) -> None:
-    job = {"metadata": {"name": "job", "namespace": "ns"}}
-    assert existing_refs(job, {"spec": runtime_spec}) == expected
-
-
-def test_trainjobstatus_is_registered_only_with_its_gate() -> None:
-    fw = framework_for(FeatureGates.upstream_defaults(), Environment())
-    assert "trainjobstatus" not in [p.name for p in fw.plugins]  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from runtime_helpers import load_upstream_runtime
+from runtime_helpers import admission_initializer_runtime, load_upstream_runtime
 
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime import validate_runtime, validate_trainjob
@@ -13,35 +13,13 @@ from kubetrain.testing import make_runtime, make_trainjob
 
 Obj = dict[str, Any]
 TORCH = load_upstream_runtime("torch_distributed")
-MOUNT = [{"name": "initializer", "mountPath": "/workspace"}]
 
 
 def pairs(errors: list[FieldError]) -> list[tuple[str, str]]:
     return [(e.path, e.reason) for e in errors]
 
 
-def initializer_runtime(*, ds_mount: bool = True, ds_container: str = "dataset-initializer") -> Obj:
-    return (
-        make_runtime()
-        .torch()
-        .job(
-            "dataset-initializer",
-            ancestor="dataset-initializer",
-            container=ds_container,
-            volume_mounts=MOUNT if ds_mount else None,
-        )
-        .job("node", ancestor="trainer", init_containers=[{"name": "warmup", "image": "x"}])
-        .obj()
-    )
-
-
 CREATE_CASES = [
-    pytest.param(
-        make_trainjob("ok").trainer(num_nodes=2).obj(),
-        TORCH,
-        [],
-        id="a plain torch job is admitted",
-    ),
     pytest.param(
         make_trainjob("Bad_Name").obj(),
         TORCH,
@@ -67,7 +45,7 @@ CREATE_CASES = [
     ),
     pytest.param(
         make_trainjob().dataset("not a uri").obj(),
-        initializer_runtime(),
+        admission_initializer_runtime(),
         [
             (
                 "spec.initializer.dataset.storageUri",
@@ -78,7 +56,7 @@ CREATE_CASES = [
     ),
     pytest.param(
         make_trainjob().dataset("").obj(),
-        initializer_runtime(),
+        admission_initializer_runtime(),
         [],
         id="empty storageUri is allowed",
     ),
@@ -111,160 +89,6 @@ CREATE_CASES = [
             )
         ],
         id="missing TrainingRuntime",
-    ),
-    pytest.param(
-        make_trainjob().dataset("hf://x").model("hf://y").obj(),
-        TORCH,
-        [
-            (
-                "spec.runtimeRef",
-                "must have dataset-initializer job when trainJob is configured with input datasetConfig",
-            ),
-            (
-                "spec.runtimeRef",
-                "must have model-initializer job when trainJob is configured with input modelConfig",
-            ),
-        ],
-        id="initializers need their jobs",
-    ),
-    pytest.param(
-        make_trainjob().dataset("hf://x").obj(),
-        initializer_runtime(ds_container="other"),
-        [
-            (
-                "spec.runtimeRef",
-                "must have container with name - dataset-initializer in the dataset-initializer job",
-            )
-        ],
-        id="dataset initializer needs its container",
-    ),
-    pytest.param(
-        make_trainjob().dataset("hf://x").obj(),
-        initializer_runtime(ds_mount=False),
-        [
-            (
-                "spec.runtimeRef",
-                "must have volumeMount with name - initializer in container dataset-initializer of the"
-                " dataset-initializer job",
-            )
-        ],
-        id="dataset initializer needs the initializer mount (v2.3)",
-    ),
-    pytest.param(
-        make_trainjob().pod_patch("kueue.k8s.io/", "node", {"nodeSelector": {"a": "b"}}).obj(),
-        TORCH,
-        [("spec.runtimePatches.manager", 'must be a domain-prefixed path (such as "acme.io/foo")')],
-        id="patch manager needs a path after the domain",
-    ),
-    pytest.param(
-        make_trainjob()
-        .pod_patch("kueue.k8s.io/manager", "node", {"nodeSelector": {"a": "b"}})
-        .obj(),
-        TORCH,
-        [],
-        id="a domain-prefixed manager is fine",
-    ),
-    pytest.param(
-        make_trainjob().pod_patch("a.io/m", "launcher", {"nodeSelector": {"a": "b"}}).obj(),
-        TORCH,
-        [
-            (
-                "spec.runtimePatches",
-                "must not have replicated job that doesn't exist in the runtime job template",
-            )
-        ],
-        id="patched job must exist in the runtime",
-    ),
-    pytest.param(
-        make_trainjob().pod_patch("a.io/m", "node", {"containers": [{"name": "side"}]}).obj(),
-        TORCH,
-        [
-            (
-                "spec.runtimePatches",
-                "must not have container that doesn't exist in the runtime job node",
-            )
-        ],
-        id="patched container must exist",
-    ),
-    pytest.param(
-        make_trainjob().pod_patch("a.io/m", "node", {"initContainers": [{"name": "nope"}]}).obj(),
-        initializer_runtime(),
-        [
-            (
-                "spec.runtimePatches",
-                "must not have initContainer that doesn't exist in the runtime job node",
-            )
-        ],
-        id="patched init container must exist",
-    ),
-    pytest.param(
-        make_trainjob().pod_patch("a.io/m", "node", {"initContainers": [{"name": "warmup"}]}).obj(),
-        initializer_runtime(),
-        [],
-        id="init and regular container names are pooled",
-    ),
-    pytest.param(
-        make_trainjob()
-        .pod_patch("a.io/m", "node", {"containers": [{"name": "node", "env": [{"name": "X"}]}]})
-        .obj(),
-        TORCH,
-        [
-            (
-                "spec.runtimePatches",
-                "must not have envs for the dataset-initializer, model-initializer, node containers",
-            )
-        ],
-        id="patches must not set env on node",
-    ),
-    pytest.param(
-        make_trainjob()
-        .trainer(env={"PET_NODE_RANK": "0", "PET_MASTER_PORT": "1", "OK": "1"})
-        .obj(),
-        TORCH,
-        [
-            (
-                "spec.trainer.env",
-                "must not have reserved envs, invalid envs configured: [PET_MASTER_PORT PET_NODE_RANK]",
-            )
-        ],
-        id="torch reserved envs are listed sorted",
-    ),
-    pytest.param(
-        make_trainjob().trainer().obj(),
-        make_runtime()
-        .torch(envInjection={"targets": [{"jobName": "node", "containerNames": ["ghost"]}]})
-        .job("node", ancestor="trainer")
-        .obj(),
-        [
-            (
-                "spec.runtimeRef",
-                'envInjection target podSet "node" container "ghost" not found in runtime template',
-            )
-        ],
-        id="envInjection targets must exist",
-    ),
-    pytest.param(
-        make_trainjob()
-        .runtime("xgboost-distributed")
-        .trainer(env={"A": "1", "DMLC_TASK_ID": "3"})
-        .obj(),
-        load_upstream_runtime("xgboost_distributed"),
-        [("spec.trainer.env[1]", "DMLC_TASK_ID is reserved for the XGBoost runtime")],
-        id="xgboost reserved env is indexed",
-    ),
-    pytest.param(
-        make_trainjob()
-        .runtime("torchtune-qwen2.5-1.5b")
-        .trainer(command=["tune", "run"], args=["output_dir=/x"])
-        .obj(),
-        load_upstream_runtime("qwen2_5_1.5B"),
-        [
-            (
-                "spec.trainer.args[0]",
-                'must not set immutable config "output_dir" in trainer args; it is managed by the runtime',
-            )
-        ],
-        id="torchtune managed keys are immutable",
     ),
 ]
 
@@ -470,138 +294,6 @@ def test_deprecated_cluster_runtime_create_warns() -> None:
         .warnings[0]
         .startswith('ClusterTrainingRuntime "old" is deprecated')
     )
-
-
-# --- plugin validators wired through validate_trainjob (MPI, Flux, Volcano) ---------------------
-
-DEEPSPEED = load_upstream_runtime("deepspeed_distributed")
-
-
-def mpi_launcher_only() -> Obj:
-    return (
-        make_runtime("mpi-one")
-        .mpi(
-            numProcPerNode=1,
-            mpiImplementation="OpenMPI",
-            sshAuthMountPath="/root/.ssh",
-            runLauncherAsNode=True,
-        )
-        .job("launcher", ancestor="trainer")
-        .obj()
-    )
-
-
-def flux_runtime(**job: Any) -> Obj:
-    return make_runtime("flux").flux(numProcPerNode=1).job("node", ancestor="trainer", **job).obj()
-
-
-def volcano_runtime(queue: str | None, priority: str | None) -> Obj:
-    builder = make_runtime("v").torch().pod_group("volcano")
-    if queue is not None:
-        builder = builder.template_metadata(annotations={"scheduling.volcano.sh/queue-name": queue})
-    rt = builder.job("node", ancestor="trainer").obj()
-    if priority is not None:
-        rt["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
-            "priorityClassName"
-        ] = priority
-    return rt
-
-
-@pytest.mark.parametrize(
-    ("job", "runtime", "kwargs", "expected"),
-    [
-        pytest.param(
-            make_trainjob().runtime("deepspeed-distributed").trainer(num_nodes=2).obj(),
-            DEEPSPEED,
-            {},
-            [],
-            id="deepspeed with two nodes is admitted",
-        ),
-        pytest.param(
-            make_trainjob().runtime("mpi-one").trainer(num_nodes=2).obj(),
-            mpi_launcher_only(),
-            {},
-            [
-                (
-                    "spec.trainer.numNodes",
-                    "must have 1 when MPI trainingRuntime with enabled runLauncherAsNode does not have either"
-                    " launcher and node",
-                )
-            ],
-            id="MPI launcher-as-node needs both jobs for several nodes",
-        ),
-        pytest.param(
-            make_trainjob()
-            .runtime("deepspeed-distributed")
-            .trainer(env={"OMPI_MCA_plm_rsh_args": "x", "OMPI_MCA_orte_default_hostfile": "y"})
-            .obj(),
-            DEEPSPEED,
-            {},
-            [
-                (
-                    "spec.trainer.env",
-                    "must not have reserved envs, invalid envs configured:"
-                    " [OMPI_MCA_orte_default_hostfile OMPI_MCA_plm_rsh_args]",
-                )
-            ],
-            id="MPI reserved envs (v2.3)",
-        ),
-        pytest.param(
-            make_trainjob().runtime("flux").trainer(num_nodes=1, num_proc_per_node=0).obj(),
-            flux_runtime(),
-            {},
-            [
-                (
-                    "spec.trainer.numProcPerNode",
-                    "must be greater than or equal to 1 for Flux TrainJob",
-                )
-            ],
-            id="flux needs a process per node",
-        ),
-        pytest.param(
-            make_trainjob().runtime("flux").trainer(num_nodes=1).obj(),
-            flux_runtime(init_containers=[{"name": "flux-installer", "image": "x"}]),
-            {},
-            [("spec.trainer.initContainers", "InitContainer 'flux-installer' is reserved")],
-            id="flux-installer init container is reserved",
-        ),
-        pytest.param(
-            make_trainjob().runtime("v").obj(),
-            volcano_runtime("", None),
-            {},
-            [
-                (
-                    "spec.annotations[scheduling.volcano.sh/queue-name]",
-                    "Volcano queue name must not be empty",
-                )
-            ],
-            id="volcano queue annotation must not be empty",
-        ),
-        pytest.param(
-            make_trainjob().runtime("v").obj(),
-            volcano_runtime("q", "gold"),
-            {"priority_classes": ["silver"]},
-            [
-                (
-                    "spec.templateSpec.priorityClassName",
-                    'PriorityClass "gold" doesn\'t exist: priorityclasses.scheduling.k8s.io "gold" not found',
-                )
-            ],
-            id="volcano priority class must exist",
-        ),
-        pytest.param(
-            make_trainjob().runtime("v").obj(),
-            volcano_runtime("q", "gold"),
-            {},
-            [],
-            id="volcano priority check is skipped when classes are unknown",
-        ),
-    ],
-)
-def test_plugin_validators(
-    job: Obj, runtime: Obj, kwargs: dict[str, Any], expected: list[tuple[str, str]]
-) -> None:
-    assert pairs(validate_trainjob(job, runtime, **kwargs).errors) == expected
 
 
 # --- mutating webhook ---------------------------------------------------------------------------

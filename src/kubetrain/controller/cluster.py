@@ -25,6 +25,7 @@ from typing import Any
 
 from aiohttp import web
 
+from kubetrain.api.access import list_at, obj_at
 from kubetrain.api.types import Obj
 from kubetrain.controller.leader import LeaderElector
 from kubetrain.controller.manager import Controller
@@ -164,7 +165,7 @@ class ControllerConfig:
 
 
 def _section(doc: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    value = doc.get(key) or {}
+    value = obj_at(doc, key)
     if not isinstance(value, Mapping):
         raise ConfigError(f"{key} must be a mapping")
     return value
@@ -289,7 +290,7 @@ async def ensure_webhook_cert(
             if not err.not_found:
                 raise
             current = None
-        data = dict((current or {}).get("data") or {})
+        data = dict(obj_at(current, "data"))
         if all(data.get(f) for f in _CERT_FILES):
             for name in _CERT_FILES:
                 target = cert_dir / name
@@ -342,8 +343,8 @@ async def inject_ca_bundle(client: KubeClient, ca_pem: str) -> list[str]:
                 log.warning("%s %s not found; caBundle not injected", plural, name)
                 continue
             raise
-        webhooks = config.get("webhooks") or []
-        stale = [w for w in webhooks if (w.get("clientConfig") or {}).get("caBundle") != bundle]
+        webhooks = list_at(config, "webhooks")
+        stale = [w for w in webhooks if obj_at(w, "clientConfig").get("caBundle") != bundle]
         if not stale:
             continue
         for w in stale:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from datetime import datetime
 
+from kubetrain.api.access import list_at
 from kubetrain.api.meta import condition_true, find_condition, parse_time
 from kubetrain.api.meta import set_condition as set_meta_condition
 from kubetrain.api.types import Obj
@@ -33,12 +34,12 @@ FAILED = "Failed"
 
 def find(status: Obj | None, type_: str) -> Obj | None:
     """A copy of the condition of ``type_`` in ``status``, if any."""
-    cond = find_condition((status or {}).get("conditions"), type_)
+    cond = find_condition(list_at(status, "conditions"), type_)
     return dict(cond) if cond is not None else None
 
 
 def is_true(status: Obj | None, type_: str) -> bool:
-    return condition_true((status or {}).get("conditions"), type_)
+    return condition_true(list_at(status, "conditions"), type_)
 
 
 def is_finished(status: Obj | None) -> bool:
@@ -58,7 +59,7 @@ def set_condition(
 ) -> None:
     """Upsert a condition of ``status`` in place; ``lastTransitionTime`` moves only when
     ``status`` changes (``meta.SetStatusCondition``)."""
-    conditions: list[Obj] = [dict(c) for c in status.get("conditions") or []]
+    conditions: list[Obj] = [dict(c) for c in list_at(status, "conditions")]
     new: Obj = {"type": type_, "status": cond_status, "reason": reason, "message": message}
     if observed_generation is not None:
         new["observedGeneration"] = observed_generation
@@ -75,9 +76,9 @@ def keep_terminal(old: Obj | None, new: Obj) -> Obj:
     result = copy.deepcopy(new)
     terminal = [
         c
-        for c in (old or {}).get("conditions") or []
+        for c in list_at(old, "conditions")
         if c.get("type") in (COMPLETE, FAILED) and c.get("status") == "True"
     ]
-    others = [c for c in result.get("conditions") or [] if c.get("type") not in (COMPLETE, FAILED)]
+    others = [c for c in list_at(result, "conditions") if c.get("type") not in (COMPLETE, FAILED)]
     result["conditions"] = others + [dict(c) for c in terminal]
     return result

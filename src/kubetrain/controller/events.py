@@ -21,6 +21,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Literal
 
+from kubetrain.api.access import obj_at
 from kubetrain.api.meta import format_time
 from kubetrain.api.types import Obj
 from kubetrain.kube.client import ApiError, KubeClient
@@ -81,7 +82,7 @@ class EventRecorder:
     ) -> None:
         if len(message) > _MAX_MESSAGE:
             message = message[: _MAX_MESSAGE - 3] + "..."
-        meta = obj.get("metadata") or {}
+        meta = obj_at(obj, "metadata")
         namespace = str(meta.get("namespace") or "default")
         uid = str(meta.get("uid") or "")
         key = (uid, type_, reason, message)
@@ -128,7 +129,7 @@ class EventRecorder:
         action: str,
         now: str,
     ) -> Obj:
-        meta = obj.get("metadata") or {}
+        meta = obj_at(obj, "metadata")
         involved = {
             "apiVersion": obj.get("apiVersion"),
             "kind": obj.get("kind"),

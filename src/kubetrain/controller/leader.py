@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from kubetrain.api.access import obj_at
 from kubetrain.api.types import Obj
 from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
 from kubetrain.kube.kinds import LEASE
@@ -116,7 +117,7 @@ class LeaderElector:
             return
         self.is_leader = False
         lease = dict(self._observed)
-        spec = dict(lease.get("spec") or {})
+        spec = dict(obj_at(lease, "spec"))
         spec.update(
             holderIdentity=None,
             leaseDurationSeconds=1,
@@ -142,7 +143,7 @@ class LeaderElector:
         except TRANSPORT_ERRORS as err:
             log.info("reading lease: %s", err)
             return False
-        spec = dict(lease.get("spec") or {})
+        spec = dict(obj_at(lease, "spec"))
         if spec != self._observed_spec:
             self._observed_spec = spec
             self._observed_at = time.monotonic()
@@ -199,5 +200,5 @@ class LeaderElector:
 
     def _remember(self, lease: Obj) -> None:
         self._observed = lease
-        self._observed_spec = dict(lease.get("spec") or {})
+        self._observed_spec = dict(obj_at(lease, "spec"))
         self._observed_at = time.monotonic()

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from kubetrain.api.access import list_at, obj_at
 from kubetrain.api.labels import TRAINER_API_VERSION
 from kubetrain.api.types import Obj
 from kubetrain.controller import conditions as c
@@ -37,6 +38,7 @@ from kubetrain.kube.kinds import (
 )
 from kubetrain.kube.workqueue import QueueShutDown, RateLimit, WorkQueue
 from kubetrain.runtime.config import Environment, FeatureGates
+from kubetrain.runtime.core import runtime_ref
 from kubetrain.runtime.defaults import OPERATOR_NAMESPACE
 from kubetrain.runtime.render import SNAPSHOT_SUFFIX
 
@@ -144,7 +146,7 @@ class Controller:
         # Children map to the TrainJob that controls them (the controller ownerReference).
         owner = _trainjob_owner(obj)
         if owner is not None:
-            namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+            namespace = str(obj_at(obj, "metadata").get("namespace") or "")
             self.queue.add((TRAINJOB.kind, namespace, owner))
 
     def _on_runtime(self, event_type: str, obj: Obj) -> None:
@@ -155,11 +157,11 @@ class Controller:
         if event_type == "ADDED":
             # A TrainJob may have been waiting for this runtime to appear.
             for job in self.caches.trainjobs.items():
-                ref = (job.get("spec") or {}).get("runtimeRef") or {}
+                _, ref_kind, ref_name = runtime_ref(job)
                 job_ns, job_name = object_key(job)
                 if (
-                    ref.get("name") == name
-                    and (ref.get("kind") or CLUSTER_TRAINING_RUNTIME.kind) == kind
+                    ref_name == name
+                    and ref_kind == kind
                     and (not namespace or namespace == job_ns)
                     and not c.is_finished(job.get("status"))
                     and self.caches.jobsets.get(job_name, job_ns) is None
@@ -262,7 +264,7 @@ class Controller:
 
 def _trainjob_owner(obj: Obj) -> str | None:
     """The name of the TrainJob that controls ``obj``, if one does."""
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+    for ref in list_at(obj, "metadata", "ownerReferences"):
         if (
             ref.get("controller")
             and ref.get("kind") == TRAINJOB.kind
@@ -279,7 +281,7 @@ def _trainjob_child(obj: Obj) -> bool:
 def _trainjob_child_or_snapshot(obj: Obj) -> bool:
     # A snapshot-named ConfigMap nobody controls must still be seen: render refuses it (as
     # upstream does) instead of the controller silently taking it over.
-    name = str((obj.get("metadata") or {}).get("name") or "")
+    name = str(obj_at(obj, "metadata").get("name") or "")
     return _trainjob_child(obj) or name.endswith(SNAPSHOT_SUFFIX)
 
 

@@ -7,6 +7,7 @@ never added. Without this, a runtime created under v2.2 could never be deleted a
 
 from __future__ import annotations
 
+from kubetrain.api.access import list_at, obj_at
 from kubetrain.api.labels import RESOURCE_IN_USE_FINALIZER
 from kubetrain.controller.trainjob import ReconcileError
 from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
@@ -24,8 +25,8 @@ class RuntimeFinalizerReconciler:
         runtime = self._cache.get(name, namespace)
         if runtime is None:
             return None
-        meta = runtime.get("metadata") or {}
-        finalizers = list(meta.get("finalizers") or [])
+        meta = obj_at(runtime, "metadata")
+        finalizers = list(list_at(meta, "finalizers"))
         if RESOURCE_IN_USE_FINALIZER not in finalizers:
             return None
         kept = [f for f in finalizers if f != RESOURCE_IN_USE_FINALIZER]

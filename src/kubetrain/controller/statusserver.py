@@ -35,6 +35,7 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from kubetrain.api import TRAINER_API_VERSION
+from kubetrain.api.access import list_at, obj_at
 from kubetrain.api.schema import validate_object
 from kubetrain.api.types import Obj
 from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
@@ -140,8 +141,8 @@ class TokenReviewVerifier:
         except ApiError as err:
             log.warning("TokenReview refused: %s", err)
             return False
-        status = answer.get("status") or {}
-        user = status.get("user") or {}
+        status = obj_at(answer, "status")
+        user = obj_at(status, "user")
         username = str(user.get("username") or "")
         # Service-account tokens name their namespace: system:serviceaccount:<ns>:<sa>
         # (upstream compares the token's kubernetes.io namespace claim; same fact).
@@ -151,7 +152,7 @@ class TokenReviewVerifier:
         )
         return (
             bool(status.get("authenticated"))
-            and audience in (status.get("audiences") or [])
+            and audience in list_at(status, "audiences")
             and in_namespace
         )
 
@@ -359,7 +360,7 @@ class StatusServer:
     async def _accepted(self, namespace: str, name: str, written: Obj, trainer_status: Obj) -> None:
         if self._on_accepted is None:
             return
-        uid = str((written.get("metadata") or {}).get("uid") or "")
+        uid = str(obj_at(written, "metadata").get("uid") or "")
         try:
             result = self._on_accepted(namespace, name, uid, trainer_status)
             if inspect.isawaitable(result):

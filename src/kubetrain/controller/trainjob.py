@@ -54,6 +54,7 @@ from datetime import UTC, datetime
 
 import yaml
 
+from kubetrain.api.access import as_dict, list_at, obj_at
 from kubetrain.api.labels import (
     CLUSTER_TRAINING_RUNTIME_KIND,
     DEFAULT_MANAGED_BY,
@@ -161,13 +162,13 @@ class TrainJobReconciler:
         Raises ``ReconcileError`` (after recording a Warning Event) when it should be retried.
         """
         trainjob = self._caches.trainjobs.get(name, namespace)
-        if trainjob is None or (trainjob.get("metadata") or {}).get("deletionTimestamp"):
+        if trainjob is None or obj_at(trainjob, "metadata").get("deletionTimestamp"):
             return None  # no finalizer on TrainJobs: garbage collection removes the children
-        spec = trainjob.get("spec") or {}
+        spec = obj_at(trainjob, "spec")
         if spec.get("managedBy") not in (None, "", DEFAULT_MANAGED_BY):
             return None
         now = self._clock()
-        old_status: Obj = copy.deepcopy(trainjob.get("status") or {})
+        old_status: Obj = copy.deepcopy(obj_at(trainjob, "status"))
         step = _Pass(jobset=self._caches.jobsets.get(name, namespace))
 
         if c.is_finished(old_status):
@@ -225,7 +226,7 @@ class TrainJobReconciler:
         """A JobSet or snapshot of an earlier TrainJob with the same name (deleted and created
         again before garbage collection caught up) is neither adopted nor read: wait for it
         to go. Its status must not leak into the new job either."""
-        meta = trainjob.get("metadata") or {}
+        meta = obj_at(trainjob, "metadata")
         uid = meta.get("uid")
         snapshot = self._caches.configmaps.get(
             snapshot_name(str(meta.get("name"))), str(meta.get("namespace") or "")
@@ -235,7 +236,7 @@ class TrainJobReconciler:
             if owner is not None and owner.get("kind") == TRAINJOB.kind and owner.get("uid") != uid:
                 if obj is step.jobset:
                     step.jobset = None
-                name = (obj or {}).get("metadata", {}).get("name")
+                name = obj_at(obj, "metadata").get("name")
                 raise ReconcileError(
                     f"{(obj or {}).get('kind')} {name} still belongs to an earlier TrainJob "
                     f"{meta.get('name')} (uid {owner.get('uid')}); waiting for its deletion"
@@ -244,7 +245,7 @@ class TrainJobReconciler:
     def _failed(self, trainjob: Obj, step: _Pass, failure: _Permanent, now: datetime) -> Outcome:
         outcome = self._renderer.derive(trainjob, step.jobset, now)
         status = copy.deepcopy(outcome.status)
-        generation = (trainjob.get("metadata") or {}).get("generation")
+        generation = obj_at(trainjob, "metadata").get("generation")
         c.set_condition(
             status, c.FAILED, "True", failure.reason, failure.message, now,
             observed_generation=generation,
@@ -289,7 +290,7 @@ class TrainJobReconciler:
         cache = {CONFIGMAP.kind: self._caches.configmaps, JOBSET.kind: self._caches.jobsets}
         if kind not in cache:
             return False
-        meta = obj.get("metadata") or {}
+        meta = obj_at(obj, "metadata")
         namespace, name = str(meta.get("namespace") or ""), str(meta.get("name"))
         remembered = self._applied.get((kind, namespace, name))
         live = cache[kind].get(name, namespace)
@@ -300,7 +301,7 @@ class TrainJobReconciler:
         )
 
     def _remember_applied(self, desired: Obj, applied: Obj) -> None:
-        meta = desired.get("metadata") or {}
+        meta = obj_at(desired, "metadata")
         key = (str(desired.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name")))
         self._applied[key] = (_rv(applied), _fingerprint(desired))
         if len(self._applied) > _APPLIED_MEMORY:
@@ -312,8 +313,8 @@ class TrainJobReconciler:
         # rule; checking here too keeps the invariant even if a plugin gets it wrong.
         if obj.get("kind") != JOBSET.kind or jobset is None:
             return True
-        suspended = bool((trainjob.get("spec") or {}).get("suspend"))
-        return suspended or bool((jobset.get("spec") or {}).get("suspend"))
+        suspended = bool(obj_at(trainjob, "spec").get("suspend"))
+        return suspended or bool(obj_at(jobset, "spec").get("suspend"))
 
     async def _apply_one(self, obj: Obj, had_jobset: bool) -> Obj:
         try:
@@ -325,7 +326,7 @@ class TrainJobReconciler:
                 kind.plural, obj, field_manager=FIELD_MANAGER, force=True
             )
         except ApiError as err:
-            name = (obj.get("metadata") or {}).get("name")
+            name = obj_at(obj, "metadata").get("name")
             text = f"{obj.get('kind')} {name}: {err}"
             if err.code in (400, 422) and not had_jobset:
                 raise _Permanent(CREATION_FAILED, _note(text)) from err
@@ -338,7 +339,7 @@ class TrainJobReconciler:
     ) -> tuple[Obj | None, list[Obj]] | None:
         """``(live runtime or None, existing children)`` for render, or None while waiting for
         a runtime that may still appear. Render reads the snapshot from the children first."""
-        meta = trainjob.get("metadata") or {}
+        meta = obj_at(trainjob, "metadata")
         namespace, name = str(meta.get("namespace") or ""), str(meta.get("name"))
         group, kind_name, ref_name = runtime_ref(trainjob)
         existing = [o for o in (step.jobset,) if o is not None]
@@ -369,7 +370,7 @@ class TrainJobReconciler:
         if step.jobset is not None:
             # Already running (e.g. a pre-snapshot job whose runtime was deleted): keep it.
             raise ReconcileError(message)
-        created = c.parse_time((trainjob.get("metadata") or {}).get("creationTimestamp")) or now
+        created = c.parse_time(obj_at(trainjob, "metadata").get("creationTimestamp")) or now
         waited = (now - created).total_seconds()
         if waited >= self._grace:
             raise _Permanent(RUNTIME_NOT_FOUND, message)
@@ -402,7 +403,7 @@ class TrainJobReconciler:
 
     async def _extra_existing(self, trainjob: Obj, runtime: Obj) -> list[Obj]:
         """Children no informer caches that rendering must see (the plugins name them)."""
-        namespace = str((trainjob.get("metadata") or {}).get("namespace") or "")
+        namespace = str(obj_at(trainjob, "metadata").get("namespace") or "")
         wanted = [
             (kind_for(ref.api_version, ref.kind), ref.name)
             for ref in self._renderer.existing_refs(trainjob, runtime)
@@ -433,7 +434,7 @@ class TrainJobReconciler:
         jobset, step.jobset = step.jobset, None
         if jobset is None:
             return
-        meta = jobset.get("metadata") or {}
+        meta = obj_at(jobset, "metadata")
         try:
             await self._client.delete(
                 JOBSET.api_version,
@@ -460,7 +461,7 @@ class TrainJobReconciler:
             # The CRD requires a status to have at least one property: an emptied status is
             # removed as a whole instead (e.g. jobsStatus gone with a replaced JobSet).
             patch = None
-        meta = trainjob.get("metadata") or {}
+        meta = obj_at(trainjob, "metadata")
         try:
             written = await self._client.patch(
                 TRAINJOB.api_version,
@@ -480,7 +481,7 @@ class TrainJobReconciler:
 
     def _transition_events(self, trainjob: Obj, old: Obj, new: Obj, step: _Pass) -> None:
         if step.created_jobset and step.jobset is not None:
-            name = (step.jobset.get("metadata") or {}).get("name")
+            name = obj_at(step.jobset, "metadata").get("name")
             self._events.record(trainjob, "Normal", "JobSetCreated", f"Created JobSet {name}")
         before, after = c.find(old, c.SUSPENDED), c.find(new, c.SUSPENDED)
         if after is not None and (before or {}).get("status") != after.get("status"):
@@ -510,7 +511,7 @@ def _status_patch(old: Obj, new: Obj) -> Obj:
 
 
 def _controller_owner(obj: Obj | None) -> Obj | None:
-    for ref in (obj or {}).get("metadata", {}).get("ownerReferences") or []:
+    for ref in list_at(obj, "metadata", "ownerReferences"):
         if ref.get("controller"):
             return dict(ref)
     return None
@@ -526,7 +527,7 @@ def _deadline_failed(status: Obj) -> bool:
 
 
 def _rv(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    return str(obj_at(obj, "metadata").get("resourceVersion") or "")
 
 
 def _fingerprint(obj: Obj) -> str:
@@ -541,10 +542,10 @@ def _snapshot_runtime(snapshot: Obj | None) -> Obj:
     """The runtime inside a snapshot, for deciding which extra children to read; a broken
     snapshot gives {} here and render reports it properly."""
     try:
-        runtime = parse_snapshot(str(((snapshot or {}).get("data") or {}).get("runtime") or ""))
+        runtime = parse_snapshot(str(obj_at(snapshot, "data").get("runtime") or ""))
     except yaml.YAMLError:
         return {}
-    return runtime if isinstance(runtime, dict) else {}
+    return as_dict(runtime)
 
 
 def _note(err: object) -> str:

@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from aiohttp import web
 
+from kubetrain.api.access import obj_at
 from kubetrain.api.errors import FieldError, aggregate_text
 from kubetrain.api.types import Obj
 from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
@@ -171,7 +172,7 @@ def admission_review(
     api_version = str(ref.get("apiVersion") or "")
     group, _, version = api_version.rpartition("/")
     kind = str(ref.get("kind") or "")
-    meta = ref.get("metadata") or {}
+    meta = obj_at(ref, "metadata")
     plural = kind.lower() + "s"
     request: Obj = {
         "uid": uid,
@@ -196,7 +197,7 @@ def apiserver_denial(webhook_name: str, response: Obj) -> Obj:
     """The ``Status`` a kube-apiserver returns to its client for a denying webhook response
     (apiserver's ``webhookerrors.ToStatusErr``): codes below 400 become 400, the message is
     prefixed with ``admission webhook "<name>" denied the request``."""
-    status = dict(response.get("status") or {})
+    status = dict(obj_at(response, "status"))
     code = int(status.get("code") or 0)
     denied_by = f'admission webhook "{webhook_name}" denied the request'
     if status.get("message"):
@@ -335,12 +336,12 @@ class AdmissionHandler:
                 webhook=runtime_webhook_enabled(obj),
             )
             return verdict.errors, verdict.warnings
-        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+        namespace = str(obj_at(obj, "metadata").get("namespace") or "")
         runtime = await self._runtime(obj, namespace)
         jobset = None
         if old is not None:
             jobset = await self._get(
-                JOBSET, str((obj.get("metadata") or {}).get("name") or ""), namespace
+                JOBSET, str(obj_at(obj, "metadata").get("name") or ""), namespace
             )
         priority_classes = await self._priority_classes(runtime)
         verdict = validate_trainjob(
@@ -355,10 +356,10 @@ class AdmissionHandler:
         return verdict.errors, verdict.warnings
 
     async def _runtime(self, trainjob: Obj, namespace: str) -> Obj | None:
-        from kubetrain.runtime.core import runtime_ref
+        from kubetrain.runtime.core import TRAINER_GROUP, runtime_ref
 
         group, kind, name = runtime_ref(trainjob)
-        if group != "trainer.kubeflow.org" or not name:
+        if group != TRAINER_GROUP or not name:
             return None  # validate_trainjob reports the unsupported runtime itself
         if kind == TRAINING_RUNTIME.kind:
             return await self._get(TRAINING_RUNTIME, name, namespace)
@@ -383,7 +384,7 @@ class AdmissionHandler:
 
     async def _priority_classes(self, runtime: Obj | None) -> list[str] | None:
         # Only a Volcano runtime's check reads them; None tells the plugin to skip it.
-        policy = ((runtime or {}).get("spec") or {}).get("podGroupPolicy") or {}
+        policy = obj_at(runtime, "spec", "podGroupPolicy")
         if "volcano" not in policy:
             return None
         try:
@@ -392,7 +393,7 @@ class AdmissionHandler:
             raise _Errored(500, f"listing PriorityClasses: {err.message}") from err
         except TRANSPORT_ERRORS as err:
             raise _Errored(500, f"listing PriorityClasses: {err}") from err
-        return [str((pc.get("metadata") or {}).get("name") or "") for pc in items]
+        return [str(obj_at(pc, "metadata").get("name") or "") for pc in items]
 
 
 class WebhookServer:

@@ -17,6 +17,7 @@ from kubetrain.api.labels import ANCESTOR_LABEL, FRAMEWORK_LABEL, TRAINER_API_VE
 from kubetrain.api.schema import drop_nulls, schema_errors
 from kubetrain.migrate.admit import find_runtime
 from kubetrain.migrate.report import Finding, Severity
+from kubetrain.runtime.core import CLUSTER_TRAINING_RUNTIME, runtime_ref
 from kubetrain.runtime.plugins.mpi import RESERVED_ENV as MPI_RESERVED
 from kubetrain.runtime.podspec import tree_copy
 
@@ -128,11 +129,8 @@ class _Pass:
                 how,
                 True,
             )
-        ref = _d(spec.get("runtimeRef"))
-        if (
-            ref.get("name") == "mpi-distributed"
-            and ref.get("kind", "ClusterTrainingRuntime") == "ClusterTrainingRuntime"
-        ):
+        _, ref_kind, ref_name = runtime_ref({"spec": spec})
+        if ref_name == "mpi-distributed" and ref_kind == CLUSTER_TRAINING_RUNTIME:
             self.find(
                 "U-RUNTIME-GONE",
                 "spec.runtimeRef.name",

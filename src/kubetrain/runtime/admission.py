@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from kubetrain.api.access import obj_at
 from kubetrain.api.errors import FieldError
 from kubetrain.api.labels import (
     CLUSTER_TRAINING_RUNTIME_KIND as CLUSTER_TRAINING_RUNTIME,
@@ -56,11 +57,11 @@ class Lookup(Protocol):
 
 
 def priority_class_names(lookup: Lookup) -> set[str]:
-    return {str((pc.get("metadata") or {}).get("name")) for pc in lookup.list(*PRIORITY_CLASS_API)}
+    return {str(obj_at(pc, "metadata").get("name")) for pc in lookup.list(*PRIORITY_CLASS_API)}
 
 
 def _uses_volcano(runtime: dict[str, Any] | None) -> bool:
-    policy = ((runtime or {}).get("spec") or {}).get("podGroupPolicy") or {}
+    policy = obj_at(runtime, "spec", "podGroupPolicy")
     return isinstance(policy, dict) and "volcano" in policy
 
 
@@ -113,7 +114,7 @@ class TrainerAdmission:
     def _trainjob(
         self, job: dict[str, Any], old: dict[str, Any] | None, reader: Lookup
     ) -> tuple[list[FieldError], list[str]]:
-        meta = job.get("metadata") or {}
+        meta = obj_at(job, "metadata")
         namespace = str(meta.get("namespace") or "")
         group, kind, name = runtime_ref(job)
         runtime = None

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.api.access import as_dict as _d
-from kubetrain.api.access import as_list as _l
+from kubetrain.api.access import as_dict, as_int, as_str, list_at, obj_at
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime.config import DEFAULT_MAX_NUM_NODES
-from kubetrain.runtime.core import ANCESTOR_LABEL, as_int
+from kubetrain.runtime.core import ANCESTOR_LABEL
 from kubetrain.runtime.podspec import Obj
 
 __all__ = ["DEFAULT_MAX_NUM_NODES", "runtime_bound_errors", "trainjob_bound_errors"]
@@ -58,18 +57,18 @@ def _num_proc(path: str, value: Any) -> list[FieldError]:
 
 
 def _replicated_jobs(runtime: Obj) -> list[Any]:
-    return _l(_d(_d(_d(runtime.get("spec")).get("template")).get("spec")).get("replicatedJobs"))
+    return list_at(runtime, "spec", "template", "spec", "replicatedJobs")
 
 
 def runtime_bound_errors(
     runtime: Obj, *, max_num_nodes: int = DEFAULT_MAX_NUM_NODES
 ) -> list[FieldError]:
     """The runtime's own fields (paths from the runtime's root)."""
-    spec = _d(runtime.get("spec"))
-    ml = _d(spec.get("mlPolicy"))
+    spec = obj_at(runtime, "spec")
+    ml = obj_at(spec, "mlPolicy")
     errors = _num_nodes("spec.mlPolicy.numNodes", ml.get("numNodes"), max_num_nodes)
     for policy in ("torch", "mpi"):
-        nproc = _d(ml.get(policy)).get("numProcPerNode")
+        nproc = obj_at(ml, policy).get("numProcPerNode")
         errors += _num_proc(f"spec.mlPolicy.{policy}.numProcPerNode", nproc)
     base = "spec.template.spec.replicatedJobs"
     jobs = _replicated_jobs(runtime)
@@ -80,8 +79,8 @@ def runtime_bound_errors(
             )
         )
     for i, job in enumerate(jobs):
-        job = _d(job)
-        tspec = _d(_d(job.get("template")).get("spec"))
+        job = as_dict(job)
+        tspec = obj_at(job, "template", "spec")
         # Each of these multiplies the pods (and endpoints) a job builds: bounded like numNodes.
         for path, value, least in (
             (f"{base}[{i}].replicas", job.get("replicas"), 1),
@@ -107,10 +106,10 @@ def _generated(name: str, runtime: Obj, num_nodes: int) -> list[tuple[str, list[
     and how many pods it would run."""
     out = []
     for job in _replicated_jobs(runtime):
-        job = _d(job)
-        template = _d(job.get("template"))
-        ancestor = _d(_d(template.get("metadata")).get("labels")).get(ANCESTOR_LABEL)
-        tspec = _d(template.get("spec"))
+        job = as_dict(job)
+        template = obj_at(job, "template")
+        ancestor = obj_at(template, "metadata", "labels").get(ANCESTOR_LABEL)
+        tspec = obj_at(template, "spec")
         pods = max(as_int(tspec.get("completions"), as_int(tspec.get("parallelism"), 1)), 1)
         if ancestor == "trainer":
             pods = max(pods, num_nodes)
@@ -126,8 +125,8 @@ def trainjob_bound_errors(
     trainjob: Obj, runtime: Obj | None, *, max_num_nodes: int = DEFAULT_MAX_NUM_NODES
 ) -> list[FieldError]:
     """The TrainJob's fields, and its name against what it generates from ``runtime``."""
-    spec = _d(trainjob.get("spec"))
-    trainer = _d(spec.get("trainer"))
+    spec = obj_at(trainjob, "spec")
+    trainer = obj_at(spec, "trainer")
     errors = _num_nodes("spec.trainer.numNodes", trainer.get("numNodes"), max_num_nodes)
     errors += _num_proc("spec.trainer.numProcPerNode", trainer.get("numProcPerNode"))
     if runtime is None:
@@ -136,10 +135,10 @@ def trainjob_bound_errors(
         errors.append(FieldError("spec.runtimeRef", f"the runtime's {e.path}: {e.reason}"))
     if errors:
         return errors
-    ml = _d(_d(runtime.get("spec")).get("mlPolicy"))
+    ml = obj_at(runtime, "spec", "mlPolicy")
     nodes = as_int(trainer.get("numNodes"), as_int(ml.get("numNodes"), 1))
-    name = _d(trainjob.get("metadata")).get("name")
-    generated = _generated(name if isinstance(name, str) else "", runtime, nodes)
+    name = as_str(obj_at(trainjob, "metadata").get("name"))
+    generated = _generated(name, runtime, nodes)
     for job, _, pods in generated:
         if pods > max_num_nodes:
             errors.append(

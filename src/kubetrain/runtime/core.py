@@ -15,18 +15,24 @@ Also the small shared vocabulary: runtime reference defaults and upstream's EnvV
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
+from kubetrain.api.access import as_dict, as_int, as_list, as_str, obj_at
+from kubetrain.api.labels import ANCESTOR_LABEL, TRAINER_GROUP
+from kubetrain.api.labels import CLUSTER_TRAINING_RUNTIME_KIND as CLUSTER_TRAINING_RUNTIME
+from kubetrain.api.labels import TRAINING_RUNTIME_KIND as TRAINING_RUNTIME
+from kubetrain.api.types import Trainer
 from kubetrain.runtime.config import Environment
 from kubetrain.runtime.info import PodSet, RuntimeInfo
 from kubetrain.runtime.podspec import Obj, child_obj, tree_copy
 
+# Re-exported for the runtime's modules; spelled once, in kubetrain.api.labels.
 __all__ = [
     "ANCESTOR_LABEL",
     "CLUSTER_TRAINING_RUNTIME",
     "TRAINER_GROUP",
     "TRAINING_RUNTIME",
-    "as_int",
     "convert_env",
     "convert_env_list",
     "new_runtime_info",
@@ -34,33 +40,14 @@ __all__ = [
     "runtime_ref",
 ]
 
-TRAINER_GROUP = "trainer.kubeflow.org"
-TRAINING_RUNTIME = "TrainingRuntime"
-CLUSTER_TRAINING_RUNTIME = "ClusterTrainingRuntime"
-ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"
-
-
-def as_int(value: Any, default: int) -> int:
-    """An int32-ish field, ``default`` when absent or not an integer (bools are not ints)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        return default
-    return value
-
-
-def _dict(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
 
 def runtime_ref(job: Obj) -> tuple[str, str, str]:
     """``(apiGroup, kind, name)`` of ``spec.runtimeRef`` with the CRD defaults filled in."""
-    ref = _dict(_dict(job.get("spec")).get("runtimeRef"))
-    group = ref.get("apiGroup", TRAINER_GROUP)
-    kind = ref.get("kind", CLUSTER_TRAINING_RUNTIME)
-    name = ref.get("name", "")
+    ref = obj_at(job, "spec", "runtimeRef")
     return (
-        group if isinstance(group, str) else "",
-        kind if isinstance(kind, str) else "",
-        name if isinstance(name, str) else "",
+        as_str(ref.get("apiGroup", TRAINER_GROUP)),
+        as_str(ref.get("kind", CLUSTER_TRAINING_RUNTIME)),
+        as_str(ref.get("name")),
     )
 
 
@@ -78,7 +65,7 @@ def convert_env(env: Any) -> Obj:
     resourceFieldRef (containerName, resource, divisor), configMapKeyRef and secretKeyRef (key,
     name, optional when set). Anything else in ``valueFrom`` is dropped.
     """
-    e = _dict(env)
+    e = as_dict(env)
     out: Obj = {"name": e.get("name", "")}
     source = e.get("valueFrom")
     if isinstance(source, dict):
@@ -109,7 +96,7 @@ def convert_env(env: Any) -> Obj:
 
 def convert_env_list(env: Any) -> list[Obj]:
     """``convert_env`` over a list (non-lists give ``[]``)."""
-    return [convert_env(e) for e in env] if isinstance(env, list) else []
+    return [convert_env(e) for e in as_list(env)]
 
 
 def _pod_spec(job: Obj) -> Obj:
@@ -118,7 +105,7 @@ def _pod_spec(job: Obj) -> Obj:
     return child_obj(child_obj(child_obj(template, "spec"), "template"), "spec")
 
 
-def _merge_trainer_resources(pod_spec: Obj, override: Obj) -> None:
+def _merge_trainer_resources(pod_spec: Obj, override: Mapping[str, Any]) -> None:
     from kubetrain.runtime.smp import merge_resources
 
     containers = pod_spec.get("containers")
@@ -134,41 +121,42 @@ def _merge_trainer_resources(pod_spec: Obj, override: Obj) -> None:
 
 def new_runtime_info(job: Obj, runtime: Obj, env: Environment) -> RuntimeInfo:
     """The RuntimeInfo before any plugin ran (what validators see, and phase 2's input)."""
-    meta = _dict(job.get("metadata"))
-    spec = _dict(job.get("spec"))
-    rspec = _dict(runtime.get("spec"))
-    template = _dict(rspec.get("template"))
+    meta = obj_at(job, "metadata")
+    spec = obj_at(job, "spec")
+    rspec = obj_at(runtime, "spec")
+    template = obj_at(rspec, "template")
     patches = spec.get("runtimePatches")
     if isinstance(patches, list) and patches:
         from kubetrain.runtime.smp import apply_runtime_patches
 
         template = apply_runtime_patches(template, [p for p in patches if isinstance(p, dict)])
-        jobset_spec = _dict(template.get("spec"))
-        tmeta = _dict(template.get("metadata"))
+        jobset_spec = obj_at(template, "spec")
+        tmeta = obj_at(template, "metadata")
     else:
-        tmeta = _dict(template.get("metadata"))
-        jobset_spec = tree_copy(_dict(template.get("spec")))
-    labels = dict(_dict(tmeta.get("labels")))
-    annotations = dict(_dict(tmeta.get("annotations")))
+        tmeta = obj_at(template, "metadata")
+        jobset_spec = tree_copy(obj_at(template, "spec"))
+    labels = dict(obj_at(tmeta, "labels"))
+    annotations = dict(obj_at(tmeta, "annotations"))
 
     ml_policy = rspec.get("mlPolicy") if isinstance(rspec.get("mlPolicy"), dict) else None
     pg_policy = (
         rspec.get("podGroupPolicy") if isinstance(rspec.get("podGroupPolicy"), dict) else None
     )
     trainer = spec.get("trainer")
-    trainer_copy = dict(trainer) if isinstance(trainer, dict) else None
+    # Admission checked its shape; the TypedDict lets mypy check every read of it below.
+    trainer_copy = cast(Trainer, dict(trainer)) if isinstance(trainer, dict) else None
     resources = trainer_copy.get("resourcesPerNode") if trainer_copy is not None else None
-    mpi = _dict(ml_policy.get("mpi")) if ml_policy is not None else {}
+    mpi = obj_at(ml_policy, "mpi") if ml_policy is not None else {}
     launcher_as_node = ml_policy is not None and mpi.get("runLauncherAsNode") is True
 
     pod_sets: list[PodSet] = []
     jobs = jobset_spec.get("replicatedJobs")
-    for rjob in jobs if isinstance(jobs, list) else []:
+    for rjob in as_list(jobs):
         if not isinstance(rjob, dict):
             continue
-        job_template = _dict(rjob.get("template"))
-        count = as_int(_dict(job_template.get("spec")).get("parallelism"), 1)
-        job_labels = _dict(_dict(job_template.get("metadata")).get("labels"))
+        job_template = obj_at(rjob, "template")
+        count = as_int(obj_at(job_template, "spec").get("parallelism"), 1)
+        job_labels = obj_at(job_template, "metadata", "labels")
         ancestor = job_labels.get(ANCESTOR_LABEL)
         if not isinstance(ancestor, str):
             ancestor = None
@@ -180,10 +168,9 @@ def new_runtime_info(job: Obj, runtime: Obj, env: Environment) -> RuntimeInfo:
             or (launcher_as_node and rjob.get("name") == "node")
         ):
             _merge_trainer_resources(pod_spec, resources)
-        name = rjob.get("name")
         pod_sets.append(
             PodSet(
-                name=name if isinstance(name, str) else "",
+                name=as_str(rjob.get("name")),
                 ancestor=ancestor,
                 count=max(count, 1),
                 pod_spec=pod_spec,
@@ -193,11 +180,10 @@ def new_runtime_info(job: Obj, runtime: Obj, env: Environment) -> RuntimeInfo:
         )
 
     uid = meta.get("uid")
-    name = meta.get("name")
     namespace = meta.get("namespace")
-    rmeta = _dict(runtime.get("metadata"))
+    rmeta = obj_at(runtime, "metadata")
     return RuntimeInfo(
-        trainjob_name=name if isinstance(name, str) else "",
+        trainjob_name=as_str(meta.get("name")),
         trainjob_namespace=namespace
         if isinstance(namespace, str) and namespace
         else env.namespace_default,

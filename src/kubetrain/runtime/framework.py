@@ -63,7 +63,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
+from kubetrain.api.access import dicts, obj_at
+from kubetrain.api.core import ObjectMeta, OwnerReference
 from kubetrain.api.errors import FieldError
+from kubetrain.api.labels import TRAINER_API_VERSION, TRAINJOB_KIND
 from kubetrain.runtime.config import Environment, FeatureGates
 from kubetrain.runtime.info import RuntimeInfo
 from kubetrain.runtime.podspec import Obj
@@ -128,9 +131,7 @@ class Existing:
     @classmethod
     def of(cls, *objects: Obj) -> Existing:
         """Index objects by their ``kind`` and ``metadata.name``."""
-        return cls(
-            {(o.get("kind", ""), (o.get("metadata") or {}).get("name", "")): o for o in objects}
-        )
+        return cls({(o.get("kind", ""), obj_at(o, "metadata").get("name", "")): o for o in objects})
 
     def get(self, kind: str, name: str) -> Obj | None:
         """The existing object, or None."""
@@ -249,11 +250,11 @@ class StatusProvider(Protocol):
     def trainjob_status(self, job: Obj, jobset: Obj | None, now: datetime) -> Obj | None: ...
 
 
-def owner_reference(info: RuntimeInfo) -> Obj:
+def owner_reference(info: RuntimeInfo) -> OwnerReference:
     """The single controller ownerReference every object created for a TrainJob carries."""
     return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
+        "apiVersion": TRAINER_API_VERSION,
+        "kind": TRAINJOB_KIND,
         "name": info.trainjob_name,
         "uid": info.trainjob_uid,
         "controller": True,
@@ -261,7 +262,7 @@ def owner_reference(info: RuntimeInfo) -> Obj:
     }
 
 
-def object_meta(info: RuntimeInfo, name: str) -> Obj:
+def object_meta(info: RuntimeInfo, name: str) -> ObjectMeta:
     """``metadata`` for a child object: name, the TrainJob's namespace, the ownerReference."""
     return {
         "name": name,
@@ -351,15 +352,11 @@ class Framework:
 
 
 def reserved_env_error(
-    trainer: dict[str, Any] | None, reserved: frozenset[str]
+    trainer: Mapping[str, Any] | None, reserved: frozenset[str]
 ) -> FieldError | None:
     """Upstream's error for ``spec.trainer.env`` naming variables a plugin sets itself (torch, MPI)."""
-    env = (trainer or {}).get("env")
-    names = {
-        e["name"]
-        for e in (env if isinstance(env, list) else [])
-        if isinstance(e, dict) and isinstance(e.get("name"), str)
-    }
+    env = trainer.get("env") if trainer is not None else None
+    names = {e["name"] for e in dicts(env) if isinstance(e.get("name"), str)}
     clash = sorted(names & reserved)
     if not clash:
         return None

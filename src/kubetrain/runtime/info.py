@@ -17,10 +17,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api.access import as_dict, as_int, obj_at
+from kubetrain.api.labels import ANCESTOR_LABEL
+from kubetrain.api.types import Trainer
 from kubetrain.runtime.podspec import Obj, find_container
 
 __all__ = ["PodSet", "RuntimeInfo"]
@@ -91,7 +94,7 @@ class RuntimeInfo:
     jobset_spec: Obj
     """The JobSet spec being built (private copy; plugins edit it through PodSets)."""
     pod_sets: list[PodSet]
-    trainer: Obj | None
+    trainer: Trainer | None
     """Private shallow copy of ``TrainJob.spec.trainer``; command/args may be replaced."""
     pod_labels: dict[str, str] = field(default_factory=dict)
     """Labels every pod template gets at build time (gang scheduling)."""
@@ -118,6 +121,18 @@ class RuntimeInfo:
             return None
         value = self.ml_policy.get(kind)
         return value if isinstance(value, dict) else None
+
+    def pod_group(self, kind: str) -> Obj | None:
+        """``podGroupPolicy.<kind>`` as a dict when configured (``{}`` counts as configured)."""
+        value = as_dict(self.pod_group_policy).get(kind)
+        return value if isinstance(value, dict) else None
+
+    def take_num_nodes(self) -> None:
+        """The trainer PodSet's count from ``spec.trainer.numNodes`` where set: the first step
+        of every ML policy that counts nodes (torch, JAX, XGBoost, PlainML; MPI splits it)."""
+        ps = self.trainer_pod_set()
+        if ps is not None and self.trainer is not None and self.trainer.get("numNodes") is not None:
+            ps.count = as_int(self.trainer.get("numNodes"), ps.count)
 
     def pod_set(self, name: str) -> PodSet | None:
         """The PodSet of replicatedJob ``name``."""
@@ -150,7 +165,7 @@ class RuntimeInfo:
                 if isinstance(job, dict):
                     yield job
 
-    def trainer_resources(self) -> Obj:
+    def trainer_resources(self) -> Mapping[str, Any]:
         """Resources used for GPU/CPU arithmetic (trainer v2.3.0 pkg/runtime/runtime.go).
 
         ``spec.trainer.resourcesPerNode`` when set, else the ``node`` container resources of the
@@ -158,16 +173,12 @@ class RuntimeInfo:
         merge.
         """
         if self.trainer is not None and isinstance(self.trainer.get("resourcesPerNode"), dict):
-            res: Obj = self.trainer["resourcesPerNode"]
-            return res
+            return self.trainer["resourcesPerNode"]
         for job in self.iter_replicated_jobs():
-            tmpl = job.get("template") or {}
-            labels = (tmpl.get("metadata") or {}).get("labels") or {}
-            if (
-                job.get("name") == "node"
-                or labels.get("trainer.kubeflow.org/trainjob-ancestor-step") == "trainer"
-            ):
-                pod_spec = ((tmpl.get("spec") or {}).get("template") or {}).get("spec")
+            tmpl = obj_at(job, "template")
+            labels = obj_at(tmpl, "metadata", "labels")
+            if job.get("name") == "node" or labels.get(ANCESTOR_LABEL) == "trainer":
+                pod_spec = obj_at(tmpl, "spec", "template").get("spec")
                 c = find_container(pod_spec, "node")
                 if c is not None and isinstance(c.get("resources"), dict):
                     found: Obj = c["resources"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from kubetrain.api.access import list_at, obj_at
 from kubetrain.api.quantity import canonical_quantity
 from kubetrain.runtime.podspec import Obj
 
@@ -53,14 +54,14 @@ def canonicalize_pod_spec(pod: Any) -> None:
     if not isinstance(pod, dict):
         return
     for key in ("containers", "initContainers"):
-        for c in pod.get(key) or []:
+        for c in list_at(pod, key):
             if isinstance(c, dict) and "resources" in c:
                 _requirements(c["resources"])
     if "overhead" in pod:
         canonicalize_resource_list(pod["overhead"])
     if "resources" in pod:
         _requirements(pod["resources"])
-    for v in pod.get("volumes") or []:
+    for v in list_at(pod, "volumes"):
         if (
             isinstance(v, dict)
             and isinstance(v.get("emptyDir"), dict)
@@ -76,13 +77,13 @@ def canonicalize_jobset(jobset: Obj) -> None:
     spec = jobset.get("spec")
     if not isinstance(spec, dict):
         return
-    for rjob in spec.get("replicatedJobs") or []:
+    for rjob in list_at(spec, "replicatedJobs"):
         if not isinstance(rjob, dict):
             continue
-        pod = (((rjob.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec")
+        pod = obj_at(rjob, "template", "spec", "template").get("spec")
         canonicalize_pod_spec(pod)
-    for policy in spec.get("volumeClaimPolicies") or []:
+    for policy in list_at(spec, "volumeClaimPolicies"):
         if isinstance(policy, dict):
-            for t in policy.get("templates") or []:
+            for t in list_at(policy, "templates"):
                 if isinstance(t, dict) and isinstance(t.get("spec"), dict):
                     _requirements(t["spec"].get("resources"))

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from kubetrain.api.access import as_dict, list_at, obj_at
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime.bounds import trainjob_bound_errors
 from kubetrain.runtime.config import Environment, FeatureGates
@@ -33,7 +34,7 @@ from kubetrain.runtime.framework import (
     Existing,
     ObjectRef,
     RenderError,
-    owner_reference,
+    object_meta,
 )
 from kubetrain.runtime.info import RuntimeInfo
 from kubetrain.runtime.plugins import framework_for
@@ -97,10 +98,6 @@ def runtime_not_found(kind: str, name: str) -> str:
         "not found ClusterTrainingRuntime specified in TrainJob: "
         f'clustertrainingruntimes.trainer.kubeflow.org "{name}" not found'
     )
-
-
-def _d(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
 
 
 def parse_snapshot(text: str) -> Any:
@@ -172,17 +169,13 @@ def snapshot_configmap(info: RuntimeInfo, runtime: Obj) -> Obj:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {
-            "name": snapshot_name(info.trainjob_name),
-            "namespace": info.trainjob_namespace,
-            "ownerReferences": [owner_reference(info)],
-        },
+        "metadata": object_meta(info, snapshot_name(info.trainjob_name)),
         "data": {"runtime": _runtime_yaml(runtime)},
     }
 
 
 def _read_snapshot(job: Obj, cm: Obj, uid: str) -> Obj:
-    owners = _d(cm.get("metadata")).get("ownerReferences")
+    owners = obj_at(cm, "metadata").get("ownerReferences")
     controller = (
         next(
             (o for o in owners if isinstance(o, dict) and o.get("controller") is True),
@@ -198,7 +191,7 @@ def _read_snapshot(job: Obj, cm: Obj, uid: str) -> Obj:
                 "invalid runtime snapshot: a snapshot configmap exists but is owned by another object",
             )
         )
-    text = _d(cm.get("data")).get("runtime")
+    text = obj_at(cm, "data").get("runtime")
     if not isinstance(text, str):
         raise RenderError(
             FieldError(
@@ -211,12 +204,12 @@ def _read_snapshot(job: Obj, cm: Obj, uid: str) -> Obj:
         raise RenderError(
             FieldError("", f"invalid runtime snapshot: unable to unmarshal the snapshot: {exc}")
         ) from exc
-    runtime = _d(runtime)
-    ref = _d(_d(job.get("spec")).get("runtimeRef"))
+    runtime = as_dict(runtime)
+    ref = obj_at(job, "spec", "runtimeRef")
     api_version = str(runtime.get("apiVersion", ""))
     group = api_version.rpartition("/")[0] if "/" in api_version else ""
     kind = str(runtime.get("kind", ""))
-    name = str(_d(runtime.get("metadata")).get("name", ""))
+    name = str(obj_at(runtime, "metadata").get("name", ""))
     want_name = str(ref.get("name", ""))
     want_kind, want_group = ref.get("kind"), ref.get("apiGroup")
     if (
@@ -246,8 +239,8 @@ def existing_refs(
     """The children ``render`` reads back from ``existing`` that a controller does not cache
     (each plugin names its own), for the TrainJob and its runtime (live or snapshot)."""
     framework = framework_for(gates or FeatureGates(), environment or Environment())
-    name = str(_d(trainjob.get("metadata")).get("name", ""))
-    return framework.existing_refs(name, _d(runtime.get("spec")))
+    name = str(obj_at(trainjob, "metadata").get("name", ""))
+    return framework.existing_refs(name, obj_at(runtime, "spec"))
 
 
 def render(
@@ -271,15 +264,15 @@ def render(
     env = environment if environment is not None else Environment()
     existing = existing if existing is not None else Existing()
     stamp = now if now is not None else _EPOCH
-    spec = _d(trainjob.get("spec"))
+    spec = obj_at(trainjob, "spec")
     key = registry_key(trainjob)
-    name = str(_d(trainjob.get("metadata")).get("name", ""))
+    name = str(obj_at(trainjob, "metadata").get("name", ""))
     existing_jobset = existing.get("JobSet", name)
 
     managed_by = spec.get("managedBy")
     if isinstance(managed_by, str) and managed_by != "trainer.kubeflow.org/trainjob-controller":
         # Another controller (MultiKueue) owns it: upstream skips the TrainJob entirely.
-        return Plan(objects=[], trainjob_status=_d(trainjob.get("status")))
+        return Plan(objects=[], trainjob_status=obj_at(trainjob, "status"))
 
     if key not in SUPPORTED_RUNTIME_KEYS:
         update = derive(trainjob, existing_jobset, now=stamp, unsupported_runtime=key)
@@ -292,10 +285,10 @@ def render(
         )
 
     # Finished jobs are not re-applied; a Failed condition that is about to be re-derived does not count.
-    status_now = _d(trainjob.get("status"))
+    status_now = obj_at(trainjob, "status")
     conds = [
         c
-        for c in (status_now.get("conditions") or [])
+        for c in list_at(status_now, "conditions")
         if not (
             isinstance(c, dict)
             and c.get("type") == "Failed"
@@ -308,7 +301,7 @@ def render(
         objects = _new_objects(trainjob, runtime, gates, env, existing)
         for o in objects:
             if o.get("kind") == "JobSet":
-                applied_jobset = {**o, "status": _d((existing_jobset or {}).get("status"))}
+                applied_jobset = {**o, "status": obj_at(existing_jobset, "status")}
     update = derive(trainjob, applied_jobset, now=stamp)
     return Plan(
         objects=objects,
@@ -322,7 +315,7 @@ def _new_objects(
     job: Obj, runtime: Obj | None, gates: FeatureGates, env: Environment, existing: Existing
 ) -> list[Obj]:
     framework = framework_for(gates, env)
-    meta = _d(job.get("metadata"))
+    meta = obj_at(job, "metadata")
     name = str(meta.get("name", ""))
     uid = (
         meta.get("uid")

@@ -147,7 +147,7 @@ def strategic_merge(original: Any, patch: Any, schema: str | None = "JobSetSpec"
     return _clean(tree_copy(patch))
 
 
-def merge_resources(base: Obj | None, override: Obj) -> Obj:
+def merge_resources(base: Obj | None, override: Mapping[str, Any]) -> Obj:
     """v2.3's merge of ``spec.trainer.resourcesPerNode`` onto a container's ``resources``.
 
     Limits and requests merge per resource name (the TrainJob's value wins), claims merge by

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
 
+from kubetrain.api.access import as_dict, list_at, obj_at
 from kubetrain.api.meta import (
     condition_true,
     find_condition,
@@ -62,17 +62,9 @@ STATE_TABLE: tuple[tuple[str, JobState], ...] = (
 )
 
 
-def _d(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _l(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def is_finished(status: Obj) -> bool:
     """Complete=True or Failed=True."""
-    conds = _l(status.get("conditions"))
+    conds = list_at(status, "conditions")
     return condition_true(conds, "Complete") or condition_true(conds, "Failed")
 
 
@@ -83,10 +75,10 @@ def jobset_status_to_trainjob(job: Obj, jobset: Obj | None, now: datetime) -> Ob
     """
     if jobset is None:
         return None
-    status: Obj = tree_copy(_d(job.get("status")))
-    conditions = _l(status.get("conditions"))
-    js_status = _d(jobset.get("status"))
-    js_conds = _l(js_status.get("conditions"))
+    status: Obj = tree_copy(obj_at(job, "status"))
+    conditions = list_at(status, "conditions")
+    js_status = obj_at(jobset, "status")
+    js_conds = list_at(js_status, "conditions")
     for js_type, tj_type in (("Completed", "Complete"), ("Failed", "Failed")):
         c = find_condition(js_conds, js_type)
         if c is not None and c.get("status") == "True":
@@ -95,14 +87,14 @@ def jobset_status_to_trainjob(job: Obj, jobset: Obj | None, now: datetime) -> Ob
         status["conditions"] = conditions
     jobs = [
         {
-            "name": _d(r).get("name", ""),
-            "ready": _d(r).get("ready", 0),
-            "succeeded": _d(r).get("succeeded", 0),
-            "failed": _d(r).get("failed", 0),
-            "active": _d(r).get("active", 0),
-            "suspended": _d(r).get("suspended", 0),
+            "name": r.get("name", ""),
+            "ready": r.get("ready", 0),
+            "succeeded": r.get("succeeded", 0),
+            "failed": r.get("failed", 0),
+            "active": r.get("active", 0),
+            "suspended": r.get("suspended", 0),
         }
-        for r in _l(js_status.get("replicatedJobsStatus"))
+        for r in map(as_dict, list_at(js_status, "replicatedJobsStatus"))
     ]
     if jobs:
         status["jobsStatus"] = jobs
@@ -134,9 +126,9 @@ def derive(
 
     ``unsupported_runtime`` is the registry key when the runtimeRef names no known runtime kind.
     """
-    spec = _d(job.get("spec"))
-    status = tree_copy(_d(job.get("status")))
-    conditions = _l(status.get("conditions"))
+    spec = obj_at(job, "spec")
+    status = tree_copy(obj_at(job, "status"))
+    conditions = list_at(status, "conditions")
     # Step 3: a Failed condition is re-derived every time, except the sticky deadline one.
     failed = find_condition(conditions, "Failed")
     if failed is not None and failed.get("reason") != "DeadlineExceeded":
@@ -154,7 +146,7 @@ def derive(
         )
     # Step 5. A finished job is not suspended after the fact (issue 13, finding 10): its
     # state stays Complete or Failed, alone.
-    before = _l(_d(job.get("status")).get("conditions"))
+    before = list_at(job, "status", "conditions")
     finished = condition_true(before, "Complete") or condition_true(before, "Failed")
     if spec.get("suspend") is True and not finished:
         set_condition(
@@ -190,7 +182,7 @@ def derive(
     if from_jobset is not None:
         status = from_jobset
     if deadline_cond is not None:
-        conds = _l(status.get("conditions"))
+        conds = list_at(status, "conditions")
         set_condition(conds, deadline_cond, now)
         status["conditions"] = conds
     # Step 7.
@@ -204,14 +196,14 @@ def derive(
         and not is_finished(status)
         and spec.get("suspend") is not True
     ):
-        start = parse_time(_d(job.get("metadata")).get("creationTimestamp"))
-        suspended = find_condition(_l(status.get("conditions")), "Suspended")
+        start = parse_time(obj_at(job, "metadata").get("creationTimestamp"))
+        suspended = find_condition(list_at(status, "conditions"), "Suspended")
         if suspended is not None and suspended.get("status") == "False":
             start = parse_time(suspended.get("lastTransitionTime"))
         if start is not None:
             deadline = start + timedelta(seconds=deadline_s)
             if now > deadline:
-                conds = _l(status.get("conditions"))
+                conds = list_at(status, "conditions")
                 set_condition(
                     conds,
                     {
@@ -236,15 +228,15 @@ def derive_status(job: Obj, jobset: Obj | None, *, now: datetime) -> Obj:
 
 def job_state(job: Obj) -> JobState:
     """Map a TrainJob to ``JobState`` through ``STATE_TABLE``."""
-    status = _d(job.get("status"))
-    conds = _l(status.get("conditions"))
+    status = obj_at(job, "status")
+    conds = list_at(status, "conditions")
     if condition_true(conds, "Complete"):
         return JobState.COMPLETE
     if condition_true(conds, "Failed"):
         return JobState.FAILED
-    if _d(job.get("spec")).get("suspend") is True or condition_true(conds, "Suspended"):
+    if obj_at(job, "spec").get("suspend") is True or condition_true(conds, "Suspended"):
         return JobState.SUSPENDED
-    for js in _l(status.get("jobsStatus")):
+    for js in list_at(status, "jobsStatus"):
         if isinstance(js, dict) and (js.get("active", 0) or js.get("ready", 0)):
             return JobState.RUNNING
     return JobState.CREATED

@@ -11,9 +11,10 @@ Everything here is a pure function of plain values; the torch plugin supplies th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kubetrain.api.access import list_at
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime.resources import gpu_count
 
@@ -168,7 +169,7 @@ def torchtune_command(
 def validate_torchtune(
     *,
     runtime_name: str,
-    trainer: Obj,
+    trainer: Mapping[str, Any],
     runtime_resources: Obj | None = None,
 ) -> list[FieldError]:
     """The webhook's torchtune checks for a TrainJob whose command is ``tune run``.
@@ -196,7 +197,7 @@ def validate_torchtune(
     resources = trainer.get("resourcesPerNode")
     if resources is None:
         resources = runtime_resources
-    args = trainer.get("args") or []
+    args = list_at(trainer, "args")
     _, config = recipe_and_config(model, num_nodes, num_proc_per_node, gpu_count(resources), args)
     if _QLORA_DISTRIBUTED[1] in config:
         if model == _QWEN:

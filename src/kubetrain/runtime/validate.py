@@ -12,8 +12,9 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
+from kubetrain.api.access import as_dict, list_at, obj_at
 from kubetrain.api.errors import FieldError
 from kubetrain.api.meta import format_time
 from kubetrain.runtime.bounds import runtime_bound_errors, trainjob_bound_errors
@@ -74,14 +75,6 @@ class Validation:
         return not self.errors
 
 
-def _d(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _l(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def _defaulted(obj: Obj) -> Obj:
     # The API server applies CRD defaults before validation; never touch the caller's object.
     from kubetrain.api.schema import apply_defaults
@@ -106,33 +99,25 @@ def _transition(path: str, new: Obj, old: Obj, key: str, errors: list[FieldError
 
 
 def _patch_transitions(new_spec: Obj, old_spec: Obj, errors: list[FieldError]) -> None:
-    old_by_manager = {_d(p).get("manager"): _d(p) for p in _l(old_spec.get("runtimePatches"))}
-    for i, patch in enumerate(_l(new_spec.get("runtimePatches"))):
-        patch = _d(patch)
+    old_by_manager = {
+        as_dict(p).get("manager"): as_dict(p) for p in list_at(old_spec, "runtimePatches")
+    }
+    for i, patch in enumerate(list_at(new_spec, "runtimePatches")):
+        patch = as_dict(patch)
         old_patch = old_by_manager.get(patch.get("manager"))
         if old_patch is None:
             continue
         base = f"spec.runtimePatches[{i}].trainingRuntimeSpec.template.spec.replicatedJobs"
-        new_jobs = _l(
-            _d(_d(_d(patch.get("trainingRuntimeSpec")).get("template")).get("spec")).get(
-                "replicatedJobs"
-            )
-        )
-        old_jobs = _l(
-            _d(_d(_d(old_patch.get("trainingRuntimeSpec")).get("template")).get("spec")).get(
-                "replicatedJobs"
-            )
-        )
-        old_by_name = {_d(j).get("name"): _d(j) for j in old_jobs}
+        new_jobs = list_at(patch, "trainingRuntimeSpec", "template", "spec", "replicatedJobs")
+        old_jobs = list_at(old_patch, "trainingRuntimeSpec", "template", "spec", "replicatedJobs")
+        old_by_name = {as_dict(j).get("name"): as_dict(j) for j in old_jobs}
         for j, rjob in enumerate(new_jobs):
-            rjob = _d(rjob)
+            rjob = as_dict(rjob)
             old_job = old_by_name.get(rjob.get("name"))
             if old_job is None:
                 continue
-            new_pod = _d(_d(_d(_d(rjob.get("template")).get("spec")).get("template")).get("spec"))
-            old_pod = _d(
-                _d(_d(_d(old_job.get("template")).get("spec")).get("template")).get("spec")
-            )
+            new_pod = obj_at(rjob, "template", "spec", "template", "spec")
+            old_pod = obj_at(old_job, "template", "spec", "template", "spec")
             for key in _PATCH_IMMUTABLE:
                 _transition(
                     f"{base}[{j}].template.spec.template.spec", new_pod, old_pod, key, errors
@@ -142,13 +127,13 @@ def _patch_transitions(new_spec: Obj, old_spec: Obj, errors: list[FieldError]) -
 def trainjob_crd_errors(job: Obj, old: Obj | None = None) -> list[FieldError]:
     """The TrainJob CRD's OpenAPI schema and CEL rules (422 Invalid from the API server)."""
     errors = _schema_errors(job)
-    name = _d(job.get("metadata")).get("name")
+    name = obj_at(job, "metadata").get("name")
     if isinstance(name, str):
         if not _NAME_RE.match(name):
             errors.append(FieldError(_ROOT, "metadata.name must match RFC 1035 DNS label format"))
         if len(name) > 63:
             errors.append(FieldError(_ROOT, "metadata.name must be no more than 63 characters"))
-    spec = _d(job.get("spec"))
+    spec = obj_at(job, "spec")
     managed_by = spec.get("managedBy")
     if isinstance(managed_by, str) and managed_by not in _MANAGED_BY:
         errors.append(
@@ -158,7 +143,7 @@ def trainjob_crd_errors(job: Obj, old: Obj | None = None) -> list[FieldError]:
             )
         )
     for source in ("dataset", "model"):
-        uri = _d(_d(spec.get("initializer")).get(source)).get("storageUri")
+        uri = obj_at(spec, "initializer", source).get("storageUri")
         if isinstance(uri, str) and uri and not _URI_RE.match(uri):
             errors.append(
                 FieldError(
@@ -167,7 +152,7 @@ def trainjob_crd_errors(job: Obj, old: Obj | None = None) -> list[FieldError]:
                 )
             )
     if old is not None:
-        old_spec = _d(old.get("spec"))
+        old_spec = obj_at(old, "spec")
         for key in ("activeDeadlineSeconds", "initializer", "managedBy", "runtimeRef", "trainer"):
             _transition("spec", spec, old_spec, key, errors)
         _patch_transitions(spec, old_spec, errors)
@@ -227,10 +212,10 @@ def validate_trainjob(
     if runtime is None:
         return Validation(errors=[_runtime_missing(kind, name)])
     warnings: list[str] = []
-    rmeta = _d(runtime.get("metadata"))
+    rmeta = obj_at(runtime, "metadata")
     if (
         kind == CLUSTER_TRAINING_RUNTIME
-        and _d(rmeta.get("labels")).get("trainer.kubeflow.org/support") == "deprecated"
+        and obj_at(rmeta, "labels").get("trainer.kubeflow.org/support") == "deprecated"
     ):
         warnings.append(
             f'Referenced ClusterTrainingRuntime "{rmeta.get("name", "")}" is deprecated and will be removed in a'
@@ -266,10 +251,10 @@ def default_trainjob(trainjob: Obj, *, old: Obj | None = None, now: datetime) ->
     ``now`` unless they carry a time. This is the only mutation upstream's webhook makes.
     """
     out: Obj = tree_copy(trainjob)
-    patches = _l(_d(out.get("spec")).get("runtimePatches"))
+    patches = list_at(out, "spec", "runtimePatches")
     stamp = format_time(now)
     old_by_manager = (
-        {_d(p).get("manager"): _d(p) for p in _l(_d(old.get("spec")).get("runtimePatches"))}
+        {as_dict(p).get("manager"): as_dict(p) for p in list_at(old, "spec", "runtimePatches")}
         if old is not None
         else None
     )
@@ -301,27 +286,27 @@ def default_trainjob(trainjob: Obj, *, old: Obj | None = None, now: datetime) ->
 def runtime_webhook_enabled(runtime: Obj) -> bool:
     """False for runtimes labelled ``trainer.kubeflow.org/webhook-validation: disabled`` (v2.3):
     the webhook configuration's objectSelector keeps them away from the runtime webhooks."""
-    labels = _d(_d(runtime.get("metadata")).get("labels"))
+    labels = obj_at(runtime, "metadata", "labels")
     return labels.get("trainer.kubeflow.org/webhook-validation") != "disabled"
 
 
 def _runtime_crd_errors(runtime: Obj, old: Obj | None) -> list[FieldError]:
     errors = _schema_errors(runtime)
-    spec = _d(runtime.get("spec"))
+    spec = obj_at(runtime, "spec")
     ml = spec.get("mlPolicy")
     if isinstance(ml, dict):
         if sum(1 for k in ("torch", "mpi", "jax", "xgboost", "flux") if k in ml) > 1:
             errors.append(FieldError("spec.mlPolicy", "Only one of the policy can be configured"))
-        nproc = _d(ml.get("flux")).get("numProcPerNode")
+        nproc = obj_at(ml, "flux").get("numProcPerNode")
         if isinstance(nproc, int) and not isinstance(nproc, bool) and nproc < 1:
             errors.append(
                 FieldError(
                     "spec.mlPolicy.flux.numProcPerNode", "NumProcPerNode in fluxPolicy must be >= 1"
                 )
             )
-        targets = _l(_d(_d(ml.get("torch")).get("envInjection")).get("targets"))
+        targets = list_at(ml, "torch", "envInjection", "targets")
         for i, t in enumerate(targets):
-            if "node" in _l(_d(t).get("containerNames")):
+            if "node" in list_at(t, "containerNames"):
                 errors.append(
                     FieldError(
                         f"spec.mlPolicy.torch.envInjection.targets[{i}].containerNames",
@@ -329,17 +314,17 @@ def _runtime_crd_errors(runtime: Obj, old: Obj | None) -> list[FieldError]:
                         " always injected into it",
                     )
                 )
-    js = _d(_d(spec.get("template")).get("spec"))
-    if _d(js.get("startupPolicy")).get("startupPolicyOrder") == "InOrder" and any(
-        "dependsOn" in _d(j) for j in _l(js.get("replicatedJobs"))
+    js = obj_at(spec, "template", "spec")
+    if obj_at(js, "startupPolicy").get("startupPolicyOrder") == "InOrder" and any(
+        "dependsOn" in as_dict(j) for j in list_at(js, "replicatedJobs")
     ):
         errors.append(
             FieldError(
                 "spec.template.spec", "StartupPolicy and DependsOn APIs are mutually exclusive"
             )
         )
-    for i, policy in enumerate(_l(js.get("volumeClaimPolicies"))):
-        if any(_d(_d(t).get("metadata")).get("namespace") for t in _l(_d(policy).get("templates"))):
+    for i, policy in enumerate(list_at(js, "volumeClaimPolicies")):
+        if any(obj_at(t, "metadata").get("namespace") for t in list_at(policy, "templates")):
             errors.append(
                 FieldError(
                     f"spec.template.spec.volumeClaimPolicies[{i}]",
@@ -347,7 +332,7 @@ def _runtime_crd_errors(runtime: Obj, old: Obj | None) -> list[FieldError]:
                 )
             )
     if old is not None:
-        old_js = _d(_d(_d(old.get("spec")).get("template")).get("spec"))
+        old_js = obj_at(old, "spec", "template", "spec")
         for key in (
             "failurePolicy",
             "network",
@@ -357,14 +342,14 @@ def _runtime_crd_errors(runtime: Obj, old: Obj | None) -> list[FieldError]:
         ):
             if key in js and key in old_js and js[key] != old_js[key]:
                 errors.append(FieldError(f"spec.template.spec.{key}", "Value is immutable"))
-        old_jobs = {_d(j).get("name"): _d(j) for j in _l(old_js.get("replicatedJobs"))}
-        for i, j in enumerate(_l(js.get("replicatedJobs"))):
-            o = old_jobs.get(_d(j).get("name"))
+        old_jobs = {as_dict(j).get("name"): as_dict(j) for j in list_at(old_js, "replicatedJobs")}
+        for i, j in enumerate(list_at(js, "replicatedJobs")):
+            o = old_jobs.get(as_dict(j).get("name"))
             if (
                 o is not None
-                and "dependsOn" in _d(j)
+                and "dependsOn" in as_dict(j)
                 and "dependsOn" in o
-                and _d(j)["dependsOn"] != o["dependsOn"]
+                and as_dict(j)["dependsOn"] != o["dependsOn"]
             ):
                 errors.append(
                     FieldError(
@@ -409,11 +394,11 @@ def validate_runtime(
     if not webhook or (kind == TRAINING_RUNTIME and operation == "UPDATE"):
         return Validation()
     warnings: list[str] = []
-    meta = _d(new.get("metadata"))
+    meta = obj_at(new, "metadata")
     if (
         kind == CLUSTER_TRAINING_RUNTIME
         and operation == "CREATE"
-        and _d(meta.get("labels")).get("trainer.kubeflow.org/support") == "deprecated"
+        and obj_at(meta, "labels").get("trainer.kubeflow.org/support") == "deprecated"
     ):
         warnings.append(
             f'ClusterTrainingRuntime "{meta.get("name", "")}" is deprecated and will be removed in a future'
@@ -421,19 +406,17 @@ def validate_runtime(
         )
     errors: list[FieldError] = []
     base = "spec.template.spec.replicatedJobs"
-    jobs = _l(_d(_d(_d(new.get("spec")).get("template")).get("spec")).get("replicatedJobs"))
+    jobs = list_at(new, "spec", "template", "spec", "replicatedJobs")
     for i, rjob in enumerate(jobs):
-        template = _d(_d(rjob).get("template"))
-        ancestor = _d(_d(template.get("metadata")).get("labels")).get(ANCESTOR_LABEL)
+        template = obj_at(rjob, "template")
+        ancestor = obj_at(template, "metadata", "labels").get(ANCESTOR_LABEL)
         if ancestor not in _REQUIRED_CONTAINER:
             continue
-        replicas = _d(rjob).get("replicas", 1)
+        replicas = as_dict(rjob).get("replicas", 1)
         if replicas != 1:
             errors.append(FieldError(f"{base}[{i}].replicas", "always must be 1"))
-        containers = _l(
-            _d(_d(_d(template.get("spec")).get("template")).get("spec")).get("containers")
-        )
-        if not any(_d(c).get("name") == _REQUIRED_CONTAINER[ancestor] for c in containers):
+        containers = list_at(template, "spec", "template", "spec", "containers")
+        if not any(as_dict(c).get("name") == _REQUIRED_CONTAINER[ancestor] for c in containers):
             errors.append(
                 FieldError(
                     f"{base}[{i}].template.spec.template.spec.containers",

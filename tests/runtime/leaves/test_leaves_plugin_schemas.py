@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 import yaml
-from test_leaves_plugin_flux import flux_runtime
-from test_leaves_plugin_podgroups import torchtune
+from plugin_runtimes import flux_runtime, gang_runtime
 
 from kubetrain.runtime.config import Environment, FeatureGates
 from kubetrain.runtime.defaults import default_runtimes
@@ -46,12 +45,12 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("flux on two nodes", flux_runtime(), {"numNodes": 2, "args": ["-in", "x"]}),
     (
         "torchtune with a volcano gang",
-        torchtune({"volcano": {"networkTopology": {"mode": "soft", "highestTierAllowed": 1}}}),
+        gang_runtime({"volcano": {"networkTopology": {"mode": "soft", "highestTierAllowed": 1}}}),
         {},
     ),
     (
         "torchtune with a coscheduling gang",
-        torchtune({"coscheduling": {"scheduleTimeoutSeconds": 30}}),
+        gang_runtime({"coscheduling": {"scheduleTimeoutSeconds": 30}}),
         {},
     ),
 ]

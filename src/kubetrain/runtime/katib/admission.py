@@ -8,6 +8,7 @@ import copy
 import shlex
 from typing import Any, Protocol
 
+from kubetrain.api.access import list_at, obj_at
 from kubetrain.api.errors import FieldError
 from kubetrain.api.labels import JOBSET_NAME_LABEL, LOG_ALIASES_ANNOTATION, TRAINER_API_VERSION
 from kubetrain.runtime.katib.experiment import (
@@ -58,8 +59,8 @@ class KatibAdmission:
 
 
 def _trial_pod(pod: dict[str, Any], reader: _Reader) -> dict[str, Any]:
-    meta = pod.get("metadata") or {}
-    labels = meta.get("labels") or {}
+    meta = obj_at(pod, "metadata")
+    labels = obj_at(meta, "labels")
     job_name = labels.get(JOBSET_NAME_LABEL)
     namespace = meta.get("namespace")
     if not job_name:
@@ -70,26 +71,26 @@ def _trial_pod(pod: dict[str, Any], reader: _Reader) -> dict[str, Any]:
         return pod
     # The TrainJob belongs to the Trial, or, for the moment before the Trial exists, to the
     # Trial's Experiment (see kubetrain.local.katib.controller).
-    owners = {r.get("uid") for r in trial["metadata"].get("ownerReferences") or []}
+    owners = {r.get("uid") for r in list_at(trial["metadata"], "ownerReferences")}
     owners.add(trial["metadata"].get("uid"))
     owners.discard(None)
-    if not any(o.get("uid") in owners for o in job["metadata"].get("ownerReferences") or []):
+    if not any(o.get("uid") in owners for o in list_at(job["metadata"], "ownerReferences")):
         return pod
     pod = copy.deepcopy(pod)
     meta = pod["metadata"]
     meta.setdefault("labels", {})[TRIAL_LABEL] = job_name
-    spec = trial.get("spec") or {}
+    spec = obj_at(trial, "spec")
     primary = spec.get("primaryContainerName") or "node"
-    for container in (pod.get("spec") or {}).get("containers") or []:
+    for container in list_at(pod, "spec", "containers"):
         if container.get("name") == primary:
             env = container.setdefault("env", [])
             if not any(e.get("name") == "KATIB_TRIAL_NAME" for e in env):
                 env.append({"name": "KATIB_TRIAL_NAME", "value": job_name})
-            wanted = spec.get("primaryPodLabels") or {}
+            wanted = obj_at(spec, "primaryPodLabels")
             if all(meta["labels"].get(k) == v for k, v in wanted.items()):
                 annotations = meta.setdefault("annotations", {})
                 annotations[LOG_ALIASES_ANNOTATION] = f"{COLLECTOR_CONTAINER}={primary}"
-                _file_collector(pod, container, spec.get("metricsCollector") or {})
+                _file_collector(pod, container, obj_at(spec, "metricsCollector"))
     return pod
 
 
@@ -98,9 +99,9 @@ def _file_collector(
 ) -> None:
     """Katib's File collector without a sidecar: the file's folder is an emptyDir (Katib's
     ``metrics-volume``), and the file is printed after the command ends, exit code kept."""
-    if (collector.get("collector") or {}).get("kind") != "File" or not container.get("command"):
+    if obj_at(collector, "collector").get("kind") != "File" or not container.get("command"):
         return
-    path = str(((collector.get("source") or {}).get("fileSystemPath") or {}).get("path") or "")
+    path = str(obj_at(collector, "source", "fileSystemPath").get("path") or "")
     folder = path.rpartition("/")[0] or "/"
     volumes = pod.setdefault("spec", {}).setdefault("volumes", [])
     if not any(v.get("name") == "metrics-volume" for v in volumes):
@@ -112,6 +113,6 @@ def _file_collector(
         '"$@"; rc=$?; '
         f"echo {shlex.quote(METRICS_FILE_MARKER)}; cat {shlex.quote(path)} 2>/dev/null; exit $rc"
     )
-    argv = [*container["command"], *(container.get("args") or [])]
+    argv = [*container["command"], *list_at(container, "args")]
     container["command"] = ["sh", "-c", script, "sh", *argv]
     container.pop("args", None)

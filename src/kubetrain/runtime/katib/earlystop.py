@@ -11,14 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kubetrain.api.access import list_at, obj_at
+
 __all__ = ["median_stop_rule", "should_stop"]
 
 
 def _settings(experiment: Mapping[str, Any]) -> tuple[int, int] | None:
-    spec = (experiment.get("spec") or {}).get("earlyStopping") or {}
+    spec = obj_at(experiment, "spec", "earlyStopping")
     if spec.get("algorithmName") != "medianstop":
         return None
-    values = {s["name"]: s.get("value") for s in spec.get("algorithmSettings") or []}
+    values = {s["name"]: s.get("value") for s in list_at(spec, "algorithmSettings")}
     return int(float(values.get("min_trials_required", 3))), int(float(values.get("start_step", 4)))
 
 
@@ -35,7 +37,7 @@ def median_stop_rule(
     if len(firsts) < min_trials:
         return []
     value = sum(sum(f) / len(f) for f in firsts) / len(firsts)
-    objective = (experiment.get("spec") or {}).get("objective") or {}
+    objective = obj_at(experiment, "spec", "objective")
     maximize = objective.get("type") == "maximize"
     return [
         {

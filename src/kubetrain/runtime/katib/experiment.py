@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubetrain.api.access import as_dict, list_at, obj_at
 from kubetrain.api.errors import FieldError
 
 __all__ = [
@@ -101,7 +102,7 @@ def default_experiment(experiment: dict[str, Any]) -> dict[str, Any]:
         strategy = "max" if objective.get("type") == "maximize" else "min"
         names = [
             objective.get("objectiveMetricName"),
-            *(objective.get("additionalMetricNames") or []),
+            *list_at(objective, "additionalMetricNames"),
         ]
         objective["metricStrategies"] = [{"name": n, "value": strategy} for n in names if n]
     template = spec.get("trialTemplate")
@@ -123,14 +124,14 @@ def default_experiment(experiment: dict[str, Any]) -> dict[str, Any]:
     collector = spec.setdefault("metricsCollectorSpec", {}).setdefault("collector", {})
     if not collector.get("kind"):
         collector["kind"] = "StdOut"
-    source = spec["metricsCollectorSpec"].get("source") or {}
+    source = obj_at(spec["metricsCollectorSpec"], "source")
     if collector["kind"] == "File":
         path = source.setdefault("fileSystemPath", {})
         path.setdefault("path", "/var/log/katib/metrics.log")
         path.setdefault("kind", "File")
         path.setdefault("format", "TEXT")
         spec["metricsCollectorSpec"]["source"] = source
-    for parameter in spec.get("parameters") or []:
+    for parameter in list_at(spec, "parameters"):
         if isinstance(parameter, dict):
             space = parameter.setdefault("feasibleSpace", {})
             if isinstance(space, dict) and not space.get("distribution"):
@@ -143,7 +144,7 @@ def validate_experiment(
 ) -> list[FieldError]:
     """Katib's validating webhook on a defaulted Experiment: every error, with Katib's words."""
     errors: list[FieldError] = []
-    name = str((experiment.get("metadata") or {}).get("name") or "")
+    name = str(obj_at(experiment, "metadata").get("name") or "")
     if not _NAME.match(name):
         errors.append(
             _invalid(
@@ -156,7 +157,7 @@ def validate_experiment(
         )
     elif len(name) > 40:
         errors.append(_invalid("metadata.name", name, "must be no more than 40 characters"))
-    spec = experiment.get("spec") or {}
+    spec = obj_at(experiment, "spec")
     max_trials, parallel, max_failed = (
         spec.get("maxTrialCount"),
         spec.get("parallelTrialCount"),
@@ -208,7 +209,7 @@ def validate_experiment(
             _invalid("spec.resumePolicy", spec.get("resumePolicy"), "invalid ResumePolicyType")
         )
     errors += _validate_trial_template(spec)
-    parameters = spec.get("parameters") or []
+    parameters = list_at(spec, "parameters")
     if not parameters and spec.get("nasConfig") is None:
         errors.append(
             FieldError("spec", "spec.parameters or spec.nasConfig must be specified", "Required")
@@ -226,16 +227,16 @@ def validate_experiment(
             )
         )
     errors += _validate_parameters(parameters)
-    errors += _validate_collector(spec.get("metricsCollectorSpec") or {})
+    errors += _validate_collector(obj_at(spec, "metricsCollectorSpec"))
     return errors
 
 
 def _validate_update(experiment: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
-    spec, old_spec = dict(experiment.get("spec") or {}), dict(old.get("spec") or {})
+    spec, old_spec = dict(obj_at(experiment, "spec")), dict(obj_at(old, "spec"))
     if spec == old_spec:
         return []
     errors: list[FieldError] = []
-    status = old.get("status") or {}
+    status = obj_at(old, "status")
     if _completed(status) and not restartable(old):
         errors.append(
             _invalid(
@@ -268,22 +269,22 @@ def _validate_update(experiment: Mapping[str, Any], old: Mapping[str, Any]) -> l
 def _completed(status: Mapping[str, Any]) -> bool:
     return any(
         c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True"
-        for c in status.get("conditions") or []
+        for c in list_at(status, "conditions")
     )
 
 
 def restartable(experiment: Mapping[str, Any]) -> bool:
     """A completed Experiment Katib restarts when maxTrialCount is raised (LongRunning/FromVolume)."""
-    status = experiment.get("status") or {}
+    status = obj_at(experiment, "status")
     succeeded = next(
         (
             c
-            for c in status.get("conditions") or []
+            for c in list_at(status, "conditions")
             if c.get("type") == "Succeeded" and c.get("status") == "True"
         ),
         None,
     )
-    policy = (experiment.get("spec") or {}).get("resumePolicy")
+    policy = obj_at(experiment, "spec").get("resumePolicy")
     return (
         succeeded is not None
         and succeeded.get("reason") == "ExperimentMaxTrialsReached"
@@ -306,7 +307,7 @@ def _validate_objective(objective: Any) -> list[FieldError]:
         errors.append(
             FieldError("spec.objective.objectiveMetricName", "must be specified", "Required")
         )
-    if metric and metric in (objective.get("additionalMetricNames") or []):
+    if metric and metric in list_at(objective, "additionalMetricNames"):
         errors.append(
             FieldError(
                 "spec.objective.additionalMetricNames",
@@ -338,9 +339,9 @@ def _validate_algorithm(
             )
         ]
     errors: list[FieldError] = []
-    for i, setting in enumerate(spec.get("algorithmSettings") or []):
-        sname = str((setting or {}).get("name") or "")
-        svalue = (setting or {}).get("value")
+    for i, setting in enumerate(list_at(spec, "algorithmSettings")):
+        sname = str(as_dict(setting).get("name") or "")
+        svalue = as_dict(setting).get("value")
         at = f"{path}.algorithmSettings[{i}]"
         if sname not in known[name]:
             errors.append(
@@ -428,13 +429,13 @@ def _validate_trial_template(spec: Mapping[str, Any]) -> list[FieldError]:
             _invalid(path, "", "unable to parse spec.trialTemplate: trialSpec must be an object"),
         ]
     text = json.dumps(run_spec, sort_keys=True)
-    names = {str(p.get("name")) for p in spec.get("parameters") or [] if isinstance(p, Mapping)}
+    names = {str(p.get("name")) for p in list_at(spec, "parameters") if isinstance(p, Mapping)}
     seen_names: set[str] = set()
     seen_refs: set[str] = set()
     for i, parameter in enumerate(trial_parameters):
         at = f"{path}.trialParameters[{i}]"
-        pname = str((parameter or {}).get("name") or "")
-        ref = str((parameter or {}).get("reference") or "")
+        pname = str(as_dict(parameter).get("name") or "")
+        ref = str(as_dict(parameter).get("reference") or "")
         if not pname or not ref or "{" in pname or "}" in pname:
             errors.append(
                 _invalid(
@@ -492,7 +493,7 @@ def _validate_trial_template(spec: Mapping[str, Any]) -> list[FieldError]:
                 f"parameters: {left} in spec.trialTemplate not found in spec.trialParameters",
             )
         )
-    meta = run_spec.get("metadata") or {}
+    meta = obj_at(run_spec, "metadata")
     if isinstance(meta, Mapping) and (meta.get("name") or meta.get("namespace")):
         errors.append(
             _invalid(
@@ -538,7 +539,7 @@ def _validate_parameters(parameters: list[Any]) -> list[FieldError]:
             errors.append(
                 _invalid(f"{at}.parameterType", ptype, f"parameterType: {ptype} is not supported")
             )
-        space = parameter.get("feasibleSpace") or {}
+        space = obj_at(parameter, "feasibleSpace")
         distribution = space.get("distribution", "")
         if distribution not in _DISTRIBUTIONS:
             errors.append(
@@ -652,14 +653,14 @@ def _validate_parameters(parameters: list[Any]) -> list[FieldError]:
 
 
 def _validate_collector(spec: Mapping[str, Any]) -> list[FieldError]:
-    kind = (spec.get("collector") or {}).get("kind", "")
+    kind = obj_at(spec, "collector").get("kind", "")
     path = "spec.metricsCollectorSpec"
-    source = spec.get("source") or {}
+    source = obj_at(spec, "source")
     errors: list[FieldError] = []
     if kind not in COLLECTOR_KINDS:
         return [_invalid(f"{path}.collector.kind", kind, f"invalid metrics collector kind: {kind}")]
     if kind == "File":
-        fs = source.get("fileSystemPath") or {}
+        fs = obj_at(source, "fileSystemPath")
         if fs.get("kind") != "File" or not str(fs.get("path", "")).startswith("/"):
             errors.append(
                 FieldError(
@@ -692,7 +693,7 @@ def _validate_collector(spec: Mapping[str, Any]) -> list[FieldError]:
                 "kubetrain's local engine collects metrics with StdOut or File (and reads TrainJob trainerStatus.metrics); this kind is not supported",
             )
         )
-    for fmt in (source.get("filter") or {}).get("metricsFormat") or []:
+    for fmt in list_at(source, "filter", "metricsFormat"):
         try:
             compiled = re.compile(fmt)
         except re.error as err:
@@ -738,13 +739,13 @@ class SearchParameter:
 def parse_parameters(experiment: Mapping[str, Any]) -> list[SearchParameter]:
     """The search space of a validated Experiment."""
     out: list[SearchParameter] = []
-    for parameter in (experiment.get("spec") or {}).get("parameters") or []:
-        space = parameter.get("feasibleSpace") or {}
+    for parameter in list_at(experiment, "spec", "parameters"):
+        space = obj_at(parameter, "feasibleSpace")
         ptype = str(parameter.get("parameterType") or "categorical")
         if ptype in ("categorical", "discrete"):
             out.append(
                 SearchParameter(
-                    parameter["name"], ptype, choices=tuple(str(v) for v in space.get("list") or [])
+                    parameter["name"], ptype, choices=tuple(str(v) for v in list_at(space, "list"))
                 )
             )
             continue

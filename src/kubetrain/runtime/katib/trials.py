@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kubetrain.api.access import list_at, obj_at
 from kubetrain.runtime.katib.experiment import (
     DEFAULT_METRICS_FORMAT,
     EXPERIMENT_LABEL,
@@ -79,7 +80,7 @@ def set_condition(conditions: list[dict[str, Any]], new: dict[str, Any]) -> None
 
 
 def _true(obj: Mapping[str, Any], ctype: str) -> dict[str, Any] | None:
-    for c in (obj.get("status") or {}).get("conditions") or []:
+    for c in list_at(obj, "status", "conditions"):
         if c.get("type") == ctype and c.get("status") == "True":
             return dict(c)
     return None
@@ -106,13 +107,13 @@ def new_trial(
     spec = experiment["spec"]
     template = spec["trialTemplate"]
     namespace = str(meta.get("namespace") or "default")
-    labels = {**(meta.get("labels") or {}), EXPERIMENT_LABEL: meta["name"]}
+    labels = {**obj_at(meta, "labels"), EXPERIMENT_LABEL: meta["name"]}
     trial_spec: dict[str, Any] = {
         "objective": spec["objective"],
         "parameterAssignments": [dict(a) for a in assignments],
         "runSpec": substitute(
             template["trialSpec"],
-            template.get("trialParameters") or [],
+            list_at(template, "trialParameters"),
             assignments,
             name,
             namespace,
@@ -184,10 +185,10 @@ def substitute(
             return str(trial_spec.get("kind", ""))
         if key == "APIVersion":
             return str(trial_spec.get("apiVersion", ""))
-        tmeta = trial_spec.get("metadata") or {}
+        tmeta = obj_at(trial_spec, "metadata")
         if match.group(2) is not None:
-            return str((tmeta.get("labels") or {}).get(match.group(2), ""))
-        return str((tmeta.get("annotations") or {}).get(match.group(3), ""))
+            return str(obj_at(tmeta, "labels").get(match.group(2), ""))
+        return str(obj_at(tmeta, "annotations").get(match.group(3), ""))
 
     for parameter in trial_parameters:
         reference = str(parameter["reference"])
@@ -317,7 +318,7 @@ def job_outcome(
     failure checked first as Katib does."""
     if job is None:
         return "Missing", {}
-    spec = trial.get("spec") or {}
+    spec = obj_at(trial, "spec")
     failure = condition_type(str(spec.get("failureCondition") or "")) or "Failed"
     success = condition_type(str(spec.get("successCondition") or "")) or "Complete"
     found = _true(job, failure)
@@ -341,7 +342,7 @@ def next_trial_status(
     A succeeded job whose objective is ``unavailable`` ends MetricsUnavailable (Katib would
     wait forever for a collector that can report nothing more).
     """
-    status: dict[str, Any] = json.loads(json.dumps(trial.get("status") or {}))
+    status: dict[str, Any] = json.loads(json.dumps(obj_at(trial, "status")))
     if is_completed(trial):
         return status
     conditions: list[dict[str, Any]] = status.setdefault("conditions", [])
@@ -374,9 +375,9 @@ def next_trial_status(
     if observed is None:
         return status
     status["observation"] = dict(observed)
-    objective = str(((trial.get("spec") or {}).get("objective") or {}).get("objectiveMetricName"))
+    objective = str(obj_at(trial, "spec", "objective").get("objectiveMetricName"))
     latest = next(
-        (m["latest"] for m in observed.get("metrics") or [] if m.get("name") == objective),
+        (m["latest"] for m in list_at(observed, "metrics") if m.get("name") == objective),
         UNAVAILABLE,
     )
     if latest == UNAVAILABLE:
@@ -430,10 +431,10 @@ def view(trials: Sequence[Mapping[str, Any]]) -> ExperimentView:
 def _objective_value(trial: Mapping[str, Any], objective: Mapping[str, Any]) -> str:
     name = objective.get("objectiveMetricName")
     strategy = next(
-        (s.get("value") for s in objective.get("metricStrategies") or [] if s.get("name") == name),
+        (s.get("value") for s in list_at(objective, "metricStrategies") if s.get("name") == name),
         "latest",
     )
-    for metric in ((trial.get("status") or {}).get("observation") or {}).get("metrics") or []:
+    for metric in list_at(trial, "status", "observation", "metrics"):
         if metric.get("name") == name:
             value = metric.get(strategy) if strategy in ("min", "max") else metric.get("latest")
             if value in (None, UNAVAILABLE):
@@ -463,8 +464,8 @@ def optimal_trial(
     trial = best[1]
     return {
         "bestTrialName": trial["metadata"]["name"],
-        "parameterAssignments": (trial.get("spec") or {}).get("parameterAssignments") or [],
-        "observation": ((trial.get("status") or {}).get("observation")) or {"metrics": []},
+        "parameterAssignments": list_at(trial, "spec", "parameterAssignments"),
+        "observation": (obj_at(trial, "status").get("observation")) or {"metrics": []},
     }
 
 
@@ -473,7 +474,7 @@ def _goal_reached(best: Mapping[str, Any] | None, objective: Mapping[str, Any]) 
     if best is None or goal is None:
         return False
     name = objective.get("objectiveMetricName")
-    for metric in best["observation"].get("metrics") or []:
+    for metric in list_at(best["observation"], "metrics"):
         if metric.get("name") == name:
             try:
                 value = float(metric.get("latest"))
@@ -498,9 +499,9 @@ def experiment_status(
     ``failure``: (reason, message) when something outside the Trials failed it (the
     Suggestion). Terminal conditions are sticky: a finished Experiment keeps its verdict.
     """
-    spec = experiment.get("spec") or {}
-    old: dict[str, Any] = json.loads(json.dumps(experiment.get("status") or {}))
-    conditions: list[dict[str, Any]] = old.get("conditions") or []
+    spec = obj_at(experiment, "spec")
+    old: dict[str, Any] = json.loads(json.dumps(obj_at(experiment, "status")))
+    conditions: list[dict[str, Any]] = list_at(old, "conditions")
     status: dict[str, Any] = {"startTime": old.get("startTime") or now, "conditions": conditions}
     if not conditions:
         conditions.append(condition("Created", "ExperimentCreated", "Experiment is created", now))
@@ -520,7 +521,7 @@ def experiment_status(
         if names:
             status[count_key] = len(names)
             status[list_key] = names
-    best = optimal_trial(trials, spec.get("objective") or {})
+    best = optimal_trial(trials, obj_at(spec, "objective"))
     status["currentOptimalTrial"] = (
         best
         or old.get("currentOptimalTrial")
@@ -538,7 +539,7 @@ def experiment_status(
             condition("Running", "ExperimentRestarting", "Experiment is restarting", now)
         )
         status.pop("completionTime", None)
-    objective = spec.get("objective") or {}
+    objective = obj_at(spec, "objective")
     max_failed = spec.get("maxFailedTrialCount")
     failed = seen.count("Failed", "MetricsUnavailable")
     if failure is not None:
@@ -592,7 +593,7 @@ def _finish(status: dict[str, Any], ctype: str, reason: str, message: str, now: 
 
 
 def is_finished(experiment: Mapping[str, Any]) -> bool:
-    return _terminal((experiment.get("status") or {}).get("conditions") or [])
+    return _terminal(list_at(experiment, "status", "conditions"))
 
 
 def trials_wanted(experiment: Mapping[str, Any], trials: Sequence[Mapping[str, Any]]) -> int:
@@ -600,7 +601,7 @@ def trials_wanted(experiment: Mapping[str, Any], trials: Sequence[Mapping[str, A
     maxTrialCount in all (a finished Experiment starts none)."""
     if is_finished(experiment):
         return 0
-    spec = experiment.get("spec") or {}
+    spec = obj_at(experiment, "spec")
     seen = view(trials)
     parallel = int(spec.get("parallelTrialCount") or 3)
     room = int(spec.get("maxTrialCount") or 0) - seen.total

@@ -8,7 +8,7 @@ while the TrainJob is suspended, so a running gang is never resized under the sc
 
 from __future__ import annotations
 
-from kubetrain.runtime.core import as_int
+from kubetrain.api.access import as_int, obj_at
 from kubetrain.runtime.framework import BuildContext, ObjectRef, object_meta
 from kubetrain.runtime.info import RuntimeInfo
 from kubetrain.runtime.podgroup import gang_totals
@@ -30,25 +30,19 @@ class Coscheduling:
 
     name = "coscheduling"
 
-    @staticmethod
-    def _policy(info: RuntimeInfo) -> Obj | None:
-        policy = info.pod_group_policy or {}
-        value = policy.get("coscheduling")
-        return value if isinstance(value, dict) else None
-
     def enforce_pod_group_policy(self, info: RuntimeInfo, job: Obj) -> None:
-        if self._policy(info) is None:
+        if info.pod_group("coscheduling") is None:
             return
         info.pod_labels[POD_GROUP_LABEL] = info.trainjob_name
 
     def existing_refs(self, trainjob_name: str, runtime_spec: Obj) -> list[ObjectRef]:
         # A PodGroup is re-applied only while the job is suspended: build checks for it.
-        if "coscheduling" not in (runtime_spec.get("podGroupPolicy") or {}):
+        if "coscheduling" not in obj_at(runtime_spec, "podGroupPolicy"):
             return []
         return [ObjectRef("scheduling.x-k8s.io/v1alpha1", "PodGroup", trainjob_name)]
 
     def build(self, info: RuntimeInfo, job: Obj, ctx: BuildContext) -> list[Obj]:
-        policy = self._policy(info)
+        policy = info.pod_group("coscheduling")
         if policy is None:
             return []
         if ctx.existing.get("PodGroup", info.trainjob_name) is not None and not _suspended(job):

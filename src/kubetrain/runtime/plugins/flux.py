@@ -11,11 +11,12 @@ Secret. The scripts and the certificate come from :mod:`kubetrain.runtime.flux_a
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from typing import Any
 
+from kubetrain.api.access import as_int, dicts, list_at
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime.config import Environment
-from kubetrain.runtime.core import as_int
 from kubetrain.runtime.flux_assets import (
     FLUX_BROKER_DEFAULTS,
     flux_broker_settings,
@@ -55,9 +56,8 @@ def _procs_per_node(info: RuntimeInfo, policy: Obj) -> int:
     return as_int(policy.get("numProcPerNode"), 1)
 
 
-def _env_list(container: Obj | None) -> list[Any]:
-    env = container.get("env") if container is not None else None
-    return [e for e in env if isinstance(e, dict)] if isinstance(env, list) else []
+def _env_list(container: Mapping[str, Any] | None) -> list[Any]:
+    return dicts(container.get("env")) if container is not None else []
 
 
 def _installer(image: str, entrypoint: str) -> Obj:
@@ -121,7 +121,7 @@ class Flux:
         for ps in info.pod_sets:
             if ps.name != NODE:
                 continue
-            for c in ps.pod_spec.get("initContainers") or []:
+            for c in list_at(ps.pod_spec, "initContainers"):
                 if isinstance(c, dict) and c.get("name") == INSTALLER:
                     errors.append(
                         FieldError(

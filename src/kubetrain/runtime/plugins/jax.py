@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-from kubetrain.runtime.core import as_int
 from kubetrain.runtime.info import RuntimeInfo
 from kubetrain.runtime.podspec import Obj, env_field_ref, env_value, upsert_env, upsert_port
 
@@ -23,10 +22,9 @@ class JAX:
     def enforce_ml_policy(self, info: RuntimeInfo, job: Obj) -> None:
         if info.policy("jax") is None:
             return
+        info.take_num_nodes()
         ps = info.trainer_pod_set()
         trainer = info.trainer
-        if ps is not None and trainer is not None and trainer.get("numNodes") is not None:
-            ps.count = as_int(trainer.get("numNodes"), ps.count)
         if trainer is None:
             return
         container = info.trainer_container()

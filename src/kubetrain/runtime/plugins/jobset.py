@@ -9,8 +9,11 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from kubetrain.api.access import as_dict, as_int, as_str, dicts, list_at, obj_at
+from kubetrain.api.core import ObjectMeta
 from kubetrain.api.errors import FieldError
-from kubetrain.runtime.core import ANCESTOR_LABEL, as_int, convert_env_list
+from kubetrain.api.types import Trainer
+from kubetrain.runtime.core import ANCESTOR_LABEL, convert_env_list
 from kubetrain.runtime.framework import BuildContext, ValidationContext, owner_reference
 from kubetrain.runtime.info import RuntimeInfo
 from kubetrain.runtime.podspec import Obj, child_obj, upsert_env
@@ -54,16 +57,8 @@ def is_domain_prefixed_path(path: str, value: str) -> list[FieldError]:
     return errors
 
 
-def _d(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
-def _l(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def _names(items: Any) -> list[str]:
-    return [c["name"] for c in _l(items) if isinstance(c, dict) and isinstance(c.get("name"), str)]
+    return [c["name"] for c in dicts(items) if isinstance(c.get("name"), str)]
 
 
 def _containers(
@@ -76,11 +71,11 @@ def _containers(
         jname = rjob.get("name")
         if not isinstance(jname, str):
             continue
-        pod = _d(_d(_d(_d(rjob.get("template")).get("spec")).get("template")).get("spec"))
+        pod = obj_at(rjob, "template", "spec", "template", "spec")
         names[jname] = set(_names(pod.get("initContainers"))) | set(_names(pod.get("containers")))
-        for c in _l(pod.get("containers")):
+        for c in list_at(pod, "containers"):
             if isinstance(c, dict) and isinstance(c.get("name"), str):
-                mounts.setdefault((jname, c["name"]), []).extend(_l(c.get("volumeMounts")))
+                mounts.setdefault((jname, c["name"]), []).extend(list_at(c, "volumeMounts"))
     return names, mounts
 
 
@@ -93,9 +88,9 @@ class JobSetPlugin:
 
     def validate(self, info: RuntimeInfo, job: Obj, ctx: ValidationContext) -> list[FieldError]:
         errors: list[FieldError] = []
-        spec = _d(job.get("spec"))
+        spec = obj_at(job, "spec")
         containers_by_job, mounts = _containers(info.iter_replicated_jobs())
-        initializer = _d(spec.get("initializer"))
+        initializer = obj_at(spec, "initializer")
         for key, step, config in (
             ("dataset", "dataset-initializer", "datasetConfig"),
             ("model", "model-initializer", "modelConfig"),
@@ -108,7 +103,7 @@ class JobSetPlugin:
             elif step not in found:
                 reason = f"must have container with name - {step} in the {step} job"
             elif not any(
-                _d(m).get("name") == _INITIALIZER_VOLUME for m in mounts.get((step, step), [])
+                as_dict(m).get("name") == _INITIALIZER_VOLUME for m in mounts.get((step, step), [])
             ):
                 reason = (
                     f"must have volumeMount with name - {_INITIALIZER_VOLUME} in container {step}"
@@ -125,23 +120,18 @@ class JobSetPlugin:
         # checks never fire there and the bad JobSet fails at reconcile instead.)
         declared = containers_by_job
         if ctx.runtime is not None:
-            rjobs = _d(_d(_d(ctx.runtime.get("spec")).get("template")).get("spec")).get(
-                "replicatedJobs"
+            declared, _ = _containers(
+                dicts(obj_at(ctx.runtime, "spec", "template", "spec").get("replicatedJobs"))
             )
-            declared, _ = _containers(j for j in _l(rjobs) if isinstance(j, dict))
-        for patch in _l(spec.get("runtimePatches")):
-            patch = _d(patch)
+        for patch in list_at(spec, "runtimePatches"):
+            patch = as_dict(patch)
             manager = patch.get("manager")
-            errors.extend(
-                is_domain_prefixed_path(
-                    f"{_PATCHES}.manager", manager if isinstance(manager, str) else ""
-                )
-            )
-            pspec = _d(_d(patch.get("trainingRuntimeSpec")).get("template")).get("spec")
+            errors.extend(is_domain_prefixed_path(f"{_PATCHES}.manager", as_str(manager)))
+            pspec = obj_at(patch, "trainingRuntimeSpec", "template").get("spec")
             if not isinstance(pspec, dict):
                 continue
-            for rpatch in _l(pspec.get("replicatedJobs")):
-                rpatch = _d(rpatch)
+            for rpatch in list_at(pspec, "replicatedJobs"):
+                rpatch = as_dict(rpatch)
                 rname = rpatch.get("name")
                 known = declared.get(rname) if isinstance(rname, str) else None
                 if known is None:
@@ -152,19 +142,17 @@ class JobSetPlugin:
                         )
                     )
                     continue
-                pod_patch = _d(
-                    _d(_d(_d(rpatch.get("template")).get("spec")).get("template")).get("spec")
-                )
-                for c in _l(pod_patch.get("initContainers")):
-                    if _d(c).get("name") not in known:
+                pod_patch = obj_at(rpatch, "template", "spec", "template", "spec")
+                for c in list_at(pod_patch, "initContainers"):
+                    if as_dict(c).get("name") not in known:
                         errors.append(
                             FieldError(
                                 _PATCHES,
                                 f"must not have initContainer that doesn't exist in the runtime job {rname}",
                             )
                         )
-                for c in _l(pod_patch.get("containers")):
-                    c = _d(c)
+                for c in list_at(pod_patch, "containers"):
+                    c = as_dict(c)
                     if c.get("name") not in known:
                         errors.append(
                             FieldError(
@@ -172,7 +160,7 @@ class JobSetPlugin:
                                 f"must not have container that doesn't exist in the runtime job {rname}",
                             )
                         )
-                    elif _l(c.get("env")) and c.get("name") in (
+                    elif list_at(c, "env") and c.get("name") in (
                         "dataset-initializer",
                         "model-initializer",
                         "node",
@@ -190,7 +178,7 @@ class JobSetPlugin:
         old = ctx.old
         if old is None:
             return []
-        new_spec, old_spec = _d(job.get("spec")), _d(old.get("spec"))
+        new_spec, old_spec = obj_at(job, "spec"), obj_at(old, "spec")
         # Go's DeepEqual on the typed slices: nil and empty are different, absent means nil.
         if new_spec.get("runtimePatches") == old_spec.get("runtimePatches"):
             return []
@@ -204,8 +192,8 @@ class JobSetPlugin:
             ]
         errors: list[FieldError] = []
         if ctx.jobset is not None:
-            for st in _l(_d(ctx.jobset.get("status")).get("replicatedJobsStatus")):
-                st = _d(st)
+            for st in list_at(ctx.jobset, "status", "replicatedJobsStatus"):
+                st = as_dict(st)
                 if as_int(st.get("active"), 0) > 0:
                     errors.append(
                         FieldError(
@@ -221,7 +209,7 @@ class JobSetPlugin:
 
     def identify_pod_network(self, info: RuntimeInfo, job: Obj) -> None:
         name = info.trainjob_name
-        subdomain = _d(info.jobset_spec.get("network")).get("subdomain")
+        subdomain = obj_at(info.jobset_spec, "network").get("subdomain")
         if not isinstance(subdomain, str):
             # Go checks only for nil: an explicit "" subdomain is used as is.
             subdomain = name
@@ -247,39 +235,39 @@ class JobSetPlugin:
     # --- phase 6 ------------------------------------------------------------------------------
 
     def build(self, info: RuntimeInfo, job: Obj, ctx: BuildContext) -> list[Obj]:
-        spec = _d(job.get("spec"))
+        spec = obj_at(job, "spec")
         suspend = spec.get("suspend") is True
         old = ctx.existing.get("JobSet", info.trainjob_name)
-        if old is not None and not suspend and _d(old.get("spec")).get("suspend") is not True:
+        if old is not None and not suspend and obj_at(old, "spec").get("suspend") is not True:
             # A running JobSet is never updated (trainer v2.3.0 pkg/runtime/framework/plugins/jobset/jobset.go).
             return []
-        launcher_as_node = _d(info.policy("mpi")).get("runLauncherAsNode") is True
-        initializer = _d(spec.get("initializer"))
+        launcher_as_node = as_dict(info.policy("mpi")).get("runLauncherAsNode") is True
+        initializer = obj_at(spec, "initializer")
         trainer = info.trainer
         for rjob in info.iter_replicated_jobs():
-            template = _d(rjob.get("template"))
-            ancestor = _d(_d(template.get("metadata")).get("labels")).get(ANCESTOR_LABEL)
-            pod_template = _d(_d(template.get("spec")).get("template"))
-            pod = _d(pod_template.get("spec"))
+            template = obj_at(rjob, "template")
+            ancestor = obj_at(template, "metadata", "labels").get(ANCESTOR_LABEL)
+            pod_template = obj_at(template, "spec", "template")
+            pod = obj_at(pod_template, "spec")
             if ancestor in ("dataset-initializer", "model-initializer"):
                 rjob["replicas"] = 1
                 source = initializer.get(
                     "dataset" if ancestor == "dataset-initializer" else "model"
                 )
                 if isinstance(source, dict):
-                    for c in _l(pod.get("containers")):
+                    for c in list_at(pod, "containers"):
                         if isinstance(c, dict) and c.get("name") == ancestor:
                             _wire_initializer(c, source)
             if ancestor == "trainer":
                 rjob["replicas"] = 1
                 if trainer is not None:
-                    for c in _l(pod.get("containers")):
+                    for c in list_at(pod, "containers"):
                         if isinstance(c, dict) and c.get("name") == "node":
                             _set_trainer_fields(c, trainer)
             if trainer is not None and (
                 ancestor == "trainer" or (launcher_as_node and rjob.get("name") == "node")
             ):
-                for c in _l(pod.get("containers")):
+                for c in list_at(pod, "containers"):
                     if isinstance(c, dict) and c.get("name") == "node":
                         upsert_env(c, *convert_env_list(trainer.get("env")))
             if info.pod_labels:
@@ -290,7 +278,7 @@ class JobSetPlugin:
                 child_obj(meta, "annotations").update(info.pod_annotations)
         jobset_spec = info.jobset_spec
         jobset_spec["suspend"] = suspend
-        metadata: Obj = {"name": info.trainjob_name, "namespace": info.trainjob_namespace}
+        metadata: ObjectMeta = {"name": info.trainjob_name, "namespace": info.trainjob_namespace}
         if info.labels:
             metadata["labels"] = dict(info.labels)
         if info.annotations:
@@ -325,7 +313,7 @@ def _wire_initializer(container: Obj, source: Obj) -> None:
         env_from.append({"secretRef": {"name": secret.get("name", "")}})
 
 
-def _set_trainer_fields(container: Obj, trainer: Obj) -> None:
+def _set_trainer_fields(container: Obj, trainer: Trainer) -> None:
     image = trainer.get("image")
     if image is not None:
         container["image"] = image

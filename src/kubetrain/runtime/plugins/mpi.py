@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import base64
 
+from kubetrain.api.access import as_int, obj_at
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime.config import Environment
-from kubetrain.runtime.core import as_int
 from kubetrain.runtime.framework import (
     BuildContext,
     ObjectRef,
@@ -194,7 +194,7 @@ class MPI:
 
     def existing_refs(self, trainjob_name: str, runtime_spec: Obj) -> list[ObjectRef]:
         # The SSH key pair is made once and kept: build reuses the stored Secret.
-        if not isinstance((runtime_spec.get("mlPolicy") or {}).get("mpi"), dict):
+        if not isinstance(obj_at(runtime_spec, "mlPolicy").get("mpi"), dict):
             return []
         return [ObjectRef("v1", "Secret", _ssh_secret_name(trainjob_name))]
 

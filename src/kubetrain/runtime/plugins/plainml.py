@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from kubetrain.runtime.core import as_int, convert_env_list
+from kubetrain.runtime.core import convert_env_list
 from kubetrain.runtime.info import RuntimeInfo
 from kubetrain.runtime.podspec import Obj, upsert_env
 
@@ -22,9 +22,7 @@ class PlainML:
         trainer = info.trainer
         if trainer is None:
             return
-        ps = info.trainer_pod_set()
-        if ps is not None and trainer.get("numNodes") is not None:
-            ps.count = as_int(trainer.get("numNodes"), ps.count)
+        info.take_num_nodes()
         container = info.trainer_container()
         if container is not None:
             upsert_env(container, *convert_env_list(trainer.get("env")))

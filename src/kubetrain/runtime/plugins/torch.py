@@ -8,8 +8,9 @@ not in TorchTune mode, whose command is rewritten by ``kubetrain.runtime.torchtu
 
 from __future__ import annotations
 
+from kubetrain.api.access import as_int, as_str, dicts, list_at
 from kubetrain.api.errors import FieldError
-from kubetrain.runtime.core import as_int, convert_env_list, runtime_ref
+from kubetrain.runtime.core import convert_env_list, runtime_ref
 from kubetrain.runtime.framework import RenderError, ValidationContext, reserved_env_error
 from kubetrain.runtime.info import RuntimeInfo
 from kubetrain.runtime.podspec import Obj, env_field_ref, env_value, upsert_env, upsert_port
@@ -31,14 +32,10 @@ def _targets(info: RuntimeInfo) -> list[tuple[str, str]]:
     pairs: list[tuple[str, str]] = []
     if not isinstance(injection, dict):
         return pairs
-    for target in injection.get("targets") or []:
-        if not isinstance(target, dict):
-            continue
-        job_name = target.get("jobName")
-        for c in target.get("containerNames") or []:
-            pairs.append(
-                (job_name if isinstance(job_name, str) else "", c if isinstance(c, str) else "")
-            )
+    for target in dicts(injection.get("targets")):
+        job_name = as_str(target.get("jobName"))
+        for c in list_at(target, "containerNames"):
+            pairs.append((job_name, as_str(c)))
     return pairs
 
 
@@ -94,10 +91,9 @@ class Torch:
     def enforce_ml_policy(self, info: RuntimeInfo, job: Obj) -> None:
         if info.policy("torch") is None:
             return
+        info.take_num_nodes()
         trainer = info.trainer
         ps = info.trainer_pod_set()
-        if ps is not None and trainer is not None and trainer.get("numNodes") is not None:
-            ps.count = as_int(trainer.get("numNodes"), ps.count)
 
         nproc: int | str = "auto"
         if trainer is not None and trainer.get("numProcPerNode") is not None:

@@ -9,8 +9,7 @@ JobSet-level annotation ``scheduling.volcano.sh/queue-name`` when present, the
 
 from __future__ import annotations
 
-from typing import Any
-
+from kubetrain.api.access import obj_at
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime.framework import BuildContext, ObjectRef, ValidationContext, object_meta
 from kubetrain.runtime.info import RuntimeInfo
@@ -25,15 +24,11 @@ QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 SYSTEM_PRIORITY_CLASSES = ("system-cluster-critical", "system-node-critical")
 
 
-def _d(value: Any) -> Obj:
-    return value if isinstance(value, dict) else {}
-
-
 def _priority_class_names(info: RuntimeInfo) -> list[str]:
     """Non-empty ``priorityClassName`` of every replicatedJob pod, in replicatedJob order."""
     names = []
     for rjob in info.iter_replicated_jobs():
-        pod = _d(_d(_d(_d(rjob.get("template")).get("spec")).get("template")).get("spec"))
+        pod = obj_at(rjob, "template", "spec", "template", "spec")
         name = pod.get("priorityClassName")
         # Go reads the field through an apply configuration: "" marshals away and is unset.
         if isinstance(name, str) and name:
@@ -46,16 +41,10 @@ class Volcano:
 
     name = "volcano"
 
-    @staticmethod
-    def _policy(info: RuntimeInfo) -> Obj | None:
-        policy = info.pod_group_policy or {}
-        value = policy.get("volcano")
-        return value if isinstance(value, dict) else None
-
     # --- phase 1 ------------------------------------------------------------------------------
 
     def validate(self, info: RuntimeInfo, job: Obj, ctx: ValidationContext) -> list[FieldError]:
-        if self._policy(info) is None:
+        if info.pod_group("volcano") is None:
             return []
         errors: list[FieldError] = []
         if info.annotations.get(QUEUE_ANNOTATION) == "":
@@ -83,7 +72,7 @@ class Volcano:
     # --- phase 3 ------------------------------------------------------------------------------
 
     def enforce_pod_group_policy(self, info: RuntimeInfo, job: Obj) -> None:
-        if self._policy(info) is None:
+        if info.pod_group("volcano") is None:
             return
         info.pod_annotations[GROUP_NAME_ANNOTATION] = info.trainjob_name
 
@@ -91,15 +80,15 @@ class Volcano:
 
     def existing_refs(self, trainjob_name: str, runtime_spec: Obj) -> list[ObjectRef]:
         # A PodGroup is re-applied only while the job is suspended: build checks for it.
-        if "volcano" not in (runtime_spec.get("podGroupPolicy") or {}):
+        if "volcano" not in obj_at(runtime_spec, "podGroupPolicy"):
             return []
         return [ObjectRef("scheduling.volcano.sh/v1beta1", "PodGroup", trainjob_name)]
 
     def build(self, info: RuntimeInfo, job: Obj, ctx: BuildContext) -> list[Obj]:
-        policy = self._policy(info)
+        policy = info.pod_group("volcano")
         if policy is None:
             return []
-        suspended = _d(job.get("spec")).get("suspend") is True
+        suspended = obj_at(job, "spec").get("suspend") is True
         if ctx.existing.get("PodGroup", info.trainjob_name) is not None and not suspended:
             return []
         members, resources = gang_totals(info)

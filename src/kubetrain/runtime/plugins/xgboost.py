@@ -5,8 +5,8 @@ Runs after PlainML (``PLUGIN_ORDER``), so ``spec.trainer.env`` precedes the DMLC
 
 from __future__ import annotations
 
+from kubetrain.api.access import as_list
 from kubetrain.api.errors import FieldError
-from kubetrain.runtime.core import as_int
 from kubetrain.runtime.framework import ValidationContext
 from kubetrain.runtime.info import RuntimeInfo
 from kubetrain.runtime.podspec import Obj, env_field_ref, env_value, upsert_env, upsert_port
@@ -36,7 +36,7 @@ class XGBoost:
                 f"{e['name']} is reserved for the XGBoost runtime",
                 "Forbidden",
             )
-            for i, e in enumerate(env if isinstance(env, list) else [])
+            for i, e in enumerate(as_list(env))
             if isinstance(e, dict) and e.get("name") in RESERVED_ENV
         ]
 
@@ -46,9 +46,8 @@ class XGBoost:
         ps = info.trainer_pod_set()
         if ps is None:
             return
+        info.take_num_nodes()
         trainer = info.trainer
-        if trainer is not None and trainer.get("numNodes") is not None:
-            ps.count = as_int(trainer.get("numNodes"), ps.count)
         if trainer is None:
             return
         container = info.trainer_container()

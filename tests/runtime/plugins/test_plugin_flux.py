@@ -6,49 +6,21 @@ import base64
 from typing import Any
 
 import pytest
+from plugin_runtimes import flux_runtime
+from runtime_helpers import error_pairs
 
 from kubetrain.api.errors import FieldError
+from kubetrain.runtime import validate_trainjob
 from kubetrain.runtime.config import Environment, FeatureGates
 from kubetrain.runtime.core import new_runtime_info
 from kubetrain.runtime.flux_assets import flux_curve_cert
 from kubetrain.runtime.framework import RenderError, ValidationContext
 from kubetrain.runtime.plugins.flux import Flux
 from kubetrain.runtime.render import render
+from kubetrain.testing import make_runtime, make_trainjob
 
 GATES = FeatureGates.upstream_defaults()
 ENV = Environment()
-
-
-def flux_runtime(**node: Any) -> dict[str, Any]:
-    container = {"name": "node", "image": "ubuntu:jammy", "command": ["lmp"], **node}
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "ClusterTrainingRuntime",
-        "metadata": {
-            "name": "flux-distributed",
-            "labels": {"trainer.kubeflow.org/framework": "flux"},
-        },
-        "spec": {
-            "mlPolicy": {"numNodes": 1, "flux": {"numProcPerNode": 1}},
-            "template": {
-                "spec": {
-                    "replicatedJobs": [
-                        {
-                            "name": "node",
-                            "template": {
-                                "metadata": {
-                                    "labels": {
-                                        "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"
-                                    }
-                                },
-                                "spec": {"template": {"spec": {"containers": [container]}}},
-                            },
-                        }
-                    ]
-                }
-            },
-        },
-    }
 
 
 def trainjob(**trainer: Any) -> dict[str, Any]:
@@ -227,3 +199,35 @@ def test_validation_reserves_the_installer_name() -> None:
     assert _validate(trainjob(numNodes=1), runtime) == [
         FieldError("spec.trainer.initContainers", "InitContainer 'flux-installer' is reserved")
     ]
+
+
+def flux_builder_runtime(**job: Any) -> dict[str, Any]:
+    return make_runtime("flux").flux(numProcPerNode=1).job("node", ancestor="trainer", **job).obj()
+
+
+@pytest.mark.parametrize(
+    ("job", "runtime", "expected"),
+    [
+        pytest.param(
+            make_trainjob().runtime("flux").trainer(num_nodes=1, num_proc_per_node=0).obj(),
+            flux_builder_runtime(),
+            [
+                (
+                    "spec.trainer.numProcPerNode",
+                    "must be greater than or equal to 1 for Flux TrainJob",
+                )
+            ],
+            id="a Flux job needs a process per node",
+        ),
+        pytest.param(
+            make_trainjob().runtime("flux").trainer(num_nodes=1).obj(),
+            flux_builder_runtime(init_containers=[{"name": "flux-installer", "image": "x"}]),
+            [("spec.trainer.initContainers", "InitContainer 'flux-installer' is reserved")],
+            id="the flux-installer init container name is reserved",
+        ),
+    ],
+)
+def test_admission_through_validate_trainjob(
+    job: dict[str, Any], runtime: dict[str, Any], expected: list[tuple[str, str]]
+) -> None:
+    assert error_pairs(validate_trainjob(job, runtime).errors) == expected

@@ -10,15 +10,18 @@ import copy
 from typing import Any
 
 import pytest
+from runtime_helpers import error_pairs
 
 from kubetrain.api.errors import FieldError
+from kubetrain.runtime import validate_trainjob
 from kubetrain.runtime.config import Environment, FeatureGates
 from kubetrain.runtime.core import new_runtime_info
 from kubetrain.runtime.defaults import default_runtimes
-from kubetrain.runtime.framework import Existing, RenderError, ValidationContext
+from kubetrain.runtime.framework import Existing, ObjectRef, RenderError, ValidationContext
 from kubetrain.runtime.plugins.mpi import MPI
-from kubetrain.runtime.render import render
+from kubetrain.runtime.render import existing_refs, render
 from kubetrain.runtime.sshkeys import ssh_keypair_from_seed
+from kubetrain.testing import make_runtime, make_trainjob
 
 GATES = FeatureGates.upstream_defaults()
 KEYS = ssh_keypair_from_seed(b"mpi-tests")
@@ -286,3 +289,77 @@ def test_nothing_happens_without_an_mpi_policy() -> None:
     objs = objects(job, runtime)
     assert not any(kind in ("Secret",) or name.endswith("hostfile") for kind, name in objs)
     assert _validate(job, runtime) == []
+
+
+def mpi_launcher_only() -> dict[str, Any]:
+    return (
+        make_runtime("mpi-one")
+        .mpi(
+            numProcPerNode=1,
+            mpiImplementation="OpenMPI",
+            sshAuthMountPath="/root/.ssh",
+            runLauncherAsNode=True,
+        )
+        .job("launcher", ancestor="trainer")
+        .obj()
+    )
+
+
+@pytest.mark.parametrize(
+    ("job", "runtime", "expected"),
+    [
+        pytest.param(
+            make_trainjob().runtime("deepspeed-distributed").trainer(num_nodes=2).obj(),
+            deepspeed(),
+            [],
+            id="deepspeed with two nodes is admitted",
+        ),
+        pytest.param(
+            make_trainjob().runtime("mpi-one").trainer(num_nodes=2).obj(),
+            mpi_launcher_only(),
+            [
+                (
+                    "spec.trainer.numNodes",
+                    "must have 1 when MPI trainingRuntime with enabled runLauncherAsNode does not have either"
+                    " launcher and node",
+                )
+            ],
+            id="launcher-as-node needs both jobs for several nodes",
+        ),
+        pytest.param(
+            make_trainjob()
+            .runtime("deepspeed-distributed")
+            .trainer(env={"OMPI_MCA_plm_rsh_args": "x", "OMPI_MCA_orte_default_hostfile": "y"})
+            .obj(),
+            deepspeed(),
+            [
+                (
+                    "spec.trainer.env",
+                    "must not have reserved envs, invalid envs configured:"
+                    " [OMPI_MCA_orte_default_hostfile OMPI_MCA_plm_rsh_args]",
+                )
+            ],
+            id="reserved OpenMPI envs are rejected (v2.3)",
+        ),
+    ],
+)
+def test_admission_through_validate_trainjob(
+    job: dict[str, Any], runtime: dict[str, Any], expected: list[tuple[str, str]]
+) -> None:
+    assert error_pairs(validate_trainjob(job, runtime).errors) == expected
+
+
+@pytest.mark.parametrize(
+    ("runtime_spec", "expected"),
+    [
+        pytest.param(
+            {"mlPolicy": {"mpi": {"numProcPerNode": 1}}},
+            [ObjectRef("v1", "Secret", "job-mpi-ssh-auth")],
+            id="an MPI runtime reads back its SSH Secret",
+        ),
+        pytest.param({"mlPolicy": {"torch": {}}}, [], id="a torch runtime reads back no Secret"),
+    ],
+)
+def test_objects_read_back(runtime_spec: dict[str, Any], expected: list[ObjectRef]) -> None:
+    job = {"metadata": {"name": "job", "namespace": "ns"}}
+    assert existing_refs(job, {"spec": runtime_spec}) == expected
