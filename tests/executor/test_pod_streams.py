@@ -11,8 +11,8 @@ import os
 import pty
 import socket
 import subprocess
-from collections.abc import AsyncIterator
-from pathlib import Path
+import threading
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -23,8 +23,8 @@ from kubetrain.local.executor.streams import PodStreams
 
 pytestmark = pytest.mark.filterwarnings("ignore:shutdown_timeout should be set:DeprecationWarning")
 
-# The pod: a small HTTP server on 8080 of every interface, answering with its hostname, then
-# nothing but waiting (until the test deletes it).
+# The pod: a small HTTP server on 8080 of every interface, answering with its hostname; it
+# says "serving" once it listens.
 SERVER = (
     "import http.server, socket\n"
     "class H(http.server.BaseHTTPRequestHandler):\n"
@@ -33,11 +33,15 @@ SERVER = (
     "        self.send_response(200); self.send_header('Content-Length', str(len(body)))\n"
     "        self.end_headers(); self.wfile.write(body)\n"
     "    def log_message(self, *a): pass\n"
-    "http.server.ThreadingHTTPServer(('', 8080), H).serve_forever()\n"
+    "server = http.server.ThreadingHTTPServer(('', 8080), H)\n"
+    "print('serving', flush=True)\n"
+    "server.serve_forever()\n"
 )
 
 
-async def _kubectl(plane: Plane, *args: str, stdin: bytes = b"", timeout: float = 30) -> tuple[int, str, str]:
+async def _kubectl(
+    plane: Plane, *args: str, stdin: bytes = b"", timeout: float = 30
+) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         "kubectl", "--kubeconfig", str(plane.home / "kubeconfig"),
         "--cache-dir", str(plane.home / "kubectl-cache"), *args,
@@ -56,9 +60,10 @@ async def _running_pod(plane: Plane, name: str) -> dict[str, Any]:
 
     async def running() -> dict[str, Any] | None:
         pods = await plane.pods(name)
-        if pods and (pods[0].get("status") or {}).get("phase") == "Running":
-            return pods[0]
-        return None
+        if not pods or (pods[0].get("status") or {}).get("phase") != "Running":
+            return None
+        log = plane.home / "logs" / "default" / pods[0]["metadata"]["name"] / "node.log"
+        return pods[0] if log.exists() and "serving" in log.read_text() else None
 
     pod: dict[str, Any] = await plane.wait_for(running, 30)
     return pod
@@ -87,14 +92,18 @@ async def test_exec_runs_in_the_container_with_its_env_and_working_dir(
 
 async def test_exec_propagates_the_exit_code(served: tuple[Plane, str]) -> None:
     plane, pod = served
-    code, out, err = await _kubectl(plane, "exec", pod, "--", "sh", "-c", "echo out; echo err >&2; exit 3")
+    code, out, err = await _kubectl(
+        plane, "exec", pod, "--", "sh", "-c", "echo out; echo err >&2; exit 3"
+    )
     assert (code, out) == (3, "out\n")
     assert "err\n" in err and "command terminated with exit code 3" in err
 
 
 async def test_exec_with_stdin(served: tuple[Plane, str]) -> None:
     plane, pod = served
-    code, out, _ = await _kubectl(plane, "exec", "-i", pod, "--", "sh", "-c", "tr a-z A-Z", stdin=b"shout\n")
+    code, out, _ = await _kubectl(
+        plane, "exec", "-i", pod, "--", "sh", "-c", "tr a-z A-Z", stdin=b"shout\n"
+    )
     assert (code, out) == (0, "SHOUT\n")
 
 
@@ -142,7 +151,137 @@ async def test_port_forward_reaches_the_pods_server(served: tuple[Plane, str]) -
             writer.write(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
             reply = await asyncio.wait_for(reader.read(), 30)
             writer.close()
-            assert reply.startswith(b"HTTP/1.0 200") and reply.endswith(f"hello from {pod}".encode())
+            assert reply.startswith(b"HTTP/1.0 200")
+            assert reply.endswith(f"hello from {pod.rsplit('-', 1)[0]}".encode())
     finally:
         proc.kill()
         await proc.wait()
+
+
+@contextlib.contextmanager
+def _core(plane: Plane) -> Iterator[Any]:
+    """The official client's CoreV1Api on the plane's kubeconfig."""
+    from kubernetes import client, config
+
+    api_client = config.new_client_from_config(str(plane.home / "kubeconfig"))
+    try:
+        yield client.CoreV1Api(api_client)
+    finally:
+        api_client.close()
+
+
+async def test_python_client_stream_exec(served: tuple[Plane, str]) -> None:
+    from kubernetes.stream import stream
+
+    plane, pod = served
+
+    def run(core: Any) -> tuple[str, int | None]:
+        ws = stream(
+            core.connect_get_namespaced_pod_exec, pod, "default",
+            command=["sh", "-c", "read line; echo got $line; exit 5"],
+            stdin=True, stdout=True, stderr=True, tty=False, _preload_content=False,
+        )  # fmt: skip
+        ws.write_stdin("hello\n")
+        ws.run_forever(timeout=30)
+        try:
+            return ws.read_stdout(), ws.returncode
+        finally:
+            # websocket-client's close() skips closing the socket once the server has closed.
+            ws.sock.shutdown()
+
+    with _core(plane) as core:
+        assert await asyncio.to_thread(run, core) == ("got hello\n", 5)
+
+
+async def test_python_client_port_forward(served: tuple[Plane, str]) -> None:
+
+    plane, pod = served
+    with _core(plane) as core:
+        reply = await asyncio.to_thread(_fetch_through_client, core, pod)
+    assert reply.startswith(b"HTTP/1.0 200")
+    assert reply.endswith(f"hello from {pod.rsplit('-', 1)[0]}".encode())
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(
+            ["missing"], 'Error from server (NotFound): pods "missing" not found',
+            id="a missing pod is NotFound",
+        ),
+        pytest.param(
+            ["POD", "-c", "nope"],
+            "Error from server (BadRequest): container nope is not valid for pod POD",
+            id="an unknown container is BadRequest naming it",
+        ),
+    ],
+)  # fmt: skip
+async def test_exec_errors_answer_as_kube_apiserver(
+    served: tuple[Plane, str], args: list[str], message: str
+) -> None:
+    plane, pod = served
+    args = [a.replace("POD", pod) for a in args]
+    code, _, err = await _kubectl(plane, "exec", *args, "--", "true")
+    assert code == 1
+    assert err.strip().splitlines()[-1] == message.replace("POD", pod)
+
+
+async def test_exec_into_a_finished_container_is_refused(served: tuple[Plane, str]) -> None:
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.stream import stream
+
+    plane, _ = served
+    js = make_jobset("finished", ["true"], pods=1)
+    await plane.api.create(JOBSETS, js)
+    await plane.terminal("finished")
+    pod = (await plane.pods("finished"))[0]["metadata"]["name"]
+    # kubectl refuses on its own from the pod's phase; the API answers as the kubelet does.
+    code, _, err = await _kubectl(plane, "exec", pod, "--", "true")
+    assert code == 1 and "cannot exec into a container in a completed pod" in err
+    with _core(plane) as core, pytest.raises(ApiException) as raised:
+        await asyncio.to_thread(
+            stream, core.connect_get_namespaced_pod_exec, pod, "default", command=["true"],
+            stdout=True, stderr=True, stdin=False, tty=False,
+        )  # fmt: skip
+    # The client reports a failed handshake as status 0, the answer in its reason.
+    reason = str(raised.value.reason)
+    assert "Handshake status 500" in reason
+    assert 'unable to upgrade connection: container not found (\\"node\\")' in reason
+
+
+async def test_exec_and_port_forward_on_the_host_network(host_plane: Plane) -> None:
+    plane = host_plane
+    plane.server.serve_pod_streams(PodStreams(plane.executor.kubelet))
+    plane.server.write_kubeconfig(plane.home / "kubeconfig")
+    pod = (await _running_pod(plane, "hostnet"))["metadata"]["name"]
+    code, out, _ = await _kubectl(plane, "exec", pod, "--", "sh", "-c", "echo $GREETING")
+    assert (code, out) == (0, "hi\n")
+    with _core(plane) as core:
+        reply = await asyncio.to_thread(_fetch_through_client, core, pod)
+    assert reply.startswith(b"HTTP/1.0 200")
+
+
+def _fetch_through_client(core: Any, pod: str) -> bytes:
+    """GET / from the pod's port 8080 through the official client's port-forward."""
+    from kubernetes.stream import portforward
+
+    pf = portforward(core.connect_get_namespaced_pod_portforward, pod, "default", ports="8080")
+    try:
+        sock = pf.socket(8080)
+        sock.setblocking(True)
+        sock.settimeout(30)
+        sock.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
+        reply = b""
+        while chunk := sock.recv(4096):
+            reply += chunk
+        sock.close()
+        assert pf.error(8080) is None
+    finally:
+        pf.close()
+        # The client's proxy thread closes the WebSocket once it sees every port closed.
+        for thread in threading.enumerate():
+            if thread.name.startswith("Kubernetes port forward proxy"):
+                thread.join(30)
+        # websocket-client's close() skips closing the socket once the server has closed.
+        pf.websocket.shutdown()
+    return reply

@@ -348,7 +348,9 @@ class _SpdyForwarder:
         self._lock = asyncio.Lock()
         # requestID → {"error": stream id, "data": stream id, "port": port}
         self.pairs: dict[str, dict[str, int]] = {}
-        self.conns: dict[int, PortStream] = {}  # data stream id → the pod connection
+        # data stream id → what the client sent on it, until the pod connection takes it
+        # (bytes may arrive before the pod has been dialled); None: the client's end.
+        self.inbound: dict[int, asyncio.Queue[bytes | None]] = {}
         self.tasks: set[asyncio.Task[None]] = set()
         self.last_stream = 0
 
@@ -372,27 +374,25 @@ class _SpdyForwarder:
                     if not await self._handle(frame):
                         return
         finally:
-            for task in self.tasks:
+            for task in list(self.tasks):
                 task.cancel()
-            for conn in self.conns.values():
-                conn.close()
 
     async def _handle(self, frame: spdy.Frame) -> bool:
         if frame.kind == spdy.DATA:
-            conn = self.conns.get(frame.stream_id)
-            if conn is not None:
+            queue = self.inbound.get(frame.stream_id)
+            if queue is not None:
                 if frame.data:
-                    await conn.write(frame.data)
+                    queue.put_nowait(frame.data)
                 if frame.fin:
-                    conn.write_eof()
+                    queue.put_nowait(None)
         elif frame.kind == spdy.SYN_STREAM:
             await self._open(frame)
         elif frame.kind == spdy.PING:
             await self.send(self.writer.ping(frame.value))
         elif frame.kind == spdy.RST_STREAM:
-            conn = self.conns.pop(frame.stream_id, None)
-            if conn is not None:
-                conn.close()
+            queue = self.inbound.get(frame.stream_id)
+            if queue is not None:
+                queue.put_nowait(None)
         elif frame.kind == spdy.GOAWAY:
             return False
         return True
@@ -412,6 +412,8 @@ class _SpdyForwarder:
         await self.send(self.writer.syn_reply(sid))
         pair = self.pairs.setdefault(request, {"port": port})
         pair[kind] = sid
+        if kind == "data":
+            self.inbound[sid] = asyncio.Queue()
         if "error" in pair and "data" in pair:
             del self.pairs[request]
             task = asyncio.ensure_future(self._forward(pair["data"], pair["error"], port))
@@ -425,14 +427,22 @@ class _SpdyForwarder:
         except Exception as err:
             why = str(err)
         else:
-            self.conns[data_id] = conn
-            while chunk := await conn.reader.read(spdy.MAX_DATA):
-                await self.send(*self.writer.data(data_id, chunk))
-            why = await conn.error()
+            upstream = asyncio.ensure_future(self._upstream(self.inbound[data_id], conn))
+            try:
+                while chunk := await conn.reader.read(spdy.MAX_DATA):
+                    await self.send(*self.writer.data(data_id, chunk))
+                why = await conn.error()
+            finally:
+                upstream.cancel()
+                conn.close()
+        self.inbound.pop(data_id, None)
         if why:
             await self.send(*self.writer.data(error_id, _forward_error(port, why).encode()))
         await self.send(*self.writer.data(data_id, b"", fin=True))
         await self.send(*self.writer.data(error_id, b"", fin=True))
-        conn_left = self.conns.pop(data_id, None)
-        if conn_left is not None:
-            conn_left.close()
+
+    @staticmethod
+    async def _upstream(queue: asyncio.Queue[bytes | None], conn: PortStream) -> None:
+        while (chunk := await queue.get()) is not None:
+            await conn.write(chunk)
+        conn.write_eof()

@@ -46,9 +46,12 @@ class PodStreams:
     def _container(
         self, pod: Mapping[str, Any], container: str
     ) -> tuple[PodSandbox, ContainerProcess]:
-        sandbox = self._sandbox(pod)
-        proc = sandbox.processes.get(container)
-        if proc is None or not proc.is_alive():
+        uid = str((pod.get("metadata") or {}).get("uid", ""))
+        runner = self.kubelet.runners.get(uid)
+        sandbox = runner.sandbox if runner is not None else None
+        proc = sandbox.processes.get(container) if sandbox is not None else None
+        if sandbox is None or proc is None or not proc.is_alive():
+            # The kubelet's words for a container that is not (or no longer) running.
             raise LookupError(f'container not found ("{container}")')
         return sandbox, proc
 

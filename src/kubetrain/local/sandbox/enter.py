@@ -43,28 +43,25 @@ __all__ = [
 
 # Read by the relay: pump stdin to the socket and the socket to stdout, half-closing each way.
 RELAY = r"""
-import socket, sys, threading
+import os, socket, sys, threading
 try:
     s = socket.create_connection(("localhost", int(sys.argv[1])))
 except OSError as err:
     sys.stderr.write(f"failed to connect to localhost:{sys.argv[1]} inside the pod's network namespace: {err.strerror or err}")
     sys.exit(1)
 def up():
-    while True:
-        data = sys.stdin.buffer.read1(65536)
-        if not data:
-            break
+    while data := os.read(0, 65536):
         s.sendall(data)
     try:
         s.shutdown(socket.SHUT_WR)
     except OSError:
         pass
 threading.Thread(target=up, daemon=True).start()
-while True:
-    data = s.recv(65536)
-    if not data:
-        break
-    sys.stdout.buffer.write(data); sys.stdout.buffer.flush()
+while data := s.recv(65536):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(1, view):]
+os._exit(0)  # the reading thread may still wait on stdin
 """
 
 _READ = 65536
