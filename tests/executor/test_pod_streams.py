@@ -24,7 +24,7 @@ from kubetrain.local.executor.streams import PodStreams
 pytestmark = pytest.mark.filterwarnings("ignore:shutdown_timeout should be set:DeprecationWarning")
 
 # The pod: a small HTTP server on 8080 of every interface, answering with its hostname; it
-# says "serving" once it listens.
+# says "serving" once it listens, then "tick" twice a second (for attach).
 SERVER = (
     "import http.server, socket\n"
     "class H(http.server.BaseHTTPRequestHandler):\n"
@@ -35,17 +35,22 @@ SERVER = (
     "    def log_message(self, *a): pass\n"
     "server = http.server.ThreadingHTTPServer(('', 8080), H)\n"
     "print('serving', flush=True)\n"
+    "import threading, time\n"
+    "def tick():\n"
+    "    while True: print('tick', flush=True); time.sleep(0.5)\n"
+    "threading.Thread(target=tick, daemon=True).start()\n"
     "server.serve_forever()\n"
 )
 
 
 async def _kubectl(
-    plane: Plane, *args: str, stdin: bytes = b"", timeout: float = 30
+    plane: Plane, *args: str, stdin: bytes = b"", timeout: float = 30, **env: str
 ) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         "kubectl", "--kubeconfig", str(plane.home / "kubeconfig"),
         "--cache-dir", str(plane.home / "kubectl-cache"), *args,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, **env},
     )  # fmt: skip
     out, err = await asyncio.wait_for(proc.communicate(stdin), timeout)
     assert proc.returncode is not None
@@ -97,6 +102,31 @@ async def test_exec_propagates_the_exit_code(served: tuple[Plane, str]) -> None:
     )
     assert (code, out) == (3, "out\n")
     assert "err\n" in err and "command terminated with exit code 3" in err
+
+
+async def test_kubectl_without_websockets_is_told_how_to_turn_them_on(
+    served: tuple[Plane, str],
+) -> None:
+    plane, pod = served
+    env = {"KUBECTL_REMOTE_COMMAND_WEBSOCKETS": "false"}
+    code, _, err = await _kubectl(plane, "exec", pod, "--", "true", **env)
+    assert code == 1
+    assert "KUBECTL_REMOTE_COMMAND_WEBSOCKETS" in err
+
+
+async def test_attach_follows_the_containers_output(served: tuple[Plane, str]) -> None:
+    plane, pod = served
+    proc = await asyncio.create_subprocess_exec(
+        "kubectl", "--kubeconfig", str(plane.home / "kubeconfig"),
+        "--cache-dir", str(plane.home / "kubectl-cache"), "attach", pod,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        assert await asyncio.wait_for(proc.stdout.readline(), 30) == b"tick\n"
+    finally:
+        proc.kill()
+        await proc.wait()
 
 
 async def test_exec_with_stdin(served: tuple[Plane, str]) -> None:

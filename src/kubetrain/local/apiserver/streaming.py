@@ -100,6 +100,9 @@ class PodStreamer(Protocol):
 
     async def dial(self, pod: Mapping[str, Any], port: int) -> PortStream: ...
 
+    def check(self, pod: Mapping[str, Any], container: str | None) -> None:
+        """Raise `LookupError` unless the pod (and ``container``) runs here."""
+
 
 def exit_status(code: int, command: Sequence[str]) -> dict[str, Any]:
     """The ``Status`` the kubelet writes on the error channel when a command has ended."""
@@ -123,6 +126,13 @@ def _upgrade_failed(err: Exception) -> E.ApiError:
     return E.ApiError(
         500, "InternalError", f"Internal error occurred: unable to upgrade connection: {err}"
     )
+
+
+def _check(streamer: PodStreamer, pod: Mapping[str, Any], container: str | None) -> None:
+    try:
+        streamer.check(pod, container)
+    except LookupError as err:
+        raise _upgrade_failed(err) from err
 
 
 def _require_websocket(request: web.Request) -> None:
@@ -168,6 +178,8 @@ async def serve_exec(
         raise E.bad_request("you must specify at least one command for the container")
     if not (stdin or stdout or stderr):
         raise E.bad_request("you must specify at least one of stdin, stdout, stderr")
+    # First, so that kubectl's SPDY retry after a failed WebSocket upgrade shows why it failed.
+    _check(streamer, pod, container)
     _require_websocket(request)
     try:
         if attach:
@@ -258,6 +270,7 @@ async def serve_portforward(
     request: web.Request, streamer: PodStreamer, pod: Mapping[str, Any]
 ) -> web.StreamResponse:
     """Forward the ports the client asks for (v4 channels) or opens (SPDY streams)."""
+    _check(streamer, pod, None)
     _require_websocket(request)
     offered = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",")]
     ports = _ports(request.query, lambda n: request.query.getall(n, []))

@@ -55,6 +55,12 @@ class PodStreams:
             raise LookupError(f'container not found ("{container}")')
         return sandbox, proc
 
+    def check(self, pod: Mapping[str, Any], container: str | None) -> None:
+        if container is None:
+            self._sandbox(pod)
+        else:
+            self._container(pod, container)
+
     async def exec(
         self,
         pod: Mapping[str, Any],
