@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import pty
 import socket
+import struct
 import subprocess
+import termios
 import threading
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -60,7 +63,11 @@ async def _kubectl(
 async def _running_pod(plane: Plane, name: str) -> dict[str, Any]:
     js = make_jobset(name, ["python", "-c", SERVER], pods=1)
     pod_spec = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
-    pod_spec["containers"][0].update(workingDir="/tmp", env=[{"name": "GREETING", "value": "hi"}])
+    pod_spec["containers"][0].update(
+        workingDir="/tmp",
+        env=[{"name": "GREETING", "value": "hi"}],
+        securityContext={"runAsUser": 1000, "runAsGroup": 1000},
+    )
     await plane.api.create(JOBSETS, js)
 
     async def running() -> dict[str, Any] | None:
@@ -87,12 +94,12 @@ async def test_exec_runs_in_the_container_with_its_env_and_working_dir(
     served: tuple[Plane, str],
 ) -> None:
     plane, pod = served
-    script = "echo $HOSTNAME $GREETING; uname -n; pwd"
+    script = "echo $HOSTNAME $GREETING; uname -n; pwd; id -u; id -g"
     code, out, err = await _kubectl(plane, "exec", pod, "--", "sh", "-c", script)
     assert (code, err) == (0, "")
     # JobSet pods are named <jobset>-<job>-<index>-<suffix>; their hostname drops the suffix.
     hostname = pod.rsplit("-", 1)[0]
-    assert out == f"{hostname} hi\n{hostname}\n/tmp\n"
+    assert out == f"{hostname} hi\n{hostname}\n/tmp\n1000\n1000\n"
 
 
 async def test_exec_propagates_the_exit_code(served: tuple[Plane, str]) -> None:
@@ -140,13 +147,15 @@ async def test_exec_with_stdin(served: tuple[Plane, str]) -> None:
 async def test_exec_with_a_terminal(served: tuple[Plane, str]) -> None:
     plane, pod = served
     master, slave = pty.openpty()
+    # kubectl's terminal is 100x30: the container's terminal gets that size (resize channel).
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
     proc = await asyncio.create_subprocess_exec(
         "kubectl", "--kubeconfig", str(plane.home / "kubeconfig"),
         "--cache-dir", str(plane.home / "kubectl-cache"), "exec", "-it", pod, "--", "sh",
         stdin=slave, stdout=slave, stderr=slave,
     )  # fmt: skip
     os.close(slave)
-    os.write(master, b"tty; echo $((6*7)); exit 4\n")
+    os.write(master, b"tty; stty size; echo $((6*7)); exit 4\n")
     seen = b""
     loop = asyncio.get_running_loop()
     while True:
@@ -159,7 +168,7 @@ async def test_exec_with_a_terminal(served: tuple[Plane, str]) -> None:
         seen += chunk
     os.close(master)
     assert await asyncio.wait_for(proc.wait(), 30) == 4, seen
-    assert b"/dev/pts/" in seen and b"42" in seen
+    assert b"/dev/pts/" in seen and b"\r\n30 100\r\n42\r\n" in seen
 
 
 async def test_port_forward_reaches_the_pods_server(served: tuple[Plane, str]) -> None:
