@@ -60,13 +60,13 @@ async def _kubectl(
     return proc.returncode, out.decode(), err.decode()
 
 
-async def _running_pod(plane: Plane, name: str) -> dict[str, Any]:
+async def _running_pod(plane: Plane, name: str, user: int | None = 1000) -> dict[str, Any]:
     js = make_jobset(name, ["python", "-c", SERVER], pods=1)
     pod_spec = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     pod_spec["containers"][0].update(
         workingDir="/tmp",
         env=[{"name": "GREETING", "value": "hi"}],
-        securityContext={"runAsUser": 1000, "runAsGroup": 1000},
+        securityContext={"runAsUser": user, "runAsGroup": user} if user is not None else {},
     )
     await plane.api.create(JOBSETS, js)
 
@@ -292,9 +292,13 @@ async def test_exec_and_port_forward_on_the_host_network(host_plane: Plane) -> N
     plane = host_plane
     plane.server.serve_pod_streams(PodStreams(plane.executor.kubelet))
     plane.server.write_kubeconfig(plane.home / "kubeconfig")
-    pod = (await _running_pod(plane, "hostnet"))["metadata"]["name"]
-    code, out, _ = await _kubectl(plane, "exec", pod, "--", "sh", "-c", "echo $GREETING")
-    assert (code, out) == (0, "hi\n")
+    pod = (await _running_pod(plane, "hostnet", user=None))["metadata"]["name"]
+    # As root, an exec holds the capabilities the container holds (PID 2, its command), no more.
+    script = "echo $GREETING; grep CapEff /proc/self/status; grep CapEff /proc/2/status"
+    code, out, _ = await _kubectl(plane, "exec", pod, "--", "sh", "-c", script)
+    greeting, own, container = out.splitlines()
+    assert (code, greeting) == (0, "hi")
+    assert own == container
     with _core(plane) as core:
         reply = await asyncio.to_thread(_fetch_through_client, core, pod)
     assert reply.startswith(b"HTTP/1.0 200")

@@ -26,6 +26,7 @@ import termios
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .bwrap import DEFAULT_CAPS
 from .context import SandboxContext
 from .errors import SandboxError
 from .launch import find_container, run_as
@@ -114,12 +115,20 @@ def enter_argv(proc: ContainerProcess, pod: Mapping[str, Any], workdir: str) -> 
     if target is None:
         raise SandboxError(f'container not found ("{proc.name}")', reason="NotRunning")
     argv = ["nsenter", "-t", str(target), "-m", "-u", "-p", "-n", "-r"]
+    uid = os.geteuid()
     if _ns(target, "user") != _ns("self", "user"):
         user = run_as(pod, find_container(pod, proc.name)) or (0, 0)
         argv += ["-U", "-S", str(user[0]), "-G", str(user[1])]
+        uid = user[0]
+    # The command gets no more than the container got: no new privileges, and as root only a
+    # runtime's default capabilities (bwrap dropped the rest for the container itself).
+    argv += ["--", "setpriv", "--no-new-privs"]
+    if uid == 0:
+        caps = ",".join("+" + c.removeprefix("CAP_").lower() for c in DEFAULT_CAPS)
+        argv += ["--inh-caps=-all", f"--bounding-set=-all,{caps}"]
     # The working dir is changed to inside the new root (nsenter's --wd opens its path before
     # entering; --wdns is too recent to count on).
-    return [*argv, "--", "env", "-C", workdir]
+    return [*argv, "env", "-C", workdir]
 
 
 class ExecSession:
