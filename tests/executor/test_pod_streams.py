@@ -16,12 +16,16 @@ import subprocess
 import termios
 import threading
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from plane_helpers import Plane, make_jobset
 
-from kubetrain.local.executor.kubeapi import JOBSETS
+from kubetrain.local.apiserver import ApiServer
+from kubetrain.local.executor.kubeapi import JOBSETS, KubeApi
+from kubetrain.local.executor.loop import Executor
+from kubetrain.local.executor.settings import ExecutorSettings
 from kubetrain.local.executor.streams import PodStreams
 
 pytestmark = pytest.mark.filterwarnings("ignore:shutdown_timeout should be set:DeprecationWarning")
@@ -144,8 +148,9 @@ async def test_exec_with_stdin(served: tuple[Plane, str]) -> None:
     assert (code, out) == (0, "SHOUT\n")
 
 
-async def test_exec_with_a_terminal(served: tuple[Plane, str]) -> None:
-    plane, pod = served
+async def _exec_on_terminal(plane: Plane, pod: str, typed: bytes) -> tuple[int, bytes]:
+    """``kubectl exec -it <pod> -- sh`` on a 100x30 terminal of ours; what ``typed`` made it
+    print, and its exit code."""
     master, slave = pty.openpty()
     # kubectl's terminal is 100x30: the container's terminal gets that size (resize channel).
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
@@ -155,7 +160,7 @@ async def test_exec_with_a_terminal(served: tuple[Plane, str]) -> None:
         stdin=slave, stdout=slave, stderr=slave,
     )  # fmt: skip
     os.close(slave)
-    os.write(master, b"tty; stty size; echo $((6*7)); exit 4\n")
+    os.write(master, typed)
     seen = b""
     loop = asyncio.get_running_loop()
     while True:
@@ -167,8 +172,14 @@ async def test_exec_with_a_terminal(served: tuple[Plane, str]) -> None:
             break
         seen += chunk
     os.close(master)
-    assert await asyncio.wait_for(proc.wait(), 30) == 4, seen
-    assert b"/dev/pts/" in seen and b"\r\n30 100\r\n42\r\n" in seen
+    return await asyncio.wait_for(proc.wait(), 30), seen
+
+
+async def test_exec_with_a_terminal(served: tuple[Plane, str]) -> None:
+    plane, pod = served
+    code, seen = await _exec_on_terminal(plane, pod, b"tty; stty size; echo $((6*7)); exit 4\n")
+    assert code == 4, seen
+    assert b"/dev/pts/" in seen and b"30 100\r\n42\r\n" in seen
 
 
 async def test_port_forward_reaches_the_pods_server(served: tuple[Plane, str]) -> None:
@@ -328,3 +339,34 @@ def _fetch_through_client(core: Any, pod: str) -> bytes:
         # websocket-client's close() skips closing the socket once the server has closed.
         pf.websocket.shutdown()
     return reply
+
+
+@pytest.fixture
+async def plain_plane(tmp_path: Path) -> AsyncIterator[Plane]:
+    """The engine where bwrap cannot run: pods are plain processes on the host's network."""
+    server = ApiServer(tmp_path, in_memory=True)
+    await server.start()
+    api = KubeApi.from_kubeconfig(server.write_kubeconfig())
+    settings = ExecutorSettings(
+        home=tmp_path, sandbox_mode="plain", pod_network=False, max_grace_s=2.0
+    )
+    executor = Executor(api, settings)
+    await executor.start()
+    server.serve_pod_streams(PodStreams(executor.kubelet))
+    try:
+        yield Plane(api, tmp_path, executor, server)
+    finally:
+        await executor.stop(kill_pods=True)
+        await api.close()
+        await server.close()
+
+
+async def test_exec_in_plain_mode_runs_beside_the_container(plain_plane: Plane) -> None:
+    plane = plain_plane
+    pod = (await _running_pod(plane, "plain", user=None))["metadata"]["name"]
+    code, out, _ = await _kubectl(plane, "exec", pod, "--", "sh", "-c", "echo $GREETING; pwd")
+    assert (code, out) == (0, "hi\n/tmp\n")
+    code, out, _ = await _kubectl(plane, "exec", "-i", pod, "--", "cat", stdin=b"piped\n")
+    assert (code, out) == (0, "piped\n")
+    code, seen = await _exec_on_terminal(plane, pod, b"stty size; exit 2\n")
+    assert code == 2 and b"30 100\r\n" in seen, seen
