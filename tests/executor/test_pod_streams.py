@@ -31,12 +31,13 @@ from kubetrain.local.executor.streams import PodStreams
 pytestmark = pytest.mark.filterwarnings("ignore:shutdown_timeout should be set:DeprecationWarning")
 
 # The pod: a small HTTP server on 8080 of every interface, answering with its hostname; it
-# says "serving" once it listens, then "tick" twice a second (for attach).
+# says "serving" once it listens, then "tick" twice a second (for attach). /big is 4 MiB.
 SERVER = (
     "import http.server, socket\n"
     "class H(http.server.BaseHTTPRequestHandler):\n"
     "    def do_GET(self):\n"
     "        body = ('hello from ' + socket.gethostname()).encode()\n"
+    "        if self.path == '/big': body = bytes(range(256)) * 16384\n"
     "        self.send_response(200); self.send_header('Content-Length', str(len(body)))\n"
     "        self.end_headers(); self.wfile.write(body)\n"
     "    def log_message(self, *a): pass\n"
@@ -140,6 +141,19 @@ async def test_attach_follows_the_containers_output(served: tuple[Plane, str]) -
         await proc.wait()
 
 
+async def test_kubectl_cp_both_ways(served: tuple[Plane, str], tmp_path: Path) -> None:
+    plane, pod = served
+    source = tmp_path / "weights.bin"
+    source.write_bytes(bytes(range(256)) * 4096)
+    # kubectl cp is tar over exec: -i with the end of stdin one way, stdout the other.
+    code, _, err = await _kubectl(plane, "cp", str(source), f"{pod}:/tmp/weights.bin")
+    assert code == 0, err
+    back = tmp_path / "back.bin"
+    code, _, err = await _kubectl(plane, "cp", f"{pod}:/tmp/weights.bin", str(back))
+    assert code == 0, err
+    assert back.read_bytes() == source.read_bytes()
+
+
 async def test_exec_with_stdin(served: tuple[Plane, str]) -> None:
     plane, pod = served
     code, out, _ = await _kubectl(
@@ -196,13 +210,18 @@ async def test_port_forward_reaches_the_pods_server(served: tuple[Plane, str]) -
         assert proc.stdout is not None
         line = await asyncio.wait_for(proc.stdout.readline(), 30)
         assert b"Forwarding from 127.0.0.1" in line
-        for _ in range(2):  # two connections through one forward
+        # Several connections through one forward, and more than any window or frame holds.
+        for path, body in [
+            ("/", f"hello from {pod.rsplit('-', 1)[0]}".encode()),
+            ("/big", bytes(range(256)) * 16384),
+            ("/", f"hello from {pod.rsplit('-', 1)[0]}".encode()),
+        ]:
             reader, writer = await asyncio.open_connection("127.0.0.1", local)
-            writer.write(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
+            writer.write(f"GET {path} HTTP/1.0\r\nHost: x\r\n\r\n".encode())
             reply = await asyncio.wait_for(reader.read(), 30)
             writer.close()
             assert reply.startswith(b"HTTP/1.0 200")
-            assert reply.endswith(f"hello from {pod.rsplit('-', 1)[0]}".encode())
+            assert reply.endswith(b"\r\n\r\n" + body)
     finally:
         proc.kill()
         await proc.wait()
