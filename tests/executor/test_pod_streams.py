@@ -72,6 +72,7 @@ async def _running_pod(plane: Plane, name: str, user: int | None = 1000) -> dict
         workingDir="/tmp",
         env=[{"name": "GREETING", "value": "hi"}],
         securityContext={"runAsUser": user, "runAsGroup": user} if user is not None else {},
+        resources={"limits": {"memory": "1Gi"}},
     )
     await plane.api.create(JOBSETS, js)
 
@@ -323,11 +324,15 @@ async def test_exec_and_port_forward_on_the_host_network(host_plane: Plane) -> N
     plane.server.serve_pod_streams(PodStreams(plane.executor.kubelet))
     plane.server.write_kubeconfig(plane.home / "kubeconfig")
     pod = (await _running_pod(plane, "hostnet", user=None))["metadata"]["name"]
-    # As root, an exec holds the capabilities the container holds (PID 2, its command), no more.
-    script = "echo $GREETING; grep CapEff /proc/self/status; grep CapEff /proc/2/status"
+    # As root, an exec holds the capabilities the container holds (PID 2, its command), no more,
+    # and counts against its limits (the container's cgroups, where they are enforced).
+    script = (
+        "echo $GREETING; grep CapEff /proc/self/status; grep CapEff /proc/2/status; "
+        "cmp /proc/self/cgroup /proc/2/cgroup && echo same cgroups"
+    )
     code, out, _ = await _kubectl(plane, "exec", pod, "--", "sh", "-c", script)
-    greeting, own, container = out.splitlines()
-    assert (code, greeting) == (0, "hi")
+    greeting, own, container, cgroups = out.splitlines()
+    assert (code, greeting, cgroups) == (0, "hi", "same cgroups")
     assert own == container
     with _core(plane) as core:
         reply = await asyncio.to_thread(_fetch_through_client, core, pod)

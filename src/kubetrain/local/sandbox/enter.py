@@ -24,9 +24,11 @@ import struct
 import sys
 import termios
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from .bwrap import DEFAULT_CAPS
+from .cgroups import ContainerCgroup
 from .context import SandboxContext
 from .errors import SandboxError
 from .launch import find_container, run_as
@@ -66,6 +68,7 @@ os._exit(0)  # the reading thread may still wait on stdin
 """
 
 _READ = 65536
+_CGROUP_ROOT = Path("/sys/fs/cgroup")
 # Linux's ioctl numbers (x86, arm and riscv alike), which the termios module lacks.
 _TIOCSPTLCK = 0x40045431  # unlock the slave
 _TIOCGPTPEER = 0x5441  # open the slave
@@ -103,6 +106,26 @@ def container_environ(proc: ContainerProcess) -> dict[str, str]:
         if sep:
             env[name.decode(errors="replace")] = value.decode(errors="replace")
     return env
+
+
+def _own_cgroups(pid: int) -> ContainerCgroup | None:
+    """The cgroups ``pid`` was put in for its limits: those it does not share with us."""
+    try:
+        theirs = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
+        ours = set(Path("/proc/self/cgroup").read_text().splitlines())
+    except OSError:
+        return None
+    dirs, version = [], 1
+    for line in theirs:
+        if line in ours:
+            continue
+        _, controllers, path = line.split(":", 2)
+        if not controllers:
+            dirs.append(_CGROUP_ROOT / path.lstrip("/"))
+            version = 2
+        elif "memory" in controllers.split(",") or "cpu" in controllers.split(","):
+            dirs.append(_CGROUP_ROOT / controllers / path.lstrip("/"))
+    return ContainerCgroup(version, tuple(dirs)) if dirs else None
 
 
 def enter_argv(proc: ContainerProcess, pod: Mapping[str, Any], workdir: str) -> list[str]:
@@ -264,6 +287,10 @@ async def start_exec(
             raise SandboxError(f'container not found ("{proc.name}")', reason="NotRunning")
         argv = [*session, *command]
         cwd = workdir if os.path.isdir(workdir) else str(ctx.pod_dir)
+    # The command counts against the container's limits, as a runtime's exec does.
+    cgroup = _own_cgroups(proc.pid)
+    if cgroup is not None:
+        argv = cgroup.prelude(argv)
     master: int | None = None
     try:
         if tty:
