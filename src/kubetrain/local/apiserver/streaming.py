@@ -214,10 +214,12 @@ async def serve_exec(
             # The client went away first: the command goes with it.
             session.kill()
             return ws
-        code = waiter.result()
+        # An attach ends well when the container does, whatever its exit code (as with the
+        # kubelet); an exec reports the command's.
+        code = 0 if attach else waiter.result()
         if pumps:
             await asyncio.wait(pumps, timeout=_DRAIN_S)
-        body = json.dumps(exit_status(code, command if not attach else []), separators=(",", ":"))
+        body = json.dumps(exit_status(code, command), separators=(",", ":"))
         await channels.send(ERROR, body.encode())
         await ws.close()
     except (ConnectionError, asyncio.CancelledError):
@@ -252,9 +254,10 @@ async def _inbound(ws: web.WebSocketResponse, session: StdioSession) -> None:
             session.close_stdin()
 
 
-def _ports(query: Mapping[str, str], getall: Callable[[str], list[str]]) -> list[int]:
+def _ports(values: Sequence[str]) -> list[int]:
+    """``ports=8080,9090`` and ``ports=8080&ports=9090`` alike."""
     ports = []
-    for item in getall("ports"):
+    for item in values:
         for text in item.split(","):
             try:
                 port = int(text)
@@ -273,7 +276,7 @@ async def serve_portforward(
     _check(streamer, pod, None)
     _require_websocket(request)
     offered = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",")]
-    ports = _ports(request.query, lambda n: request.query.getall(n, []))
+    ports = _ports(request.query.getall("ports", []))
     if SPDY_TUNNEL not in offered and not ports:
         raise E.bad_request('query parameter "ports" is required')
     ws = web.WebSocketResponse(protocols=(SPDY_TUNNEL, V4), autoping=True)
