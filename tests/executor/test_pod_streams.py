@@ -228,6 +228,29 @@ async def test_port_forward_reaches_the_pods_server(served: tuple[Plane, str]) -
         await proc.wait()
 
 
+async def test_port_forward_to_a_closed_port_says_why(served: tuple[Plane, str]) -> None:
+    plane, pod = served
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        local = s.getsockname()[1]
+    proc = await asyncio.create_subprocess_exec(
+        "kubectl", "--kubeconfig", str(plane.home / "kubeconfig"),
+        "--cache-dir", str(plane.home / "kubectl-cache"), "port-forward", f"pod/{pod}",
+        f"{local}:9999", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        await asyncio.wait_for(proc.stdout.readline(), 30)
+        reader, writer = await asyncio.open_connection("127.0.0.1", local)
+        assert await asyncio.wait_for(reader.read(), 30) == b""
+        writer.close()
+        line = await asyncio.wait_for(proc.stderr.readline(), 30)
+        assert b"failed to connect to localhost:9999 inside the pod's network namespace" in line
+    finally:
+        proc.kill()
+        await proc.wait()
+
+
 @contextlib.contextmanager
 def _core(plane: Plane) -> Iterator[Any]:
     """The official client's CoreV1Api on the plane's kubeconfig."""
