@@ -197,32 +197,44 @@ async def test_exec_with_a_terminal(served: tuple[Plane, str]) -> None:
     assert b"/dev/pts/" in seen and b"30 100\r\n42\r\n" in seen
 
 
-async def test_port_forward_reaches_the_pods_server(served: tuple[Plane, str]) -> None:
-    plane, pod = served
+def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        local = s.getsockname()[1]
+        return int(s.getsockname()[1])
+
+
+async def _http_get(port: int, path: str) -> bytes:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET {path} HTTP/1.0\r\nHost: x\r\n\r\n".encode())
+    reply = await asyncio.wait_for(reader.read(), 30)
+    writer.close()
+    assert reply.startswith(b"HTTP/1.0 200")
+    return reply.partition(b"\r\n\r\n")[2]
+
+
+async def test_port_forward_reaches_the_pods_server(served: tuple[Plane, str]) -> None:
+    plane, pod = served
+    first, second = _free_port(), _free_port()
     proc = await asyncio.create_subprocess_exec(
         "kubectl", "--kubeconfig", str(plane.home / "kubeconfig"),
         "--cache-dir", str(plane.home / "kubectl-cache"), "port-forward", f"pod/{pod}",
-        f"{local}:8080", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        f"{first}:8080", f"{second}:8080", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
     try:
         assert proc.stdout is not None
-        line = await asyncio.wait_for(proc.stdout.readline(), 30)
-        assert b"Forwarding from 127.0.0.1" in line
-        # Several connections through one forward, and more than any window or frame holds.
-        for path, body in [
-            ("/", f"hello from {pod.rsplit('-', 1)[0]}".encode()),
-            ("/big", bytes(range(256)) * 16384),
-            ("/", f"hello from {pod.rsplit('-', 1)[0]}".encode()),
-        ]:
-            reader, writer = await asyncio.open_connection("127.0.0.1", local)
-            writer.write(f"GET {path} HTTP/1.0\r\nHost: x\r\n\r\n".encode())
-            reply = await asyncio.wait_for(reader.read(), 30)
-            writer.close()
-            assert reply.startswith(b"HTTP/1.0 200")
-            assert reply.endswith(b"\r\n\r\n" + body)
+        while f"127.0.0.1:{second}".encode() not in await asyncio.wait_for(
+            proc.stdout.readline(), 30
+        ):
+            pass
+        hello = f"hello from {pod.rsplit('-', 1)[0]}".encode()
+        big = bytes(range(256)) * 16384  # more than any SPDY window or frame holds
+        # Connections one after another, through both forwarded ports.
+        assert await _http_get(first, "/") == hello
+        assert await _http_get(second, "/big") == big
+        assert await _http_get(second, "/") == hello
+        # And side by side, multiplexed over the one connection kubectl holds.
+        both = await asyncio.gather(_http_get(first, "/big"), _http_get(second, "/big"))
+        assert both == [big, big]
     finally:
         proc.kill()
         await proc.wait()
@@ -230,9 +242,7 @@ async def test_port_forward_reaches_the_pods_server(served: tuple[Plane, str]) -
 
 async def test_port_forward_to_a_closed_port_says_why(served: tuple[Plane, str]) -> None:
     plane, pod = served
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        local = s.getsockname()[1]
+    local = _free_port()
     proc = await asyncio.create_subprocess_exec(
         "kubectl", "--kubeconfig", str(plane.home / "kubeconfig"),
         "--cache-dir", str(plane.home / "kubectl-cache"), "port-forward", f"pod/{pod}",
