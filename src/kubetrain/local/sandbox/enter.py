@@ -29,7 +29,7 @@ from typing import Any
 
 from .bwrap import DEFAULT_CAPS
 from .cgroups import ContainerCgroup
-from .context import SandboxContext
+from .context import SandboxContext, SandboxMode
 from .errors import SandboxError
 from .launch import find_container, run_as
 from .process import ContainerProcess
@@ -262,7 +262,7 @@ async def start_exec(
     proc: ContainerProcess,
     pod: Mapping[str, Any],
     ctx: SandboxContext,
-    mode: str,
+    mode: SandboxMode,
     command: Sequence[str],
     *,
     stdin: bool,
