@@ -2,8 +2,10 @@
 
 An exec runs the command inside the container's sandbox as a runtime's exec does: in its
 mount, PID, UTS and network namespaces (``nsenter`` into the process bwrap made PID 1 there),
-with the environment the container started with and its working dir. In plain mode there are
-no namespaces to enter: the command runs beside the container with the same environment.
+with the environment the container started with and its working dir, as the container's user,
+with no more capabilities than the container and inside its cgroups. In plain mode there are
+no namespaces to enter: the command runs beside the container with the same environment. The
+tools are util-linux's (``nsenter``, ``setsid``, ``setpriv``) and coreutils' ``env -C``.
 
 A port-forward connects to ``localhost:<port>`` inside the pod's network namespace, as the
 kubelet's runtimes do. The daemon sits in another network namespace (the pod network lives in
