@@ -65,6 +65,14 @@ def api_group(registry: Registry, group: str) -> dict[str, Any] | None:
     return {"kind": "APIGroup", "apiVersion": "v1", **_group(group, versions)}
 
 
+# Streaming subresources and the options kind discovery names for each, as kube-apiserver does.
+_CONNECT = {
+    "attach": "PodAttachOptions",
+    "exec": "PodExecOptions",
+    "portforward": "PodPortForwardOptions",
+}
+
+
 def _entries(res: ResourceDef) -> list[dict[str, Any]]:
     main: dict[str, Any] = {
         "name": res.plural,
@@ -92,14 +100,6 @@ def _entries(res: ResourceDef) -> list[dict[str, Any]]:
             }
         )
     return out
-
-
-# Streaming subresources and the options kind discovery names for each, as kube-apiserver does.
-_CONNECT = {
-    "attach": "PodAttachOptions",
-    "exec": "PodExecOptions",
-    "portforward": "PodPortForwardOptions",
-}
 
 
 def resource_list(registry: Registry, group: str, version: str) -> dict[str, Any] | None:

@@ -53,6 +53,8 @@ log = logging.getLogger(__name__)
 JSON = "application/json"
 _PUBLIC = frozenset({"/version", "/healthz", "/livez", "/readyz"})
 _TRUE = ("true", "1")
+# Subresources that stream to the kubelet instead of reading or writing the stored object.
+_STREAMING = frozenset({"exec", "attach", "portforward"})
 # kube-apiserver's largest request body (MaxRequestBodyBytes: 3 MiB).
 MAX_BODY_BYTES = 3 * 1024 * 1024
 # Deeper bodies are refused before anything walks them (the schema, copies, patches recurse);
@@ -581,10 +583,6 @@ class HttpApi:
         if sub == "portforward":
             return await serve_portforward(request, self.streamer, pod)
         return await serve_exec(request, self.streamer, pod, container, attach=sub == "attach")
-
-
-# Subresources that stream to the kubelet instead of reading or writing the stored object.
-_STREAMING = frozenset({"exec", "attach", "portforward"})
 
 
 def _int(value: str | None, name: str = "limit") -> int:
