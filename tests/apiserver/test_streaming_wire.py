@@ -12,6 +12,8 @@ import zlib
 import pytest
 
 from kubetrain.local.apiserver import spdy
+from kubetrain.local.apiserver.discovery import resource_list
+from kubetrain.local.apiserver.resources import Registry
 from kubetrain.local.apiserver.streaming import exit_status
 
 
@@ -85,3 +87,14 @@ def test_what_the_server_writes_reads_back() -> None:
 def test_the_header_dictionary_is_the_specifications() -> None:
     # SPDY/3 section 2.6.10.1; a zlib stream names its dictionary by this Adler-32.
     assert (len(spdy.DICTIONARY), zlib.adler32(spdy.DICTIONARY)) == (1423, 3821447106)
+
+
+def test_discovery_lists_the_streaming_subresources_as_kube_apiserver_does() -> None:
+    listing = resource_list(Registry.build((), ()), "", "v1")
+    assert listing is not None
+    entries = {e["name"]: (e["kind"], e["verbs"]) for e in listing["resources"]}
+    assert {n: entries[n] for n in ("pods/attach", "pods/exec", "pods/portforward")} == {
+        "pods/attach": ("PodAttachOptions", ["create", "get"]),
+        "pods/exec": ("PodExecOptions", ["create", "get"]),
+        "pods/portforward": ("PodPortForwardOptions", ["create", "get"]),
+    }
