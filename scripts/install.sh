@@ -18,6 +18,8 @@ command -v ssh >/dev/null || need+=(openssh-client)
 command -v ip >/dev/null || need+=(iproute2)
 command -v slirp4netns >/dev/null || need+=(slirp4netns)
 command -v iptables >/dev/null || [[ -x /usr/sbin/iptables ]] || need+=(iptables)
+# kubectl exec and port-forward enter a pod's namespaces (nsenter, setsid, setpriv).
+command -v nsenter >/dev/null && command -v setpriv >/dev/null || need+=(util-linux)
 # The dashboard's browser tests drive Debian's Chromium (Playwright never downloads a browser).
 [[ "$extra" == "dev" && ! -x /usr/bin/chromium ]] && need+=(chromium)
 if ((${#need[@]})); then

@@ -65,6 +65,14 @@ def api_group(registry: Registry, group: str) -> dict[str, Any] | None:
     return {"kind": "APIGroup", "apiVersion": "v1", **_group(group, versions)}
 
 
+# Streaming subresources and the options kind discovery names for each, as kube-apiserver does.
+_CONNECT = {
+    "attach": "PodAttachOptions",
+    "exec": "PodExecOptions",
+    "portforward": "PodPortForwardOptions",
+}
+
+
 def _entries(res: ResourceDef) -> list[dict[str, Any]]:
     main: dict[str, Any] = {
         "name": res.plural,
@@ -80,12 +88,14 @@ def _entries(res: ResourceDef) -> list[dict[str, Any]]:
     out = [main]
     for sub in sorted(res.subresources):
         verbs = ["get"] if sub == "log" else ["get", "patch", "update"]
+        if sub in _CONNECT:
+            verbs = ["create", "get"]  # connect verbs: POST (SPDY) and GET (WebSocket)
         out.append(
             {
                 "name": f"{res.plural}/{sub}",
                 "singularName": "",
                 "namespaced": res.namespaced,
-                "kind": res.kind,
+                "kind": _CONNECT.get(sub, res.kind),
                 "verbs": verbs,
             }
         )

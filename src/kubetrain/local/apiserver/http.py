@@ -39,6 +39,7 @@ from kubetrain.local.apiserver.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
+from kubetrain.local.apiserver.streaming import PodStreamer, serve_exec, serve_portforward
 from kubetrain.local.apiserver.tables import table, wants_table
 from kubetrain.local.apiserver.watch import CLOSED, Watch
 
@@ -52,6 +53,8 @@ log = logging.getLogger(__name__)
 JSON = "application/json"
 _PUBLIC = frozenset({"/version", "/healthz", "/livez", "/readyz"})
 _TRUE = ("true", "1")
+# Subresources that stream to the kubelet instead of reading or writing the stored object.
+_STREAMING = frozenset({"exec", "attach", "portforward"})
 # kube-apiserver's largest request body (MaxRequestBodyBytes: 3 MiB).
 MAX_BODY_BYTES = 3 * 1024 * 1024
 # Deeper bodies are refused before anything walks them (the schema, copies, patches recurse);
@@ -106,6 +109,8 @@ class HttpApi:
         self.watches: set[Watch] = set()
         self.closing = False
         self.server_address = "127.0.0.1:0"
+        # The kubelet side of pods/exec, attach and portforward (the daemon registers it).
+        self.streamer: PodStreamer | None = None
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._middleware], client_max_size=MAX_BODY_BYTES)
@@ -228,6 +233,8 @@ class HttpApi:
             return await self._view_resource(request, res, namespace, name, watch_path)
         q = request.query
         method = request.method
+        if sub in _STREAMING and name is not None:
+            return await self._stream(request, res, namespace, name, sub)
         if sub is not None and (method in ("POST", "DELETE") or (sub == "log" and method != "GET")):
             raise E.method_not_allowed()
         if method == "GET":
@@ -554,6 +561,28 @@ class HttpApi:
         except (ConnectionResetError, ConnectionError):
             pass
         return response
+
+    # -- exec, attach, portforward ----------------------------------------------------------
+    async def _stream(
+        self, request: web.Request, res: ResourceDef, namespace: str | None, name: str, sub: str
+    ) -> web.StreamResponse:
+        if request.method not in ("GET", "POST"):
+            raise E.method_not_allowed()
+        pod = self.engine.get(res, namespace, name)
+        if not (pod.get("spec") or {}).get("nodeName"):
+            raise E.bad_request(f"pod {name} does not have a host assigned")
+        container = ""
+        if sub != "portforward":
+            container = pick_container(pod, request.query.get("container", ""))
+        if self.streamer is None:
+            raise E.ApiError(
+                503,
+                "ServiceUnavailable",
+                "no kubelet serves this API server (it runs without the executor)",
+            )
+        if sub == "portforward":
+            return await serve_portforward(request, self.streamer, pod)
+        return await serve_exec(request, self.streamer, pod, container, attach=sub == "attach")
 
 
 def _int(value: str | None, name: str = "limit") -> int:

@@ -112,7 +112,7 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
     ),
     ResourceDef(
         "", "v1", "Pod", "pods", True, "pod", ("po",), ("all",),
-        subresources=frozenset({"status", "log"}),
+        subresources=frozenset({"status", "log", "exec", "attach", "portforward"}),
         printer_columns=(
             PrinterColumn("Ready", computed="pod_ready"),
             PrinterColumn("Status", computed="pod_status"),

@@ -27,6 +27,7 @@ from kubetrain.local.apiserver.http import HttpApi, Route
 from kubetrain.local.apiserver.resources import Registry, ResourceDef
 from kubetrain.local.apiserver.schema import SchemaRules
 from kubetrain.local.apiserver.store import Store
+from kubetrain.local.apiserver.streaming import PodStreamer
 from kubetrain.local.apiserver.tls import ensure_serving_cert
 
 __all__ = ["CONTEXT", "DEFAULT_NAMESPACES", "ApiServer", "default_home", "kubeconfig_dict"]
@@ -167,6 +168,12 @@ class ApiServer:
     def reader(self) -> ObjectReader:
         """Read-only lookups of stored objects (what admission gets), for in-process helpers."""
         return self.engine.reader
+
+    def serve_pod_streams(self, streamer: PodStreamer | None) -> None:
+        """Route ``pods/exec``, ``pods/attach`` and ``pods/portforward`` to ``streamer``: the
+        kubelet side, registered by whoever runs pods next to this server (None: answered
+        503, as no kubelet is there)."""
+        self.http.streamer = streamer
 
     @property
     def url(self) -> str:

@@ -202,6 +202,10 @@ async def run_daemon(
     try:
         if executor is not None:
             await executor.start()
+            from kubetrain.local.executor.streams import PodStreams
+
+            # kubectl exec / attach / port-forward reach the pods through the kubelet.
+            server.serve_pod_streams(PodStreams(executor.kubelet))
             from kubetrain.local.policy import load_engine_config
             from kubetrain.runtime.config import Environment
 

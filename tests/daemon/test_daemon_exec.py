@@ -1,0 +1,56 @@
+"""The daemon joins its API server to its kubelet: ``kubectl exec`` into a TrainJob's rank."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from kubetrain.local.daemon import ensure_daemon
+from kubetrain.local.executor import KubeApi
+
+TRAINJOBS = ("trainer.kubeflow.org/v1alpha1", "trainjobs")
+PODS = ("v1", "pods")
+
+
+async def _running_pods(api: KubeApi, name: str, count: int) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        items, _ = await api.list(PODS, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}")
+        if len(items) == count and all(p["status"].get("phase") == "Running" for p in items):
+            return sorted(items, key=lambda p: p["metadata"]["name"])
+        await asyncio.sleep(0.1)
+    raise TimeoutError(f"the pods of {name} did not all run")
+
+
+async def test_kubectl_exec_reaches_each_rank_of_a_trainjob(home: Path) -> None:
+    info = await asyncio.to_thread(ensure_daemon, home)
+    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    trainjob = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "sleepy", "namespace": "default"},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "trainer": {"numNodes": 2, "command": ["sleep", "300"]},
+        },
+    }
+    try:
+        await api.create(TRAINJOBS, trainjob)
+        pods = await _running_pods(api, "sleepy", 2)
+        ranks = []
+        for pod in pods:
+            done = await asyncio.to_thread(
+                subprocess.run,
+                ["kubectl", "--kubeconfig", str(info.kubeconfig), "--cache-dir",
+                 str(home / "kubectl-cache"), "exec", pod["metadata"]["name"], "--",
+                 "sh", "-c", "echo $PET_NODE_RANK"],
+                capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr
+            ranks.append(done.stdout.strip())
+        assert sorted(ranks) == ["0", "1"]
+    finally:
+        await api.close()
