@@ -12,15 +12,24 @@ from dataclasses import dataclass
 __all__ = [
     "CLUSTER_TRAINING_RUNTIME",
     "CONFIGMAP",
+    "DAEMON_SET",
+    "DEPLOYMENT",
+    "ENDPOINTS",
+    "ENDPOINT_SLICE",
     "EVENT",
     "EXPERIMENT",
+    "JOB",
     "JOBSET",
     "LEASE",
     "MUTATING_WEBHOOK_CONFIGURATION",
     "POD",
     "POD_GROUP",
     "PRIORITY_CLASS",
+    "REPLICATION_CONTROLLER",
+    "REPLICA_SET",
     "SECRET",
+    "SERVICE",
+    "STATEFUL_SET",
     "SUGGESTION",
     "TOKEN_REVIEW",
     "TRAINING_RUNTIME",
@@ -84,6 +93,18 @@ MUTATING_WEBHOOK_CONFIGURATION = Kind(
     False,
 )
 
+# The core workload kinds and what Services need, which the local engine's workload
+# controllers (kubetrain.local.workloads) read and write.
+DEPLOYMENT = Kind("apps/v1", "Deployment", "deployments")
+REPLICA_SET = Kind("apps/v1", "ReplicaSet", "replicasets")
+STATEFUL_SET = Kind("apps/v1", "StatefulSet", "statefulsets")
+DAEMON_SET = Kind("apps/v1", "DaemonSet", "daemonsets")
+JOB = Kind("batch/v1", "Job", "jobs")
+REPLICATION_CONTROLLER = Kind("v1", "ReplicationController", "replicationcontrollers")
+SERVICE = Kind("v1", "Service", "services")
+ENDPOINTS = Kind("v1", "Endpoints", "endpoints")
+ENDPOINT_SLICE = Kind("discovery.k8s.io/v1", "EndpointSlice", "endpointslices")
+
 _ALL = (
     TRAINJOB,
     TRAINING_RUNTIME,
@@ -103,6 +124,15 @@ _ALL = (
     TOKEN_REVIEW,
     VALIDATING_WEBHOOK_CONFIGURATION,
     MUTATING_WEBHOOK_CONFIGURATION,
+    DEPLOYMENT,
+    REPLICA_SET,
+    STATEFUL_SET,
+    DAEMON_SET,
+    JOB,
+    REPLICATION_CONTROLLER,
+    SERVICE,
+    ENDPOINTS,
+    ENDPOINT_SLICE,
 )
 _BY_TYPE = {(k.api_version, k.kind): k for k in _ALL}
 

@@ -210,6 +210,57 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
         "scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups", True, "podgroup", ("pg", "podgroup-v1beta1"),
         subresources=frozenset({"status"}), printer_columns=_NAME_AGE, custom=True,
     ),
+    # Workloads and their endpoints, controlled by kubetrain.local.workloads (issue 21, D).
+    *(
+        ResourceDef(
+            group, "v1", kind, plural, True, kind.lower(), shorts, ("all",),
+            subresources=frozenset({"status"}), printer_columns=(*columns, _age()),
+        )
+        for group, kind, plural, shorts, columns in (
+            ("apps", "Deployment", "deployments", ("deploy",), (
+                PrinterColumn("Ready", computed="ready_of_replicas"),
+                PrinterColumn("Up-to-date", "integer", json_path=".status.updatedReplicas"),
+                PrinterColumn("Available", "integer", json_path=".status.availableReplicas"),
+            )),
+            ("apps", "ReplicaSet", "replicasets", ("rs",), (
+                PrinterColumn("Desired", "integer", json_path=".spec.replicas"),
+                PrinterColumn("Current", "integer", json_path=".status.replicas"),
+                PrinterColumn("Ready", "integer", json_path=".status.readyReplicas"),
+            )),
+            ("", "ReplicationController", "replicationcontrollers", ("rc",), (
+                PrinterColumn("Desired", "integer", json_path=".spec.replicas"),
+                PrinterColumn("Current", "integer", json_path=".status.replicas"),
+                PrinterColumn("Ready", "integer", json_path=".status.readyReplicas"),
+            )),
+            ("apps", "StatefulSet", "statefulsets", ("sts",), (
+                PrinterColumn("Ready", computed="ready_of_replicas"),
+            )),
+            ("apps", "DaemonSet", "daemonsets", ("ds",), (
+                PrinterColumn("Desired", "integer", json_path=".status.desiredNumberScheduled"),
+                PrinterColumn("Current", "integer", json_path=".status.currentNumberScheduled"),
+                PrinterColumn("Ready", "integer", json_path=".status.numberReady"),
+            )),
+            ("batch", "Job", "jobs", (), (
+                PrinterColumn("Status", json_path=".status.conditions[-1:].type"),
+                PrinterColumn("Completions", computed="job_completions"),
+            )),
+        )
+    ),
+    ResourceDef(
+        "", "v1", "Endpoints", "endpoints", True, "endpoints", ("ep",),
+        printer_columns=(PrinterColumn("Endpoints", computed="endpoints_addresses"), _age()),
+        has_generation=False,
+    ),
+    ResourceDef(
+        "discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True, "endpointslice",
+        printer_columns=(
+            PrinterColumn("AddressType", json_path=".addressType"),
+            PrinterColumn("Ports", json_path=".ports[*].port"),
+            PrinterColumn("Endpoints", json_path=".endpoints[*].addresses[0]"),
+            _age(),
+        ),
+        has_generation=False, field_labels=(),
+    ),
     # Schema-less stand-ins, replaced by the CRD-backed definitions when manifests are given.
     ResourceDef(
         _TRAINER, "v1alpha1", "TrainJob", "trainjobs", True, "trainjob",

@@ -161,7 +161,33 @@ def _node_status(node: Mapping[str, Any]) -> str:
     return text
 
 
+def _ready_of_replicas(obj: Mapping[str, Any]) -> str:
+    """``ready/desired`` of a Deployment or StatefulSet (desired defaults to 1)."""
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    desired = spec.get("replicas")
+    return f"{int(status.get('readyReplicas') or 0)}/{1 if desired is None else int(desired)}"
+
+
+def _job_completions(job: Mapping[str, Any]) -> str:
+    spec, status = job.get("spec") or {}, job.get("status") or {}
+    total = spec.get("completions")
+    return f"{int(status.get('succeeded') or 0)}/{1 if total is None else int(total)}"
+
+
+def _endpoints_addresses(ep: Mapping[str, Any]) -> str:
+    """``ip:port,...`` as kubectl shows Endpoints (``<none>`` when empty)."""
+    out = []
+    for subset in ep.get("subsets") or []:
+        ports = [p.get("port") for p in subset.get("ports") or []] or [None]
+        for address in subset.get("addresses") or []:
+            out += [f"{address.get('ip')}:{p}" if p else str(address.get("ip")) for p in ports]
+    return ",".join(out) or "<none>"
+
+
 _COMPUTED: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    "ready_of_replicas": _ready_of_replicas,
+    "job_completions": _job_completions,
+    "endpoints_addresses": _endpoints_addresses,
     "node_status": _node_status,
     "pod_ready": _pod_ready,
     "pod_status": _pod_status,

@@ -195,6 +195,7 @@ async def run_daemon(
     )
     controller_task: asyncio.Task[None] | None = None
     katib_task: asyncio.Task[None] | None = None
+    workloads_task: asyncio.Task[None] | None = None
     try:
         if executor is not None:
             await executor.start()
@@ -208,6 +209,9 @@ async def run_daemon(
                 _run_controller(home, kubeconfig, stop, environment), name="controller"
             )
             katib_task = asyncio.create_task(_run_katib(kubeconfig, stop), name="katib")
+            workloads_task = asyncio.create_task(
+                _run_workloads(kubeconfig, stop), name="workloads"
+            )
         info = {
             "pid": os.getpid(),
             "url": server.url,
@@ -230,7 +234,7 @@ async def run_daemon(
         files.clear_ready()
         kill_pods = _stop_mode(files) == "kill-pods"
         stop.set()
-        for task in (controller_task, katib_task):
+        for task in (controller_task, katib_task, workloads_task):
             if task is not None:
                 with contextlib.suppress(asyncio.TimeoutError, Exception):
                     await asyncio.wait_for(task, timeout=5)
@@ -313,6 +317,20 @@ async def _run_katib(kubeconfig: Path, stop: asyncio.Event) -> None:
         except Exception:
             # Experiments must not take the TrainJob controller and the pods down with them.
             log.exception("Experiment controller crashed; restarting in 1 s")
+            await asyncio.sleep(1)
+
+
+async def _run_workloads(kubeconfig: Path, stop: asyncio.Event) -> None:
+    from kubetrain.local.workloads import run_workloads
+
+    while not stop.is_set():
+        try:
+            await run_workloads(kubeconfig, stop)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # Deployments and Services must not take TrainJobs and their pods down with them.
+            log.exception("workload controllers crashed; restarting in 1 s")
             await asyncio.sleep(1)
 
 
