@@ -102,6 +102,8 @@ _EVENT_FIELDS = (
 )
 
 _TRAINER = "trainer.kubeflow.org"
+# Kinds with a ``scale`` subresource (autoscaling/v1 Scale over spec.replicas).
+_SCALED = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController")
 
 BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
     ResourceDef(
@@ -214,7 +216,8 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
     *(
         ResourceDef(
             group, "v1", kind, plural, True, kind.lower(), shorts, ("all",),
-            subresources=frozenset({"status"}), printer_columns=(*columns, _age()),
+            subresources=frozenset({"status", "scale"} if kind in _SCALED else {"status"}),
+            printer_columns=(*columns, _age()),
         )
         for group, kind, plural, shorts, columns in (
             ("apps", "Deployment", "deployments", ("deploy",), (

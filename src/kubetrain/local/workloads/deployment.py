@@ -79,24 +79,29 @@ def read_strategy(deployment: Obj) -> Strategy:
     return Strategy("RollingUpdate", surge, unavailable)
 
 
-def _without_hash(template: Any) -> Any:
-    out = copy.deepcopy(as_dict(template))
+def _pruned(value: Any) -> Any:
+    """``value`` without nulls and empty maps or lists, at any depth: how a Go client writes
+    a template (``creationTimestamp: null``, ``resources: {}``) must not make it another."""
+    if isinstance(value, dict):
+        out = {k: _pruned(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v not in (None, {}, [])}
+    if isinstance(value, list):
+        return [_pruned(v) for v in value]
+    return value
+
+
+def template_key(template: Any) -> Any:
+    """A pod template as compared and hashed: pruned, without the pod-template-hash label."""
+    out = _pruned(copy.deepcopy(as_dict(template)))
     labels = as_dict(as_dict(out.get("metadata")).get("labels"))
     labels.pop(TEMPLATE_HASH, None)
-    return out
+    return _pruned(out)
 
 
 def matches_template(replica_set: Obj, deployment: Obj) -> bool:
     """The ReplicaSet runs the Deployment's current pod template."""
-    ours = _without_hash(as_dict(deployment.get("spec")).get("template"))
-    theirs = _without_hash(as_dict(replica_set.get("spec")).get("template"))
-    for t in (ours, theirs):
-        meta = as_dict(t.get("metadata"))
-        if not meta.get("labels"):
-            meta.pop("labels", None)
-        if not meta:
-            t.pop("metadata", None)
-    return bool(ours == theirs)
+    ours = template_key(as_dict(deployment.get("spec")).get("template"))
+    return bool(ours == template_key(as_dict(replica_set.get("spec")).get("template")))
 
 
 def revision_of(replica_set: Obj) -> int:
@@ -114,9 +119,8 @@ def new_replica_set(deployment: Obj, revision: int, replicas: int) -> Obj:
     spec = as_dict(deployment.get("spec"))
     meta = as_dict(deployment.get("metadata"))
     template = copy.deepcopy(as_dict(spec.get("template")))
-    digest = template_hash(
-        template, int(as_dict(deployment.get("status")).get("collisionCount") or 0)
-    )
+    collisions = int(as_dict(deployment.get("status")).get("collisionCount") or 0)
+    digest = template_hash(template_key(template), collisions)
     tmeta = template.setdefault("metadata", {})
     tmeta["labels"] = {**as_dict(tmeta.get("labels")), TEMPLATE_HASH: digest}
     selector = copy.deepcopy(as_dict(spec.get("selector")))
