@@ -209,9 +209,7 @@ async def run_daemon(
                 _run_controller(home, kubeconfig, stop, environment), name="controller"
             )
             katib_task = asyncio.create_task(_run_katib(kubeconfig, stop), name="katib")
-            workloads_task = asyncio.create_task(
-                _run_workloads(kubeconfig, stop), name="workloads"
-            )
+            workloads_task = asyncio.create_task(_run_workloads(kubeconfig, stop), name="workloads")
         info = {
             "pid": os.getpid(),
             "url": server.url,
