@@ -22,6 +22,7 @@ __all__ = [
     "JOBSET",
     "LEASE",
     "MUTATING_WEBHOOK_CONFIGURATION",
+    "NODE",
     "POD",
     "POD_GROUP",
     "PRIORITY_CLASS",
@@ -104,6 +105,7 @@ REPLICATION_CONTROLLER = Kind("v1", "ReplicationController", "replicationcontrol
 SERVICE = Kind("v1", "Service", "services")
 ENDPOINTS = Kind("v1", "Endpoints", "endpoints")
 ENDPOINT_SLICE = Kind("discovery.k8s.io/v1", "EndpointSlice", "endpointslices")
+NODE = Kind("v1", "Node", "nodes", False)
 
 _ALL = (
     TRAINJOB,
@@ -133,6 +135,7 @@ _ALL = (
     SERVICE,
     ENDPOINTS,
     ENDPOINT_SLICE,
+    NODE,
 )
 _BY_TYPE = {(k.api_version, k.kind): k for k in _ALL}
 

@@ -104,6 +104,19 @@ _EVENT_FIELDS = (
 _TRAINER = "trainer.kubeflow.org"
 # Kinds with a ``scale`` subresource (autoscaling/v1 Scale over spec.replicas).
 _SCALED = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController")
+_ROLLING = {"type": "RollingUpdate"}
+# The apps/v1, batch/v1 and v1 defaults of the workloads' specs that clients read back
+# (``kubectl rollout status`` needs a StatefulSet's or DaemonSet's update strategy type).
+_WORKLOAD_DEFAULTS: dict[str, dict[str, Any]] = {
+    "Deployment": {"replicas": 1, "strategy": _ROLLING, "revisionHistoryLimit": 10,
+                   "progressDeadlineSeconds": 600},
+    "ReplicaSet": {"replicas": 1},
+    "ReplicationController": {"replicas": 1},
+    "StatefulSet": {"replicas": 1, "podManagementPolicy": "OrderedReady", "updateStrategy": _ROLLING,
+                    "revisionHistoryLimit": 10},
+    "DaemonSet": {"updateStrategy": _ROLLING, "revisionHistoryLimit": 10},
+    "Job": {"backoffLimit": 6, "completionMode": "NonIndexed", "suspend": False},
+}
 
 BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
     ResourceDef(
@@ -217,7 +230,7 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
         ResourceDef(
             group, "v1", kind, plural, True, kind.lower(), shorts, ("all",),
             subresources=frozenset({"status", "scale"} if kind in _SCALED else {"status"}),
-            printer_columns=(*columns, _age()),
+            printer_columns=(*columns, _age()), create_defaults={"spec": _WORKLOAD_DEFAULTS[kind]},
         )
         for group, kind, plural, shorts, columns in (
             ("apps", "Deployment", "deployments", ("deploy",), (

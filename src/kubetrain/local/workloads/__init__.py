@@ -2,8 +2,9 @@
 
 One module per controller, each a pure decision (tested with tables) and a thin reconcile over
 `kubetrain.kube` (`loop`): Deployments (`deployment`), ReplicaSets and ReplicationControllers
-(`replicaset`), Endpoints and EndpointSlices of Services (`endpoints`). Owner references are
-what they write; the embedded API server's garbage collector removes dependents.
+(`replicaset`), StatefulSets (`statefulset`), DaemonSets (`daemonset`), batch/v1 Jobs (`job`,
+on the executor's Job rules), Endpoints and EndpointSlices of Services (`endpoints`). They write
+owner references; the embedded API server's garbage collector removes dependents.
 
     await run_workloads(kubeconfig, stop)   # until ``stop`` is set
 """
@@ -16,10 +17,13 @@ from pathlib import Path
 from kubetrain.kube.client import KubeClient, connect
 from kubetrain.kube.kinds import REPLICA_SET, REPLICATION_CONTROLLER
 
+from .daemonset import DaemonSetController
 from .deployment import DeploymentController
 from .endpoints import EndpointsController
+from .job import JobController
 from .loop import Controller, Workloads
 from .replicaset import ReplicaSetController
+from .statefulset import StatefulSetController
 
 __all__ = ["Controller", "Workloads", "build_workloads", "run_workloads"]
 
@@ -31,6 +35,9 @@ def build_workloads(client: KubeClient) -> Workloads:
     shared.add(ReplicaSetController(shared, REPLICATION_CONTROLLER))
     shared.add(DeploymentController(shared))
     shared.add(EndpointsController(shared))
+    shared.add(JobController(shared))
+    shared.add(StatefulSetController(shared))
+    shared.add(DaemonSetController(shared))
     return shared
 
 
