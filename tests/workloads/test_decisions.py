@@ -317,3 +317,161 @@ def test_a_negative_scale_is_refused_naming_the_field() -> None:
 
     with pytest.raises(ApiError, match=r"spec\.replicas"):
         scaled_replicas(scale_of(deployment(1)), None, {"spec": {"replicas": -1}}, name="web")
+
+
+# --- batch/v1 Jobs ---------------------------------------------------------------------------------
+
+
+def job(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "j", "namespace": "default", "uid": "job-uid"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c"}]}}, **spec},
+    }  # fmt: skip
+
+
+def indexed(name: str, index: int, phase: str) -> dict[str, Any]:
+    p = pod(name, phase=phase, ready=phase == "Running")
+    p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] = str(index)
+    return p
+
+
+JOB_CASES = [
+    ("a new Job starts its parallelism", {"completions": 3, "parallelism": 2}, [], 2, None),
+    ("only the completions still missing start", {"completions": 3, "parallelism": 2},
+     [pod("a", phase="Succeeded"), pod("b", phase="Succeeded"), pod("c")], 0, None),
+    ("enough successes complete it", {"completions": 2}, [pod("a", phase="Succeeded")] * 2, 0, "Complete"),
+    ("a work queue completes once a pod succeeded and none runs", {"parallelism": 2},
+     [pod("a", phase="Succeeded"), pod("b", phase="Succeeded")], 0, "Complete"),
+    ("a work queue starts no pod after a success", {"parallelism": 3},
+     [pod("a", phase="Succeeded"), pod("b")], 0, None),
+    ("failures beyond backoffLimit fail it", {"backoffLimit": 1},
+     [pod("a", phase="Failed"), pod("b", phase="Failed")], 0, "Failed"),
+    ("a failure within backoffLimit is replaced", {"backoffLimit": 1}, [pod("a", phase="Failed")], 1, None),
+    ("a suspended Job runs nothing", {"suspend": True}, [], 0, "Suspended"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("spec", "pods", "creates", "condition"), [c[1:] for c in JOB_CASES], ids=[c[0] for c in JOB_CASES]
+)  # fmt: skip
+def test_a_job_step(
+    spec: dict[str, Any], pods: list[dict[str, Any]], creates: int, condition: str | None
+) -> None:
+    from kubetrain.local.workloads.job import job_decision
+
+    decision = job_decision(job(**spec), pods, NOW)
+    assert len(decision.create) == creates
+    got = [c["type"] for c in decision.status.get("conditions") or []]
+    assert (got[-1] if got else None) == condition
+
+
+def test_an_indexed_job_starts_the_indexes_not_yet_done_and_reports_them() -> None:
+    from kubetrain.local.workloads.job import job_decision, job_pod
+
+    spec = {"completions": 4, "parallelism": 4, "completionMode": "Indexed"}
+    pods = [indexed("a", 0, "Succeeded"), indexed("b", 1, "Running"), indexed("c", 2, "Succeeded")]
+    decision = job_decision(job(**spec), pods, NOW)
+    assert decision.create == [3]
+    assert decision.status["completedIndexes"] == "0,2"
+    assert decision.status["active"] == 2 and decision.status["succeeded"] == 2
+    made = job_pod(job(**spec), 3)
+    assert made["metadata"]["generateName"] == "j-3-"
+    assert made["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] == "3"
+    assert made["metadata"]["labels"]["batch.kubernetes.io/job-name"] == "j"
+    assert made["spec"]["hostname"] == "j-3"
+    assert made["spec"]["containers"][0]["env"][-1]["name"] == "JOB_COMPLETION_INDEX"
+
+
+def test_a_finished_job_is_deleted_when_its_ttl_runs_out() -> None:
+    from kubetrain.local.workloads.job import job_decision
+
+    done = job(ttlSecondsAfterFinished=60)
+    done["status"] = {"completionTime": "2026-01-01T11:58:00Z", "conditions": [
+        {"type": "Complete", "status": "True", "lastTransitionTime": "2026-01-01T11:58:00Z"}]}  # fmt: skip
+    assert job_decision(done, [pod("a", phase="Succeeded")], NOW).expired
+    done["status"]["completionTime"] = "2026-01-01T11:59:30Z"
+    assert job_decision(done, [pod("a", phase="Succeeded")], NOW).again == 30
+
+
+# --- StatefulSets and DaemonSets -------------------------------------------------------------------
+
+
+def statefulset(replicas: int, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": {"name": "db", "namespace": "default", "uid": "sts-uid", "generation": 1},
+        "spec": {"replicas": replicas, "serviceName": "db", "template": TEMPLATE, **spec},
+    }  # fmt: skip
+
+
+def member(ordinal: int, *, ready: bool = True, revision: str | None = None) -> dict[str, Any]:
+    from kubetrain.local.workloads.statefulset import revision_of_set
+
+    p = pod(f"db-{ordinal}", ready=ready)
+    p["metadata"]["labels"]["controller-revision-hash"] = revision or revision_of_set(
+        statefulset(1)
+    )
+    return p
+
+
+STS_CASES = [
+    ("OrderedReady starts ordinal 0 first", 3, {}, [], [0], []),
+    ("the next ordinal waits for the one below to be Ready", 3, {}, [member(0, ready=False)], [], []),
+    ("the next ordinal starts once those below are Ready", 3, {}, [member(0), member(1)], [2], []),
+    ("Parallel starts every missing ordinal", 3, {"podManagementPolicy": "Parallel"}, [member(1)], [0, 2], []),
+    ("scaling down removes the highest ordinal first", 1, {}, [member(0), member(1), member(2)], [], ["db-2"]),
+    ("a rolling update replaces the highest stale pod", 2, {}, [member(0, revision="old"), member(1, revision="old")], [], ["db-1"]),
+    ("a partition keeps the ordinals below it", 2, {"updateStrategy": {"rollingUpdate": {"partition": 2}}},
+     [member(0, revision="old"), member(1, revision="old")], [], []),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("replicas", "spec", "pods", "create", "delete"), [c[1:] for c in STS_CASES], ids=[c[0] for c in STS_CASES]
+)  # fmt: skip
+def test_a_statefulset_step(
+    replicas: int,
+    spec: dict[str, Any],
+    pods: list[dict[str, Any]],
+    create: list[int],
+    delete: list[str],
+) -> None:
+    from kubetrain.local.workloads.statefulset import statefulset_decision
+
+    decision = statefulset_decision(statefulset(replicas, **spec), pods, NOW)
+    assert decision.create == create
+    assert [p["metadata"]["name"] for p in decision.delete] == delete
+
+
+def test_a_statefulset_pod_is_named_under_its_service_with_its_own_claims() -> None:
+    from kubetrain.local.workloads.statefulset import statefulset_pod
+
+    claims = [{"metadata": {"name": "data"}}]
+    made = statefulset_pod(statefulset(3, volumeClaimTemplates=claims), 2)
+    assert made["metadata"]["name"] == "db-2"
+    assert (made["spec"]["hostname"], made["spec"]["subdomain"]) == ("db-2", "db")
+    assert made["metadata"]["labels"]["statefulset.kubernetes.io/pod-name"] == "db-2"
+    assert made["spec"]["volumes"] == [
+        {"name": "data", "persistentVolumeClaim": {"claimName": "data-db-2"}}
+    ]
+
+
+def test_a_daemonset_runs_one_pod_bound_to_each_node_it_selects() -> None:
+    from kubetrain.local.workloads.daemonset import daemonset_decision, daemonset_pod
+
+    ds = {
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": "agent", "namespace": "default", "uid": "ds-uid", "generation": 1},
+        "spec": {"template": {**TEMPLATE, "spec": {"nodeSelector": {"gpu": "yes"}, "containers": []}}},
+    }  # fmt: skip
+    nodes = [{"metadata": {"name": "kubetrain", "labels": {"gpu": "yes"}}},
+             {"metadata": {"name": "other", "labels": {}}}]  # fmt: skip
+    assert daemonset_decision(ds, nodes, [], NOW).create == ["kubetrain"]
+    made = daemonset_pod(ds, "kubetrain")
+    assert made["spec"]["nodeName"] == "kubetrain"
+    stray = pod("stray")
+    stray["spec"]["nodeName"] = "other"
+    decision = daemonset_decision(ds, nodes, [stray], NOW)
+    assert [p["metadata"]["name"] for p in decision.delete] == ["stray"]
+    assert decision.status["desiredNumberScheduled"] == 1

@@ -129,3 +129,83 @@ def test_a_deployment_behind_a_service_rolls_out_serves_a_trainjob_and_goes(
     while kubectl("get", "rs,pods", "-l", "app=web", "-o", "name").strip():
         assert time.monotonic() < deadline, "the Deployment's ReplicaSets and pods stayed"
         time.sleep(0.2)
+
+
+JOB_AND_STATEFULSET = """
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: indexed
+spec:
+  completions: 2
+  parallelism: 2
+  completionMode: Indexed
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: c
+        image: python:3.12
+        command: [python, -c, "import os; print('index', os.environ['JOB_COMPLETION_INDEX'])"]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: db
+spec:
+  clusterIP: None
+  selector: {app: db}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: db
+spec:
+  serviceName: db
+  replicas: 2
+  selector:
+    matchLabels: {app: db}
+  template:
+    metadata:
+      labels: {app: db}
+    spec:
+      containers:
+      - name: c
+        image: python:3.12
+        command:
+        - python
+        - -c
+        - |
+          import socket, time
+          print("peer", socket.gethostbyname("db-0.db"), flush=True)
+          time.sleep(600)
+"""
+
+
+def test_a_job_completes_its_indexes_and_a_statefulsets_pods_find_each_other_by_name(
+    kubeconfig: Path,
+) -> None:
+    def kubectl(*args: str, stdin: str | None = None) -> str:
+        done = subprocess.run(
+            ["kubectl", "--kubeconfig", str(kubeconfig), *args],
+            capture_output=True, text=True, timeout=150, input=stdin,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    kubectl("apply", "-f", "-", stdin=JOB_AND_STATEFULSET)
+    kubectl("wait", "--for=condition=complete", "job/indexed", "--timeout=120s")
+    logs = kubectl("logs", "-l", "batch.kubernetes.io/job-name=indexed")
+    assert sorted(logs.split("\n")[:2]) == ["index 0", "index 1"]
+    assert kubectl("get", "job", "indexed", "-o", "jsonpath={.status.completedIndexes}") == "0-1"
+
+    kubectl("rollout", "status", "statefulset/db", "--timeout=120s")
+    pods = kubectl("get", "pods", "-l", "app=db", "-o",
+                   "jsonpath={range .items[*]}{.metadata.name} {.status.podIP}{'\\n'}{end}")  # fmt: skip
+    ips = dict(line.split() for line in pods.strip().splitlines())
+    assert sorted(ips) == ["db-0", "db-1"]
+    deadline = time.monotonic() + 30
+    while f"peer {ips['db-0']}" not in kubectl("logs", "db-1"):
+        assert time.monotonic() < deadline, "db-1 did not resolve db-0.db"
+        time.sleep(0.2)
+    kubectl("delete", "statefulset", "db")
