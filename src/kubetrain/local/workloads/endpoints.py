@@ -9,6 +9,8 @@ itself (`executor.endpoints`); these objects are what kubectl and clients read.
 
 from __future__ import annotations
 
+from typing import Any
+
 from kubetrain.api.access import as_dict, as_list
 from kubetrain.api.types import Obj
 from kubetrain.kube.client import ApiError
@@ -25,13 +27,16 @@ MANAGED_BY = "endpointslice.kubernetes.io/managed-by"
 SLICE_CONTROLLER = "endpointslice-controller.k8s.io"
 
 
-def _selects(service: Obj, pod: Obj) -> bool:
+def _selector_matches(service: Obj, labels: dict[str, Any]) -> bool:
+    """A Service's plain selector (none selects nothing) matches ``labels``."""
     selector = as_dict(as_dict(service.get("spec")).get("selector"))
-    labels = as_dict(as_dict(pod.get("metadata")).get("labels"))
-    same_ns = as_dict(pod.get("metadata")).get("namespace") == as_dict(service.get("metadata")).get(
-        "namespace"
-    )
-    return bool(selector) and same_ns and all(labels.get(k) == v for k, v in selector.items())
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+def _selects(service: Obj, pod: Obj) -> bool:
+    meta = as_dict(pod.get("metadata"))
+    same_ns = meta.get("namespace") == as_dict(service.get("metadata")).get("namespace")
+    return same_ns and _selector_matches(service, as_dict(meta.get("labels")))
 
 
 def _members(service: Obj, pods: list[Obj]) -> list[Obj]:
@@ -133,6 +138,8 @@ class EndpointsController(Controller):
 
     def __init__(self, shared: Workloads) -> None:
         super().__init__(shared)
+        # Each pod's labels as last seen, so a relabelled pod also leaves its old Services.
+        self._labels: dict[Key, dict[str, Any]] = {}
 
     def keys_for(self, kind: Kind, etype: str, obj: Obj) -> list[Key]:
         meta = as_dict(obj.get("metadata"))
@@ -142,12 +149,16 @@ class EndpointsController(Controller):
         if kind == ENDPOINT_SLICE:
             name = as_dict(meta.get("labels")).get(SERVICE_NAME)
             return [(ns, str(name))] if name else []
-        # A pod: every Service of its namespace with a selector (a pod whose labels changed
-        # must leave the Services it no longer matches).
+        # A pod: the Services whose selector matches its labels now or matched them before
+        # (a pod whose labels changed must leave the Services it no longer matches).
+        labels = as_dict(meta.get("labels"))
+        before = self._labels.pop((ns, str(meta.get("name"))), {})
+        if etype != "DELETED":
+            self._labels[(ns, str(meta.get("name")))] = labels
         return [
             (ns, str(s["metadata"]["name"]))
             for s in self.cached(SERVICE, ns)
-            if as_dict(s.get("spec")).get("selector")
+            if _selector_matches(s, labels) or _selector_matches(s, before)
         ]
 
     async def reconcile(self, key: Key) -> float | None:
