@@ -92,3 +92,26 @@ async def test_a_deleted_pod_stops_its_processes_before_it_goes(plane: Plane) ->
 
     await plane.wait_for(gone, timeout=20)
     assert processes_with(tag) == []
+
+
+async def test_a_gated_pod_waits_until_its_scheduling_gates_are_removed(plane: Plane) -> None:
+    gated = bare_pod("gated", {"command": [sys.executable, "-c", "print('ran')"]})
+    gated["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
+    await plane.api.create(PODS, gated)
+
+    async def condition() -> dict[str, Any] | None:
+        pod = await _get(plane, "gated")
+        conds = pod["status"].get("conditions") or []
+        return next((c for c in conds if c["type"] == "PodScheduled"), None)
+
+    cond = await plane.wait_for(condition, timeout=20)
+    assert (cond["status"], cond["reason"]) == ("False", "SchedulingGated")
+    assert not (await _get(plane, "gated"))["spec"].get("nodeName")
+
+    await plane.api.patch(PODS, "default", "gated", {"spec": {"schedulingGates": None}})
+
+    async def done() -> dict[str, Any] | None:
+        pod = await _get(plane, "gated")
+        return pod if pod["status"].get("phase") == "Succeeded" else None
+
+    assert (await plane.wait_for(done, timeout=30))["spec"]["nodeName"] == "kubetrain"

@@ -60,6 +60,9 @@ __all__ = ["HOST_NAME", "EventSink", "Kubelet"]
 
 log = logging.getLogger(__name__)
 
+# A pod's PodScheduled message while it has scheduling gates, as kube-scheduler words it.
+GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+
 # What a pod on the pod network calls the host (its loopback, through the egress path).
 HOST_NAME = "host.kubetrain.internal"
 
@@ -319,7 +322,18 @@ class Kubelet:
             return
         spec = pod.get("spec") or {}
         if spec.get("schedulingGates"):
-            return  # the scheduler leaves gated pods alone until their gates are removed
+            # Left alone until its gates are removed (that change brings it back here).
+            if self.waiting.get(uid) != GATED_MESSAGE:
+                self.waiting[uid] = GATED_MESSAGE
+                stamp = format_time(now())
+                gated = {
+                    "type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+                    "message": GATED_MESSAGE, "lastProbeTime": None, "lastTransitionTime": stamp,
+                }  # fmt: skip
+                self._background_task(
+                    self.publish(pod, {"phase": "Pending", "conditions": [gated]})
+                )
+            return
         why = self._admit(uid, pod, check=True)
         if why is not None:
             self._wait(pod, why)
