@@ -595,6 +595,7 @@ class Kubelet:
         finally:
             if jobset_key_of(pod) is None:
                 self.addresses.release(uid)
+            self._release_node(uid)  # also what a pod bound but never started had reserved
             self.cluster.terminating.pop(uid, None)
             self.waiting.pop(uid, None)
             self.ips.pop(uid, None)
