@@ -15,7 +15,7 @@ from kubetrain.api.types import Obj
 from kubetrain.kube.kinds import DAEMON_SET, NODE, POD, Kind
 
 from .deployment import template_key
-from .loop import Controller, Key, Workloads
+from .loop import Controller, Key
 from .pods import is_active, is_available, is_ready, owned_by, pod_from_template, template_hash
 
 __all__ = ["DaemonSetController", "DaemonSetDecision", "daemonset_decision"]
@@ -118,9 +118,7 @@ def daemonset_pod(daemonset: Obj, node: str) -> Obj:
 class DaemonSetController(Controller):
     kind = DAEMON_SET
     watches = (DAEMON_SET, POD, NODE)
-
-    def __init__(self, shared: Workloads) -> None:
-        super().__init__(shared)
+    component = "daemonset-controller"
 
     def keys_for(self, kind: Kind, etype: str, obj: Obj) -> list[Key]:
         if kind == NODE:  # a Node came or changed: every DaemonSet looks again

@@ -19,8 +19,8 @@ from kubetrain.api.meta import format_time
 from kubetrain.api.types import Obj
 from kubetrain.kube.kinds import DEPLOYMENT, POD, REPLICA_SET
 
-from .loop import Controller, Key, Workloads
-from .pods import controller_uid, is_active, owned_by, owner_reference, template_hash
+from .loop import Controller, Key
+from .pods import controller_uid, is_active, owned_by, owner_reference, replicas_of, template_hash
 
 __all__ = [
     "DeploymentController",
@@ -29,7 +29,6 @@ __all__ = [
     "matches_template",
     "new_replica_set",
     "read_strategy",
-    "replicas_of",
     "rollout_targets",
 ]
 
@@ -37,12 +36,6 @@ TEMPLATE_HASH = "pod-template-hash"
 REVISION = "deployment.kubernetes.io/revision"
 DESIRED_REPLICAS = "deployment.kubernetes.io/desired-replicas"
 MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
-
-
-def replicas_of(obj: Obj) -> int:
-    """``spec.replicas`` with the API's default of 1."""
-    value = as_dict(obj.get("spec")).get("replicas")
-    return 1 if value is None else int(value)
 
 
 def _status_int(obj: Obj, field: str) -> int:
@@ -290,9 +283,7 @@ def deployment_status(
 class DeploymentController(Controller):
     kind = DEPLOYMENT
     watches = (DEPLOYMENT, REPLICA_SET, POD)
-
-    def __init__(self, shared: Workloads) -> None:
-        super().__init__(shared)
+    component = "deployment-controller"
 
     def keys_for(self, kind: Any, etype: str, obj: Obj) -> list[Key]:
         if kind == POD:

@@ -135,6 +135,7 @@ def service_slice(service: Obj, pods: list[Obj]) -> tuple[list[Obj], list[Obj]]:
 class EndpointsController(Controller):
     kind = SERVICE
     watches = (SERVICE, POD, ENDPOINTS, ENDPOINT_SLICE)
+    component = "endpoint-controller"
 
     def __init__(self, shared: Workloads) -> None:
         super().__init__(shared)

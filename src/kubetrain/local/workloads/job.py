@@ -26,7 +26,7 @@ from kubetrain.local.executor.labels import (
 )
 from kubetrain.local.executor.spec import DEFAULT_BACKOFF_LIMIT, ReplicatedJob
 
-from .loop import Controller, Key, Workloads
+from .loop import Controller, Key
 from .pods import is_active, owned_by, pod_from_template
 
 __all__ = ["JobController", "JobDecision", "job_decision", "job_pod"]
@@ -232,9 +232,7 @@ def job_pod(job: Obj, index: int | None) -> Obj:
 class JobController(Controller):
     kind = JOB
     watches = (JOB, POD)
-
-    def __init__(self, shared: Workloads) -> None:
-        super().__init__(shared)
+    component = "job-controller"
 
     async def reconcile(self, key: Key) -> float | None:
         job = self.get(key)

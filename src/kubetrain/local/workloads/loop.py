@@ -22,24 +22,22 @@ from kubetrain.kube.informer import Informer, object_key
 from kubetrain.kube.kinds import Kind
 from kubetrain.kube.workqueue import QueueShutDown, WorkQueue
 
-__all__ = ["COMPONENT", "Controller", "Key", "Workloads"]
+__all__ = ["Controller", "Key", "Workloads"]
 
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str]  # (namespace, name)
-COMPONENT = "kube-controller-manager"
 _RETRIED: tuple[type[Exception], ...] = (ApiError, *TRANSPORT_ERRORS)
 
 
 class Workloads:
-    """The shared state of the workload controllers: client, informers, events, clock."""
+    """The shared state of the workload controllers: client, informers, clock."""
 
     def __init__(
         self, client: KubeClient, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     ) -> None:
         self.client = client
         self.clock = clock
-        self.events = EventRecorder(client, component=COMPONENT, clock=clock)
         self.informers: dict[Kind, Informer] = {}
         self.controllers: list[Controller] = []
 
@@ -91,7 +89,9 @@ class Workloads:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self.events.flush(), 5.0)
+                await asyncio.wait_for(
+                    asyncio.gather(*(c.events.flush() for c in self.controllers)), 5.0
+                )
 
 
 class Controller:
@@ -100,11 +100,14 @@ class Controller:
     kind: Kind
     # Kinds whose changes may concern an object of ``kind`` (its own kind first).
     watches: tuple[Kind, ...] = ()
+    # The Events' source, as kube-controller-manager's controllers name themselves.
+    component: str = "kube-controller-manager"
 
     def __init__(self, shared: Workloads) -> None:
         self.shared = shared
         self.client = shared.client
         self.queue: WorkQueue[Key] = WorkQueue()
+        self.events = EventRecorder(shared.client, component=self.component, clock=shared.clock)
 
     # --- routing ------------------------------------------------------------------------------
     def keys_for(self, kind: Kind, etype: str, obj: Obj) -> Iterable[Key]:
@@ -170,9 +173,7 @@ class Controller:
         await self.patch(self.kind, obj, {"status": body}, subresource="status")
 
     def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
-        self.shared.events.record(
-            obj, "Warning" if type_ == "Warning" else "Normal", reason, message
-        )
+        self.events.record(obj, "Warning" if type_ == "Warning" else "Normal", reason, message)
 
     # --- the worker ----------------------------------------------------------------------------
     async def reconcile(self, key: Key) -> float | None:

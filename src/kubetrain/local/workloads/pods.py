@@ -25,6 +25,7 @@ __all__ = [
     "owned_by",
     "owner_reference",
     "pod_from_template",
+    "replicas_of",
     "selector_matches",
     "template_hash",
 ]
@@ -93,6 +94,12 @@ def owned_by(owner: Obj, objs: Any) -> list[Obj]:
         for o in objs
         if controller_uid(o) == uid and as_dict(o.get("metadata")).get("namespace") == ns
     ]
+
+
+def replicas_of(obj: Obj) -> int:
+    """``spec.replicas`` with the API's default of 1."""
+    value = as_dict(obj.get("spec")).get("replicas")
+    return 1 if value is None else int(value)
 
 
 def is_active(pod: Obj) -> bool:

@@ -24,6 +24,7 @@ from .pods import (
     owned_by,
     pod_from_template,
     rc_selector,
+    replicas_of,
     selector_matches,
 )
 
@@ -68,7 +69,7 @@ def replica_decision(
     """What the controller does next for ``owner`` (a ReplicaSet or ReplicationController)
     given the pods it controls, and the status it then reports."""
     spec = as_dict(owner.get("spec"))
-    desired = int(spec.get("replicas", 1) if spec.get("replicas") is not None else 1)
+    desired = replicas_of(owner)
     min_ready = int(spec.get("minReadySeconds") or 0)
     active = [p for p in pods if is_active(p)]
     deleting = bool(as_dict(owner.get("metadata")).get("deletionTimestamp"))
@@ -98,6 +99,9 @@ class ReplicaSetController(Controller):
     def __init__(self, shared: Workloads, kind: Kind = REPLICA_SET) -> None:
         self.kind = kind
         self.watches = (kind, POD)
+        self.component = (
+            "replicaset-controller" if kind == REPLICA_SET else "replication-controller"
+        )
         super().__init__(shared)
 
     def selector(self, owner: Obj) -> Any:

@@ -18,9 +18,17 @@ from kubetrain.api.types import Obj
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.kinds import POD, STATEFUL_SET
 
-from .deployment import replicas_of, template_key
-from .loop import Controller, Key, Workloads
-from .pods import is_active, is_available, is_ready, owned_by, pod_from_template, template_hash
+from .deployment import template_key
+from .loop import Controller, Key
+from .pods import (
+    is_active,
+    is_available,
+    is_ready,
+    owned_by,
+    pod_from_template,
+    replicas_of,
+    template_hash,
+)
 
 __all__ = [
     "StatefulSetController",
@@ -154,9 +162,7 @@ def statefulset_pod(statefulset: Obj, ordinal: int) -> Obj:
 class StatefulSetController(Controller):
     kind = STATEFUL_SET
     watches = (STATEFUL_SET, POD)
-
-    def __init__(self, shared: Workloads) -> None:
-        super().__init__(shared)
+    component = "statefulset-controller"
 
     async def reconcile(self, key: Key) -> float | None:
         statefulset = self.get(key)
