@@ -17,7 +17,8 @@ from typing import Any
 from kubetrain.api.access import as_dict, as_list
 from kubetrain.api.meta import format_time
 from kubetrain.api.types import Obj
-from kubetrain.kube.kinds import DEPLOYMENT, POD, REPLICA_SET
+from kubetrain.kube.client import ApiError
+from kubetrain.kube.kinds import DEPLOYMENT, POD, REPLICA_SET, Kind
 
 from .loop import Controller, Key
 from .pods import controller_uid, is_active, owned_by, owner_reference, replicas_of, template_hash
@@ -285,7 +286,7 @@ class DeploymentController(Controller):
     watches = (DEPLOYMENT, REPLICA_SET, POD)
     component = "deployment-controller"
 
-    def keys_for(self, kind: Any, etype: str, obj: Obj) -> list[Key]:
+    def keys_for(self, kind: Kind, etype: str, obj: Obj) -> list[Key]:
         if kind == POD:
             # A pod's ReplicaSet's Deployment (Recreate waits for old pods to be gone).
             ns = str(as_dict(obj.get("metadata")).get("namespace") or "")
@@ -315,9 +316,18 @@ class DeploymentController(Controller):
             targets = rollout_targets(deployment, new, olds, old_pods)
             if new is None and "" in targets:
                 revision = max((revision_of(rs) for rs in owned), default=0) + 1
-                new = await self.create(
-                    REPLICA_SET, new_replica_set(deployment, revision, targets.pop(""))
-                )
+                try:
+                    new = await self.create(
+                        REPLICA_SET, new_replica_set(deployment, revision, targets.pop(""))
+                    )
+                except ApiError as err:
+                    if not err.conflict:
+                        raise
+                    # A ReplicaSet of that name that is not ours: the next name is another.
+                    count = int(as_dict(deployment.get("status")).get("collisionCount") or 0)
+                    status = {**as_dict(deployment.get("status")), "collisionCount": count + 1}
+                    await self.write_status(deployment, status)
+                    return 0.0
                 created = True
                 self._scaled(deployment, new, 0, replicas_of(new))
             elif new is not None and revision_of(new) <= max(
