@@ -105,6 +105,12 @@ _TRAINER = "trainer.kubeflow.org"
 # Kinds with a ``scale`` subresource (autoscaling/v1 Scale over spec.replicas).
 _SCALED = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController")
 _ROLLING = {"type": "RollingUpdate"}
+# What ``kubectl get -o wide`` adds for every workload.
+_WIDE = (
+    PrinterColumn("Containers", json_path=".spec.template.spec.containers[*].name", priority=1),
+    PrinterColumn("Images", json_path=".spec.template.spec.containers[*].image", priority=1),
+    PrinterColumn("Selector", computed="label_selector", priority=1),
+)
 # The apps/v1, batch/v1 and v1 defaults of the workloads' specs that clients read back
 # (``kubectl rollout status`` needs a StatefulSet's or DaemonSet's update strategy type).
 _WORKLOAD_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -230,7 +236,7 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
         ResourceDef(
             group, "v1", kind, plural, True, kind.lower(), shorts, ("all",),
             subresources=frozenset({"status", "scale"} if kind in _SCALED else {"status"}),
-            printer_columns=(*columns, _age()), create_defaults={"spec": _WORKLOAD_DEFAULTS[kind]},
+            printer_columns=(*columns, _age(), *_WIDE), create_defaults={"spec": _WORKLOAD_DEFAULTS[kind]},
         )
         for group, kind, plural, shorts, columns in (
             ("apps", "Deployment", "deployments", ("deploy",), (

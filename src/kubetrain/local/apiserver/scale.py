@@ -7,6 +7,7 @@ An ``autoscaling/v1`` Scale is a view of the object's ``spec.replicas`` and
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kubetrain.api.access import as_dict
@@ -14,12 +15,12 @@ from kubetrain.api.errors import FieldError
 from kubetrain.local.apiserver import errors as E
 from kubetrain.local.apiserver.patching import apply_json_patch, merge_patch
 
-__all__ = ["scale_of", "scaled_replicas"]
+__all__ = ["scale_of", "scaled_replicas", "selector_text"]
 
 JSON_PATCH = "application/json-patch+json"
 
 
-def _selector_text(obj: dict[str, Any]) -> str:
+def selector_text(obj: Mapping[str, Any]) -> str:
     """The label selector as a query string (``status.selector`` of a Scale)."""
     selector = as_dict(as_dict(obj.get("spec")).get("selector"))
     if obj.get("kind") == "ReplicationController":
@@ -51,7 +52,7 @@ def scale_of(obj: dict[str, Any]) -> dict[str, Any]:
         "spec": {"replicas": 1 if spec_replicas is None else spec_replicas},
         "status": {
             "replicas": int(as_dict(obj.get("status")).get("replicas") or 0),
-            "selector": _selector_text(obj),
+            "selector": selector_text(obj),
         },
     }
 

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubetrain.local.apiserver.resources import PrinterColumn, ResourceDef
+from kubetrain.local.apiserver.scale import selector_text
 
 __all__ = ["human_duration", "jsonpath", "table", "wants_table"]
 
@@ -186,6 +187,7 @@ def _endpoints_addresses(ep: Mapping[str, Any]) -> str:
 
 _COMPUTED: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "ready_of_replicas": _ready_of_replicas,
+    "label_selector": selector_text,
     "job_completions": _job_completions,
     "endpoints_addresses": _endpoints_addresses,
     "node_status": _node_status,
