@@ -114,12 +114,20 @@ _WIDE = (
 # The apps/v1, batch/v1 and v1 defaults of the workloads' specs that clients read back
 # (``kubectl rollout status`` needs a StatefulSet's or DaemonSet's update strategy type).
 _WORKLOAD_DEFAULTS: dict[str, dict[str, Any]] = {
-    "Deployment": {"replicas": 1, "strategy": _ROLLING, "revisionHistoryLimit": 10,
-                   "progressDeadlineSeconds": 600},
+    "Deployment": {
+        "replicas": 1,
+        "strategy": _ROLLING,
+        "revisionHistoryLimit": 10,
+        "progressDeadlineSeconds": 600,
+    },
     "ReplicaSet": {"replicas": 1},
     "ReplicationController": {"replicas": 1},
-    "StatefulSet": {"replicas": 1, "podManagementPolicy": "OrderedReady", "updateStrategy": _ROLLING,
-                    "revisionHistoryLimit": 10},
+    "StatefulSet": {
+        "replicas": 1,
+        "podManagementPolicy": "OrderedReady",
+        "updateStrategy": _ROLLING,
+        "revisionHistoryLimit": 10,
+    },
     "DaemonSet": {"updateStrategy": _ROLLING, "revisionHistoryLimit": 10},
     "Job": {"backoffLimit": 6, "completionMode": "NonIndexed", "suspend": False},
 }
