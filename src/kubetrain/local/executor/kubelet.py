@@ -343,8 +343,9 @@ class Kubelet:
         self._background_task(self._bind(pod, uid))
 
     async def _bind(self, pod: Obj, uid: str) -> None:
-        # A cluster's scheduler POSTs pods/binding; the embedded API server lets spec.nodeName
-        # be set once by a patch, which is what that binding stores.
+        # A cluster's scheduler POSTs pods/binding, which stores spec.nodeName; the embedded
+        # API server has no binding subresource, so the same field is set by a patch (the
+        # uid makes it fail for a newer pod of the same name).
         ns, name = key_of(pod)
         try:
             await self.api.patch(
