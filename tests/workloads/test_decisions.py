@@ -475,3 +475,22 @@ def test_a_daemonset_runs_one_pod_bound_to_each_node_it_selects() -> None:
     decision = daemonset_decision(ds, nodes, [stray], NOW)
     assert [p["metadata"]["name"] for p in decision.delete] == ["stray"]
     assert decision.status["desiredNumberScheduled"] == 1
+
+
+def test_a_rollout_that_stops_progressing_passes_its_deadline_and_says_so() -> None:
+    d = deployment(2)
+    d["spec"]["progressDeadlineSeconds"] = 600
+    d["status"] = {"updatedReplicas": 1, "replicas": 3, "readyReplicas": 2, "availableReplicas": 2, "conditions": [
+        {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated",
+         "lastUpdateTime": "2026-01-01T11:55:00Z", "lastTransitionTime": "2026-01-01T11:50:00Z"}]}  # fmt: skip
+    new, olds = rs("web-new", 1, 0), [rs("old", 2, 2)]
+    # Five minutes without progress, ten allowed: still progressing.
+    cond = deployment_status(d, new, olds, NOW)["conditions"][1]
+    assert (cond["status"], cond["reason"]) == ("True", "ReplicaSetUpdated")
+    later = datetime(2026, 1, 1, 12, 6, 0, tzinfo=UTC)
+    cond = deployment_status(d, new, olds, later)["conditions"][1]
+    assert (cond["status"], cond["reason"]) == ("False", "ProgressDeadlineExceeded")
+    assert cond["message"] == 'ReplicaSet "web-new" has timed out progressing.'
+    # A new pod becoming available is progress: the clock starts again.
+    cond = deployment_status(d, rs("web-new", 1, 1), olds, later)["conditions"][1]
+    assert (cond["status"], cond["lastUpdateTime"]) == ("True", "2026-01-01T12:06:00Z")

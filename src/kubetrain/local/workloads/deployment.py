@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from kubetrain.api.access import as_dict, as_list
-from kubetrain.api.meta import format_time
+from kubetrain.api.meta import format_time, parse_time
 from kubetrain.api.types import Obj
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.kinds import DEPLOYMENT, POD, REPLICA_SET, Kind
@@ -214,10 +214,15 @@ def rollout_targets(
     return {n: v for n, v in targets.items() if v != before[n]}
 
 
-def _condition(old: list[Any], type_: str, status: str, reason: str, message: str, now: str) -> Obj:
+def _condition(
+    old: list[Any], type_: str, status: str, reason: str, message: str, now: str,
+    *, touched: bool = False,
+) -> Obj:  # fmt: skip
+    """A DeploymentCondition; ``lastUpdateTime`` moves when the reason changes or
+    ``touched`` (the rollout made progress), ``lastTransitionTime`` when the status flips."""
     prev = next((c for c in old if as_dict(c).get("type") == type_), None)
     same = prev is not None and prev.get("status") == status
-    unchanged = same and prev is not None and prev.get("reason") == reason
+    unchanged = same and prev is not None and prev.get("reason") == reason and not touched
     return {
         "type": type_,
         "status": status,
@@ -265,20 +270,49 @@ def deployment_status(
             and _status_int(new, "observedGeneration")
             >= int(as_dict(new.get("metadata")).get("generation") or 0)
         )
+        before = as_dict(deployment.get("status"))
+        # What the deployment controller counts as progress: more updated, ready or
+        # available pods, or fewer pods in all.
+        moved = any(
+            counts[k] > int(before.get(k) or 0)
+            for k in ("updatedReplicas", "readyReplicas", "availableReplicas")
+        ) or counts["replicas"] < int(before.get("replicas") or 0)
+        prev: Obj = next((c for c in old if as_dict(c).get("type") == "Progressing"), {})
+        deadline = as_dict(deployment.get("spec")).get("progressDeadlineSeconds")
+        since = parse_time(prev.get("lastUpdateTime"))
+        stalled = (
+            not complete and not moved and not created and deadline is not None
+            and since is not None and (now - since).total_seconds() > int(deadline)
+        )  # fmt: skip
         if complete:
-            progress = (
-                "NewReplicaSetAvailable",
-                f'ReplicaSet "{name}" has successfully progressed.',
-            )
+            cond = _condition(old, "Progressing", "True", "NewReplicaSetAvailable",
+                              f'ReplicaSet "{name}" has successfully progressed.', stamp)  # fmt: skip
+        elif stalled or (prev.get("reason") == "ProgressDeadlineExceeded" and not moved):
+            cond = _condition(old, "Progressing", "False", "ProgressDeadlineExceeded",
+                              f'ReplicaSet "{name}" has timed out progressing.', stamp)  # fmt: skip
         elif created:
-            progress = ("NewReplicaSetCreated", f'Created new replica set "{name}"')
+            cond = _condition(old, "Progressing", "True", "NewReplicaSetCreated",
+                              f'Created new replica set "{name}"', stamp)  # fmt: skip
         else:
-            progress = ("ReplicaSetUpdated", f'ReplicaSet "{name}" is progressing.')
-        conditions.append(_condition(old, "Progressing", "True", *progress, stamp))
+            cond = _condition(old, "Progressing", "True", "ReplicaSetUpdated",
+                              f'ReplicaSet "{name}" is progressing.', stamp, touched=moved)  # fmt: skip
+        conditions.append(cond)
     status["conditions"] = conditions
     if as_dict(deployment.get("status")).get("collisionCount"):
         status["collisionCount"] = deployment["status"]["collisionCount"]
     return status
+
+
+def _until_deadline(deployment: Obj, status: Obj, now: datetime) -> float | None:
+    """Seconds until a rollout that is still progressing passes its progress deadline."""
+    cond = next((c for c in status.get("conditions") or [] if c["type"] == "Progressing"), None)
+    deadline = as_dict(deployment.get("spec")).get("progressDeadlineSeconds")
+    if cond is None or deadline is None or cond["reason"] not in (
+        "NewReplicaSetCreated", "ReplicaSetUpdated",
+    ):  # fmt: skip
+        return None
+    since = parse_time(cond.get("lastUpdateTime")) or now
+    return max((since - now).total_seconds() + int(deadline), 0.0) + 1.0
 
 
 class DeploymentController(Controller):
@@ -357,11 +391,9 @@ class DeploymentController(Controller):
                 deployment = await self.patch(
                     DEPLOYMENT, deployment, {"metadata": {"annotations": {REVISION: rev}}}
                 )
-        await self.write_status(
-            deployment,
-            deployment_status(deployment, new, olds, self.shared.clock(), created=created),
-        )
-        return None
+        status = deployment_status(deployment, new, olds, self.shared.clock(), created=created)
+        await self.write_status(deployment, status)
+        return _until_deadline(deployment, status, self.shared.clock())
 
     def _scaled(self, deployment: Obj, rs: Obj, before: int, after: int) -> None:
         verb = "up" if after > before else "down"
