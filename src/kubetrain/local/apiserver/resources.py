@@ -249,26 +249,26 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
         for group, kind, plural, shorts, columns in (
             ("apps", "Deployment", "deployments", ("deploy",), (
                 PrinterColumn("Ready", computed="ready_of_replicas"),
-                PrinterColumn("Up-to-date", "integer", json_path=".status.updatedReplicas"),
-                PrinterColumn("Available", "integer", json_path=".status.availableReplicas"),
+                PrinterColumn("Up-to-date", "integer", computed="status.updatedReplicas"),
+                PrinterColumn("Available", "integer", computed="status.availableReplicas"),
             )),
             ("apps", "ReplicaSet", "replicasets", ("rs",), (
                 PrinterColumn("Desired", "integer", json_path=".spec.replicas"),
-                PrinterColumn("Current", "integer", json_path=".status.replicas"),
-                PrinterColumn("Ready", "integer", json_path=".status.readyReplicas"),
+                PrinterColumn("Current", "integer", computed="status.replicas"),
+                PrinterColumn("Ready", "integer", computed="status.readyReplicas"),
             )),
             ("", "ReplicationController", "replicationcontrollers", ("rc",), (
                 PrinterColumn("Desired", "integer", json_path=".spec.replicas"),
-                PrinterColumn("Current", "integer", json_path=".status.replicas"),
-                PrinterColumn("Ready", "integer", json_path=".status.readyReplicas"),
+                PrinterColumn("Current", "integer", computed="status.replicas"),
+                PrinterColumn("Ready", "integer", computed="status.readyReplicas"),
             )),
             ("apps", "StatefulSet", "statefulsets", ("sts",), (
                 PrinterColumn("Ready", computed="ready_of_replicas"),
             )),
             ("apps", "DaemonSet", "daemonsets", ("ds",), (
-                PrinterColumn("Desired", "integer", json_path=".status.desiredNumberScheduled"),
-                PrinterColumn("Current", "integer", json_path=".status.currentNumberScheduled"),
-                PrinterColumn("Ready", "integer", json_path=".status.numberReady"),
+                PrinterColumn("Desired", "integer", computed="status.desiredNumberScheduled"),
+                PrinterColumn("Current", "integer", computed="status.currentNumberScheduled"),
+                PrinterColumn("Ready", "integer", computed="status.numberReady"),
             )),
             ("batch", "Job", "jobs", (), (
                 PrinterColumn("Status", json_path=".status.conditions[-1:].type"),

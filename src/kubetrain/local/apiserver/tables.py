@@ -201,6 +201,20 @@ _COMPUTED: dict[str, Callable[[Mapping[str, Any]], Any]] = {
 }
 
 
+def _status_count(field: str) -> Callable[[Mapping[str, Any]], Any]:
+    """A count in a workload's status, shown as 0 when left out (as its printer does)."""
+    return lambda obj: int((obj.get("status") or {}).get(field) or 0)
+
+
+_COMPUTED.update(
+    (f"status.{field}", _status_count(field))
+    for field in (
+        "replicas", "updatedReplicas", "readyReplicas", "availableReplicas",
+        "currentNumberScheduled", "desiredNumberScheduled", "numberReady",
+    )
+)  # fmt: skip
+
+
 def _cell(obj: Mapping[str, Any], column: PrinterColumn) -> Any:
     if column.computed:
         return _COMPUTED[column.computed](obj)
