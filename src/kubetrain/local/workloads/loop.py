@@ -131,7 +131,11 @@ class Controller:
         ]
 
     def get(self, key: Key) -> Obj | None:
-        return self.shared.informers[self.kind].get(key[1], key[0])
+        obj = self.shared.informers[self.kind].get(key[1], key[0])
+        if obj is None:
+            return None
+        # List items may leave out their kind; owner references need it.
+        return {"apiVersion": self.kind.api_version, "kind": self.kind.kind, **obj}
 
     # --- writing ------------------------------------------------------------------------------
     async def create(self, kind: Kind, obj: Obj) -> Obj:
