@@ -147,13 +147,21 @@ def test_command_and_args_are_expanded_with_the_final_env(tmp_path: Path) -> Non
     assert launch.workdir == "/"
 
 
-def test_a_container_without_command_fails_clearly(tmp_path: Path) -> None:
-    pod = _pod([], command=None, args=["train.py"])
+def test_a_container_without_command_or_args_fails_clearly(tmp_path: Path) -> None:
+    pod = _pod([], command=None, args=None)
     with pytest.raises(
         SandboxError, match="no command: images are local Python environments"
     ) as err:
         plan_launch(pod, pod["spec"]["containers"][0], _ctx(tmp_path), {}, "bwrap")
     assert err.value.reason == "CreateContainerError"
+
+
+def test_args_without_command_run_as_the_command_when_the_image_has_no_entrypoint(
+    tmp_path: Path,
+) -> None:
+    pod = _pod([], command=None, args=["python", "-c", "print(1)"])
+    launch = plan_launch(pod, pod["spec"]["containers"][0], _ctx(tmp_path), {}, "bwrap")
+    assert launch.command == ["python", "-c", "print(1)"]
 
 
 def test_an_image_mapping_supplies_entrypoint_path_and_workdir(tmp_path: Path) -> None:

@@ -12,18 +12,27 @@ from dataclasses import dataclass
 __all__ = [
     "CLUSTER_TRAINING_RUNTIME",
     "CONFIGMAP",
+    "DAEMON_SET",
+    "DEPLOYMENT",
+    "ENDPOINTS",
+    "ENDPOINT_SLICE",
     "EVENT",
     "EXPERIMENT",
+    "JOB",
     "JOBSET",
     "LEADER_WORKER_SET",
     "LEASE",
     "MUTATING_WEBHOOK_CONFIGURATION",
+    "NODE",
     "POD",
     "POD_GROUP",
     "PRIORITY_CLASS",
+    "REPLICATION_CONTROLLER",
+    "REPLICA_SET",
     "SECRET",
     "SERVICE",
     "SERVICE_ACCOUNT",
+    "STATEFUL_SET",
     "SUGGESTION",
     "TOKEN_REVIEW",
     "TRAINING_RUNTIME",
@@ -91,6 +100,18 @@ SERVICE = Kind("v1", "Service", "services")
 SERVICE_ACCOUNT = Kind("v1", "ServiceAccount", "serviceaccounts")
 LEADER_WORKER_SET = Kind("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "leaderworkersets")
 
+# The core workload kinds and what Services need, which the local engine's workload
+# controllers (kubetrain.local.workloads) read and write.
+DEPLOYMENT = Kind("apps/v1", "Deployment", "deployments")
+REPLICA_SET = Kind("apps/v1", "ReplicaSet", "replicasets")
+STATEFUL_SET = Kind("apps/v1", "StatefulSet", "statefulsets")
+DAEMON_SET = Kind("apps/v1", "DaemonSet", "daemonsets")
+JOB = Kind("batch/v1", "Job", "jobs")
+REPLICATION_CONTROLLER = Kind("v1", "ReplicationController", "replicationcontrollers")
+ENDPOINTS = Kind("v1", "Endpoints", "endpoints")
+ENDPOINT_SLICE = Kind("discovery.k8s.io/v1", "EndpointSlice", "endpointslices")
+NODE = Kind("v1", "Node", "nodes", False)
+
 _ALL = (
     TRAINJOB,
     TRAINING_RUNTIME,
@@ -113,6 +134,15 @@ _ALL = (
     SERVICE,
     SERVICE_ACCOUNT,
     LEADER_WORKER_SET,
+    DEPLOYMENT,
+    REPLICA_SET,
+    STATEFUL_SET,
+    DAEMON_SET,
+    JOB,
+    REPLICATION_CONTROLLER,
+    ENDPOINTS,
+    ENDPOINT_SLICE,
+    NODE,
 )
 _BY_TYPE = {(k.api_version, k.kind): k for k in _ALL}
 

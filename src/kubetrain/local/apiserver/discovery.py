@@ -88,17 +88,18 @@ def _entries(res: ResourceDef) -> list[dict[str, Any]]:
     out = [main]
     for sub in sorted(res.subresources):
         verbs = ["get"] if sub == "log" else ["get", "patch", "update"]
-        if sub in _CONNECT:
-            verbs = ["create", "get"]  # connect verbs: POST (SPDY) and GET (WebSocket)
-        out.append(
-            {
-                "name": f"{res.plural}/{sub}",
-                "singularName": "",
-                "namespaced": res.namespaced,
-                "kind": _CONNECT.get(sub, res.kind),
-                "verbs": verbs,
-            }
-        )
+        entry: dict[str, Any] = {
+            "name": f"{res.plural}/{sub}",
+            "singularName": "",
+            "namespaced": res.namespaced,
+            "kind": _CONNECT.get(sub, res.kind),
+            "verbs": ["create", "get"]
+            if sub in _CONNECT
+            else verbs,  # connect: POST (SPDY), GET (WebSocket)
+        }
+        if sub == "scale":  # another group's kind, named as kube-apiserver names it
+            entry.update(group="autoscaling", version="v1", kind="Scale")
+        out.append(entry)
     return out
 
 

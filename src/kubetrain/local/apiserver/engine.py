@@ -220,8 +220,7 @@ class Engine(Deletion):
             obj.pop("status", None)
         if res.initial_status is not None:
             obj["status"] = codec.clone(dict(res.initial_status))
-        for key, value in (res.create_defaults or {}).items():
-            obj.setdefault(key, codec.clone(value))
+        _set_defaults(obj, res.create_defaults or {})
         if res.kind == "Namespace" and res.group == "":
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         # An applier owns what it applied, not what defaulting and admission added.
@@ -675,3 +674,12 @@ def _immutable_identity(res: ResourceDef, old: dict[str, Any], new: Any) -> None
     ]
     if errors:
         raise E.invalid(res.group, res.kind, str(before.get("name", "")), errors)
+
+
+def _set_defaults(obj: dict[str, Any], defaults: Mapping[str, Any]) -> None:
+    """Fill what ``obj`` leaves out from ``defaults``, into nested maps too."""
+    for key, value in defaults.items():
+        if key not in obj:
+            obj[key] = codec.clone(value)
+        elif isinstance(value, Mapping) and isinstance(obj[key], dict):
+            _set_defaults(obj[key], value)

@@ -102,6 +102,35 @@ _EVENT_FIELDS = (
 )
 
 _TRAINER = "trainer.kubeflow.org"
+# Kinds with a ``scale`` subresource (autoscaling/v1 Scale over spec.replicas).
+_SCALED = ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController")
+_ROLLING = {"type": "RollingUpdate"}
+# What ``kubectl get -o wide`` adds for every workload.
+_WIDE = (
+    PrinterColumn("Containers", json_path=".spec.template.spec.containers[*].name", priority=1),
+    PrinterColumn("Images", json_path=".spec.template.spec.containers[*].image", priority=1),
+    PrinterColumn("Selector", computed="label_selector", priority=1),
+)
+# The apps/v1, batch/v1 and v1 defaults of the workloads' specs that clients read back
+# (``kubectl rollout status`` needs a StatefulSet's or DaemonSet's update strategy type).
+_WORKLOAD_DEFAULTS: dict[str, dict[str, Any]] = {
+    "Deployment": {
+        "replicas": 1,
+        "strategy": _ROLLING,
+        "revisionHistoryLimit": 10,
+        "progressDeadlineSeconds": 600,
+    },
+    "ReplicaSet": {"replicas": 1},
+    "ReplicationController": {"replicas": 1},
+    "StatefulSet": {
+        "replicas": 1,
+        "podManagementPolicy": "OrderedReady",
+        "updateStrategy": _ROLLING,
+        "revisionHistoryLimit": 10,
+    },
+    "DaemonSet": {"updateStrategy": _ROLLING, "revisionHistoryLimit": 10},
+    "Job": {"backoffLimit": 6, "completionMode": "NonIndexed", "suspend": False},
+}
 
 BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
     ResourceDef(
@@ -209,6 +238,58 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
     ResourceDef(
         "scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups", True, "podgroup", ("pg", "podgroup-v1beta1"),
         subresources=frozenset({"status"}), printer_columns=_NAME_AGE, custom=True,
+    ),
+    # Workloads and their endpoints, controlled by kubetrain.local.workloads (issue 21, D).
+    *(
+        ResourceDef(
+            group, "v1", kind, plural, True, kind.lower(), shorts, ("all",),
+            subresources=frozenset({"status", "scale"} if kind in _SCALED else {"status"}),
+            printer_columns=(*columns, _age(), *_WIDE), create_defaults={"spec": _WORKLOAD_DEFAULTS[kind]},
+        )
+        for group, kind, plural, shorts, columns in (
+            ("apps", "Deployment", "deployments", ("deploy",), (
+                PrinterColumn("Ready", computed="ready_of_replicas"),
+                PrinterColumn("Up-to-date", "integer", computed="status.updatedReplicas"),
+                PrinterColumn("Available", "integer", computed="status.availableReplicas"),
+            )),
+            ("apps", "ReplicaSet", "replicasets", ("rs",), (
+                PrinterColumn("Desired", "integer", json_path=".spec.replicas"),
+                PrinterColumn("Current", "integer", computed="status.replicas"),
+                PrinterColumn("Ready", "integer", computed="status.readyReplicas"),
+            )),
+            ("", "ReplicationController", "replicationcontrollers", ("rc",), (
+                PrinterColumn("Desired", "integer", json_path=".spec.replicas"),
+                PrinterColumn("Current", "integer", computed="status.replicas"),
+                PrinterColumn("Ready", "integer", computed="status.readyReplicas"),
+            )),
+            ("apps", "StatefulSet", "statefulsets", ("sts",), (
+                PrinterColumn("Ready", computed="ready_of_replicas"),
+            )),
+            ("apps", "DaemonSet", "daemonsets", ("ds",), (
+                PrinterColumn("Desired", "integer", computed="status.desiredNumberScheduled"),
+                PrinterColumn("Current", "integer", computed="status.currentNumberScheduled"),
+                PrinterColumn("Ready", "integer", computed="status.numberReady"),
+            )),
+            ("batch", "Job", "jobs", (), (
+                PrinterColumn("Status", json_path=".status.conditions[-1:].type"),
+                PrinterColumn("Completions", computed="job_completions"),
+            )),
+        )
+    ),
+    ResourceDef(
+        "", "v1", "Endpoints", "endpoints", True, "endpoints", ("ep",),
+        printer_columns=(PrinterColumn("Endpoints", computed="endpoints_addresses"), _age()),
+        has_generation=False,
+    ),
+    ResourceDef(
+        "discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True, "endpointslice",
+        printer_columns=(
+            PrinterColumn("AddressType", json_path=".addressType"),
+            PrinterColumn("Ports", json_path=".ports[*].port"),
+            PrinterColumn("Endpoints", json_path=".endpoints[*].addresses[0]"),
+            _age(),
+        ),
+        has_generation=False, field_labels=(),
     ),
     # Schema-less stand-ins, replaced by the CRD-backed definitions when manifests are given.
     ResourceDef(

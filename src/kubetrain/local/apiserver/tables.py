@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubetrain.local.apiserver.resources import PrinterColumn, ResourceDef
+from kubetrain.local.apiserver.scale import selector_text
 
 __all__ = ["human_duration", "jsonpath", "table", "wants_table"]
 
@@ -161,7 +162,34 @@ def _node_status(node: Mapping[str, Any]) -> str:
     return text
 
 
+def _ready_of_replicas(obj: Mapping[str, Any]) -> str:
+    """``ready/desired`` of a Deployment or StatefulSet (desired defaults to 1)."""
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    desired = spec.get("replicas")
+    return f"{int(status.get('readyReplicas') or 0)}/{1 if desired is None else int(desired)}"
+
+
+def _job_completions(job: Mapping[str, Any]) -> str:
+    spec, status = job.get("spec") or {}, job.get("status") or {}
+    total = spec.get("completions")
+    return f"{int(status.get('succeeded') or 0)}/{1 if total is None else int(total)}"
+
+
+def _endpoints_addresses(ep: Mapping[str, Any]) -> str:
+    """``ip:port,...`` as kubectl shows Endpoints (``<none>`` when empty)."""
+    out = []
+    for subset in ep.get("subsets") or []:
+        ports = [p.get("port") for p in subset.get("ports") or []] or [None]
+        for address in subset.get("addresses") or []:
+            out += [f"{address.get('ip')}:{p}" if p else str(address.get("ip")) for p in ports]
+    return ",".join(out) or "<none>"
+
+
 _COMPUTED: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    "ready_of_replicas": _ready_of_replicas,
+    "label_selector": selector_text,
+    "job_completions": _job_completions,
+    "endpoints_addresses": _endpoints_addresses,
     "node_status": _node_status,
     "pod_ready": _pod_ready,
     "pod_status": _pod_status,
@@ -171,6 +199,20 @@ _COMPUTED: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "event_object": _event_object,
     "event_last_seen": _event_last_seen,
 }
+
+
+def _status_count(field: str) -> Callable[[Mapping[str, Any]], Any]:
+    """A count in a workload's status, shown as 0 when left out (as its printer does)."""
+    return lambda obj: int((obj.get("status") or {}).get(field) or 0)
+
+
+_COMPUTED.update(
+    (f"status.{field}", _status_count(field))
+    for field in (
+        "replicas", "updatedReplicas", "readyReplicas", "availableReplicas",
+        "currentNumberScheduled", "desiredNumberScheduled", "numberReady",
+    )
+)  # fmt: skip
 
 
 def _cell(obj: Mapping[str, Any], column: PrinterColumn) -> Any:

@@ -199,6 +199,7 @@ async def run_daemon(
     controller_task: asyncio.Task[None] | None = None
     katib_task: asyncio.Task[None] | None = None
     lws_task: asyncio.Task[None] | None = None
+    workloads_task: asyncio.Task[None] | None = None
     try:
         if executor is not None:
             await executor.start()
@@ -217,6 +218,7 @@ async def run_daemon(
             )
             katib_task = asyncio.create_task(_run_katib(kubeconfig, stop), name="katib")
             lws_task = asyncio.create_task(_run_lws(kubeconfig, stop), name="lws")
+            workloads_task = asyncio.create_task(_run_workloads(kubeconfig, stop), name="workloads")
         info = {
             "pid": os.getpid(),
             "url": server.url,
@@ -239,7 +241,7 @@ async def run_daemon(
         files.clear_ready()
         kill_pods = _stop_mode(files) == "kill-pods"
         stop.set()
-        for task in (controller_task, katib_task, lws_task):
+        for task in (controller_task, katib_task, lws_task, workloads_task):
             if task is not None:
                 with contextlib.suppress(asyncio.TimeoutError, Exception):
                     await asyncio.wait_for(task, timeout=5)
@@ -338,6 +340,20 @@ async def _run_lws(kubeconfig: Path, stop: asyncio.Event) -> None:
             raise
         except Exception:
             log.exception("LeaderWorkerSet controller crashed; restarting in 1 s")
+            await asyncio.sleep(1)
+
+
+async def _run_workloads(kubeconfig: Path, stop: asyncio.Event) -> None:
+    from kubetrain.local.workloads import run_workloads
+
+    while not stop.is_set():
+        try:
+            await run_workloads(kubeconfig, stop)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # Deployments and Services must not take TrainJobs and their pods down with them.
+            log.exception("workload controllers crashed; restarting in 1 s")
             await asyncio.sleep(1)
 
 

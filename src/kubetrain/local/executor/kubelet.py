@@ -29,6 +29,7 @@ from kubetrain.local.sandbox import (
     SandboxError,
     bridge_address,
     cgroup_probe,
+    pod_dns_names,
     sandbox_mode,
     service_dns_names,
 )
@@ -58,6 +59,9 @@ from .spec import read_spec
 __all__ = ["HOST_NAME", "EventSink", "Kubelet"]
 
 log = logging.getLogger(__name__)
+
+# A pod's PodScheduled message while it has scheduling gates, as kube-scheduler words it.
+GATED_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
 
 # What a pod on the pod network calls the host (its loopback, through the egress path).
 HOST_NAME = "host.kubetrain.internal"
@@ -103,6 +107,8 @@ class Kubelet:
         # The node: what it has, what running pods requested, which GPUs each holds.
         self.allocatable = settings.allocatable or machine_allocatable()
         self.requests: dict[str, Resources] = {}
+        # Pods whose binding to this node is on its way to the API server (uids).
+        self.binding: set[str] = set()
         self.gpus: dict[str, tuple[int, ...]] = {}
 
     # --- the pod network ---------------------------------------------------------------------
@@ -147,6 +153,15 @@ class Kubelet:
                 # JobSet's Service publishes not-ready addresses: every pod is an endpoint.
                 for name in service_dns_names(spec.subdomain, spec.namespace):
                     services[name] = list(by_host.values())
+        for pod in self.cluster.pods.values():
+            # A pod of no JobSet with a hostname and subdomain (a StatefulSet's) is named
+            # under its headless Service, as cluster DNS names it.
+            pod_spec, ip = pod.get("spec") or {}, (pod.get("status") or {}).get("podIP")
+            if ip and pod_spec.get("subdomain") and jobset_key_of(pod) is None:
+                host = str(pod_spec.get("hostname") or pod["metadata"].get("name"))
+                hosts.update(
+                    dict.fromkeys(pod_dns_names(host, pod_spec["subdomain"], key_of(pod)[0]), ip)
+                )
         for service in self.cluster.services.values():
             ns, name = key_of(service)
             endpoints = service_endpoints(service, self.cluster.pods.values())
@@ -227,13 +242,18 @@ class Kubelet:
             # It ran under a previous daemon and left no trace: record the loss, never re-run.
             self._spawn(uid, self._record_unknown_end(pod))
             return
-        jobset = self.cluster.jobset_of(pod)
-        if jobset is None:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node:
+            if not has_state:
+                self._schedule(pod)
+            return
+        if node != self.settings.node_name:
+            return  # bound to a node this engine is not
+        placed = self._addresses(pod)
+        if placed is None:
             return  # its JobSet is gone; garbage collection removes the pod
-        dns, by_host = self.addresses.hosts(read_spec(jobset))
+        dns, pod_ip, group = placed
         dns = {**self.host_names(), **self.settings.extra_hosts, **dns}
-        hostname = str((pod.get("spec") or {}).get("hostname") or meta.get("name"))
-        pod_ip = by_host.get(hostname) or next(iter(by_host.values()), "127.0.0.2")
         if not has_state and self._refused(pod):
             return
         owner = _owner(pod)
@@ -257,7 +277,7 @@ class Kubelet:
                     self._release_node(uid)
                     self._wait(pod, why)
                     return
-            self.ports.claim(owner, "/".join(key_of(jobset)), ports)
+            self.ports.claim(owner, group, ports)
         self.waiting.pop(uid, None)
         runner = PodRunner(
             pod,
@@ -271,6 +291,75 @@ class Kubelet:
         )
         self.runners[uid] = runner
         self._spawn(uid, self._run(runner, uid, adopt=has_state))
+
+    def _addresses(self, pod: Obj) -> tuple[dict[str, str], str, str] | None:
+        """(DNS names → address the pod's /etc/hosts adds, its address, the name its ports
+        are held under). A JobSet's pods share their JobSet's block of addresses; any other
+        pod gets a block of one, keyed by its uid (None: the pod's JobSet is gone)."""
+        meta = pod["metadata"]
+        spec = pod.get("spec") or {}
+        hostname = str(spec.get("hostname") or meta.get("name"))
+        if jobset_key_of(pod) is None:
+            uid = str(meta.get("uid"))
+            pod_ip = self.addresses.address(self.addresses.base + self.addresses.block(uid, 1))
+            ns, name = key_of(pod)
+            names = pod_dns_names(hostname, spec.get("subdomain") or None, ns)
+            return dict.fromkeys(names, pod_ip), pod_ip, f"{ns}/{name}"
+        jobset = self.cluster.jobset_of(pod)
+        if jobset is None:
+            return None
+        dns, by_host = self.addresses.hosts(read_spec(jobset))
+        pod_ip = by_host.get(hostname) or next(iter(by_host.values()), "127.0.0.2")
+        return dns, pod_ip, "/".join(key_of(jobset))
+
+    # --- the scheduler: pods created without a node -----------------------------------------
+    def _schedule(self, pod: Obj) -> None:
+        """Bind a pod nobody placed (a Pod created directly, a Deployment's) to this node once
+        it fits, as the default scheduler does; until then it waits, Unschedulable, saying
+        why. The kubelet half runs it when the bound Pod comes back through the watch."""
+        uid = str(pod["metadata"].get("uid"))
+        if uid in self.binding:
+            return
+        spec = pod.get("spec") or {}
+        if spec.get("schedulingGates"):
+            # Left alone until its gates are removed (that change brings it back here).
+            if self.waiting.get(uid) != GATED_MESSAGE:
+                self.waiting[uid] = GATED_MESSAGE
+                stamp = format_time(now())
+                gated = {
+                    "type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
+                    "message": GATED_MESSAGE, "lastProbeTime": None, "lastTransitionTime": stamp,
+                }  # fmt: skip
+                self._background_task(
+                    self.publish(pod, {"phase": "Pending", "conditions": [gated]})
+                )
+            return
+        why = self._admit(uid, pod, check=True)
+        if why is not None:
+            self._wait(pod, why)
+            return
+        self.waiting.pop(uid, None)
+        self.binding.add(uid)
+        self._background_task(self._bind(pod, uid))
+
+    async def _bind(self, pod: Obj, uid: str) -> None:
+        # A cluster's scheduler POSTs pods/binding, which stores spec.nodeName; the embedded
+        # API server has no binding subresource, so the same field is set by a patch (the
+        # uid makes it fail for a newer pod of the same name).
+        ns, name = key_of(pod)
+        try:
+            await self.api.patch(
+                PODS,
+                ns,
+                name,
+                {"metadata": {"uid": uid}, "spec": {"nodeName": self.settings.node_name}},
+            )
+        except KubeApiError as err:
+            self._release_node(uid)
+            if err.code != 404:
+                log.warning("pod %s/%s not bound: %s", ns, name, err)
+        finally:
+            self.binding.discard(uid)
 
     # --- the node: resources and devices ----------------------------------------------------
     def _admit(self, uid: str, pod: Obj, *, check: bool) -> str | None:
@@ -505,6 +594,9 @@ class Kubelet:
                 await self.api.delete(PODS, ns, name, grace_seconds=0, uid=uid)
             await asyncio.to_thread(self._remove_files, uid, ns, name)
         finally:
+            if jobset_key_of(pod) is None:
+                self.addresses.release(uid)
+            self._release_node(uid)  # also what a pod bound but never started had reserved
             self.cluster.terminating.pop(uid, None)
             self.waiting.pop(uid, None)
             self.ips.pop(uid, None)
@@ -533,6 +625,7 @@ class Kubelet:
             if pod_dir.name in known or not pod_dir.is_dir():
                 continue
             await self._kill_leftovers(pod_dir)
+            self.addresses.release(pod_dir.name)  # a pod of no JobSet held a block of its own
             PodNetwork.detach(pod_dir)
             shutil.rmtree(pod_dir, ignore_errors=True)
 
@@ -640,10 +733,13 @@ class Kubelet:
 
 
 def _owner(pod: Obj) -> str:
-    """The uid of the pod's JobSet (label, else controller reference)."""
+    """The uid of the pod's JobSet (label, else controller reference); a pod of no JobSet
+    is its own owner (its ports are its own, not its ReplicaSet's)."""
     meta = pod.get("metadata") or {}
     uid = (meta.get("labels") or {}).get(JOBSET_UID)
     if uid:
         return str(uid)
+    if jobset_key_of(pod) is None:
+        return str(meta.get("uid", ""))
     refs = [r for r in meta.get("ownerReferences") or [] if r.get("controller")]
     return str(refs[0].get("uid")) if refs else str(meta.get("uid", ""))

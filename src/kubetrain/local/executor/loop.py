@@ -1,8 +1,9 @@
 """The executor: watch JobSets and Pods, apply the pure decisions, run the pods.
 
-`Executor` wires three parts around one `cache.Cluster`: two informers (list + watch of
-JobSets, and of Pods carrying a JobSet label), the JobSet half (`jobsets.JobSetWorker`) and the
-kubelet half (`kubelet.Kubelet`), plus one sender that writes Events in order.
+`Executor` wires three parts around one `cache.Cluster`: informers (list + watch of JobSets,
+of every Pod and of Services), the JobSet half (`jobsets.JobSetWorker`) and the kubelet half
+(`kubelet.Kubelet`, which also binds pods created without a node), plus one sender that writes
+Events in order.
 """
 
 from __future__ import annotations
@@ -20,10 +21,8 @@ from .decision import format_time
 from .jobsets import JobSetWorker
 from .kubeapi import EVENTS, JOBSETS, PODS, SERVICES, KubeApi, KubeApiError, Resource
 from .kubelet import Kubelet
-from .labels import JOBSET_NAME
 from .node import node_object
 from .objects import make_event
-from .podstatus import BARE_POD_MESSAGE, BARE_POD_REASON, bare_pod_status, bare_pod_waits
 from .settings import ExecutorSettings
 
 __all__ = ["Executor"]
@@ -63,15 +62,10 @@ class Executor:
             asyncio.create_task(
                 self._informer(JOBSETS, None, self._on_jobset), name="executor-jobsets"
             ),
-            asyncio.create_task(
-                self._informer(PODS, JOBSET_NAME, self._on_pod), name="executor-pods"
-            ),
+            # Every Pod: a JobSet's, or one created directly or by a workload controller.
+            asyncio.create_task(self._informer(PODS, None, self._on_pod), name="executor-pods"),
             asyncio.create_task(
                 self._informer(SERVICES, None, self._on_service), name="executor-services"
-            ),
-            asyncio.create_task(
-                self._informer(PODS, f"!{JOBSET_NAME}", self._on_bare_pod),
-                name="executor-bare-pods",
             ),
         ]
         await asyncio.to_thread(self.kubelet.start_network)
@@ -189,22 +183,6 @@ class Executor:
         jobset = jobset_key_of(obj)
         if jobset is not None:
             self.jobsets.enqueue(jobset)
-
-    def _on_bare_pod(self, etype: str, obj: Obj) -> None:
-        """A Pod of no JobSet is never run here yet: say so on it, never leave it silent."""
-        if etype == "DELETED" or not bare_pod_waits(obj):
-            return
-        self.kubelet.background(self._mark_bare_pod(obj))
-
-    async def _mark_bare_pod(self, pod: Obj) -> None:
-        ns, name = key_of(pod)
-        status = bare_pod_status(format_time(now()))
-        try:
-            await self.api.patch(PODS, ns, name, {"status": status}, subresource="status")
-        except KubeApiError as err:
-            log.debug("bare pod %s/%s not marked: %s", ns, name, err)
-            return
-        await self._event(pod, "Warning", BARE_POD_REASON, BARE_POD_MESSAGE, "default-scheduler")
 
     # --- events ---------------------------------------------------------------------------------
     async def _event(

@@ -12,54 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
-    "BARE_POD_MESSAGE",
-    "BARE_POD_REASON",
     "UNKNOWN_MESSAGE",
     "UNKNOWN_REASON",
     "ContainerRecord",
     "PodStatusModel",
-    "bare_pod_status",
-    "bare_pod_waits",
 ]
 
 # What the kubelet reports for a container whose end it never saw.
 UNKNOWN_REASON = "ContainerStatusUnknown"
 UNKNOWN_MESSAGE = "The container could not be located when the pod was terminated"
-
-# A Pod that belongs to no JobSet: the local engine does not run it (yet), and says so the way a
-# scheduler says a pod cannot be placed, rather than leaving it Pending in silence.
-BARE_POD_REASON = "FailedScheduling"
-BARE_POD_MESSAGE = (
-    "the local engine runs only pods of JobSets (TrainJobs); this pod belongs to no JobSet "
-    "and will not be started here"
-)
-
-
-def bare_pod_waits(pod: dict[str, Any]) -> bool:
-    """True for a pending, not-deleted Pod that has not yet been told it will not run."""
-    if (pod.get("metadata") or {}).get("deletionTimestamp"):
-        return False
-    status = pod.get("status") or {}
-    if status.get("phase") not in (None, "", "Pending"):
-        return False
-    return not any(c.get("type") == "PodScheduled" for c in status.get("conditions") or [])
-
-
-def bare_pod_status(stamp: str) -> dict[str, Any]:
-    """The status of a Pod the local engine will not run: Pending, PodScheduled False."""
-    return {
-        "phase": "Pending",
-        "conditions": [
-            {
-                "type": "PodScheduled",
-                "status": "False",
-                "reason": "Unschedulable",
-                "message": BARE_POD_MESSAGE,
-                "lastProbeTime": None,
-                "lastTransitionTime": stamp,
-            }
-        ],
-    }
 
 
 @dataclass

@@ -154,13 +154,15 @@ def plan_launch(
         own = {k: _rewrite_names(v, names) for k, v in own.items()}
     env = {**base, **own, **ctx.device_env}
     command = [str(c) for c in container.get("command") or []] or list(image.entrypoint)
-    if not command:
+    args = [str(a) for a in container.get("args") or []]
+    if not command and not args:
         raise SandboxError(
             f"container {name!r} has no command: images are local Python environments here "
-            "and carry no entrypoint; set 'command' (or map the image to an entrypoint)",
+            "and carry no entrypoint; set 'command' or 'args' (or map the image to an "
+            "entrypoint)",
             reason="CreateContainerError",
         )
-    args = [str(a) for a in container.get("args") or []]
+    # An image without an entrypoint runs its args as the command, as a container runtime does.
     argv = [expand(a, env) for a in [*command, *args]]
     workdir = str(container.get("workingDir") or image.workdir)
     mounts = container_mounts(pod, container, volumes)
