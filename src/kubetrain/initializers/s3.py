@@ -42,8 +42,9 @@ __all__ = ["CONCURRENCY", "S3Object", "fetch_s3", "s3_client"]
 log = logging.getLogger("kubetrain.initializers")
 
 MB = 1024 * 1024
-# Requests in flight.
-CONCURRENCY = 16
+# Requests in flight: small objects are latency-bound, so more in flight pays (against moto,
+# 32 reached the server's own ceiling where 16 stayed a quarter below it).
+CONCURRENCY = 32
 
 
 @dataclass(frozen=True)
