@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import kubetrain.initializers.s3 as s3_source
 from kubetrain.initializers import run
+from kubetrain.initializers.config import read_config
 from kubetrain.testing.s3 import S3Server
 
 BUCKET = "initializer-tests"
@@ -128,3 +130,75 @@ def test_role_arn_fetches_with_the_roles_temporary_credentials(
     env = {**_env(bucket, f"s3://{BUCKET}/single.parquet"), "ROLE_ARN": role["Arn"]}
     run("dataset", env, tmp_path / "out")
     assert (tmp_path / "out" / "single.parquet").read_bytes() == b"p" * 100
+
+
+def _part(tmp_path: Path, key: str, size: int) -> s3_source._Part:
+    obj = s3_source.S3Object(key, key.rsplit("/", 1)[-1], size, "")
+    return s3_source._Part(obj, tmp_path / "part", 0, size, False)
+
+
+@pytest.fixture(scope="module")
+def open_bucket() -> Iterator[S3Server]:
+    """moto without auth: with auth it cannot check a presigned URL (HTTP 500)."""
+    with S3Server() as server:
+        client = server.client()
+        client.create_bucket(Bucket=BUCKET)
+        client.put_object(Bucket=BUCKET, Key="single.parquet", Body=b"p" * 100)
+        yield server
+
+
+@pytest.mark.parametrize(
+    ("server", "key", "presigned"),
+    [
+        pytest.param("open", "single.parquet", True, id="an object comes by its presigned GET"),
+        pytest.param(
+            "open", "no/such.key", False, id="a failed presigned GET is left to GetObject"
+        ),
+        pytest.param("auth", "single.parquet", False, id="so is one the server cannot check"),
+    ],
+)
+def test_presigned_gets_and_what_they_leave_to_getobject(
+    request: pytest.FixtureRequest, tmp_path: Path, server: str, key: str, presigned: bool
+) -> None:
+    from kubetrain.initializers.meter import Meter
+
+    s3: S3Server = request.getfixturevalue("open_bucket" if server == "open" else "bucket")
+    client = s3_source.s3_client(read_config("dataset", _env(s3, f"s3://{BUCKET}/")), concurrency=2)
+    http = s3_source._http(s3.endpoint, 2)
+    meter = Meter(100)
+    part = _part(tmp_path, key, 100)
+    assert s3_source._fetch_presigned(client, http, BUCKET, part, meter) is presigned
+    assert meter.done == (100 if presigned else 0)
+    if key == "no/such.key":
+        # GetObject then says what is wrong in S3's words, as the failure message needs.
+        with pytest.raises(client.exceptions.NoSuchKey):
+            s3_source._fetch_part(client, http, BUCKET, part, meter)
+    else:
+        s3_source._fetch_part(client, http, BUCKET, part, meter)
+        assert part.path.read_bytes() == b"p" * 100
+
+
+@pytest.mark.parametrize(
+    ("env", "direct"),
+    [
+        pytest.param({}, True, id="without a proxy GETs go straight to the endpoint"),
+        pytest.param(
+            {"HTTP_PROXY": "http://proxy.invalid:3128"},
+            False,
+            id="with a proxy every GET goes through botocore, which knows proxies",
+        ),
+        pytest.param(
+            {"HTTP_PROXY": "http://proxy.invalid:3128", "NO_PROXY": "127.0.0.1"},
+            True,
+            id="an endpoint the proxy settings bypass is reached directly",
+        ),
+    ],
+)
+def test_the_presigned_pool_only_where_no_proxy_applies(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], direct: bool
+) -> None:
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert (s3_source._http("http://127.0.0.1:9000", 4) is not None) is direct
