@@ -80,15 +80,16 @@ def _entries(res: ResourceDef) -> list[dict[str, Any]]:
     out = [main]
     for sub in sorted(res.subresources):
         verbs = ["get"] if sub == "log" else ["get", "patch", "update"]
-        out.append(
-            {
-                "name": f"{res.plural}/{sub}",
-                "singularName": "",
-                "namespaced": res.namespaced,
-                "kind": res.kind,
-                "verbs": verbs,
-            }
-        )
+        entry: dict[str, Any] = {
+            "name": f"{res.plural}/{sub}",
+            "singularName": "",
+            "namespaced": res.namespaced,
+            "kind": res.kind,
+            "verbs": verbs,
+        }
+        if sub == "scale":
+            entry.update(group="autoscaling", version="v1", kind="Scale")
+        out.append(entry)
     return out
 
 

@@ -46,6 +46,7 @@ from kubetrain.local.apiserver.patching import (
     strategic_merge_patch,
 )
 from kubetrain.local.apiserver.resources import Registry, ResourceDef
+from kubetrain.local.apiserver.scale import replicas_of, scale_of
 from kubetrain.local.apiserver.schema import ProjectSchemas, SchemaRules
 from kubetrain.local.apiserver.selectors import FieldSelector, LabelSelector
 from kubetrain.local.apiserver.store import Change, Store
@@ -365,6 +366,10 @@ class Engine(Deletion):
     ) -> Result:
         op = Op()
         old = self.get(res, namespace, name)
+        if subresource == "scale":
+            result = self._write_scale(op, res, old, body, opts)
+            await op.done()
+            return result
         obj = self._check_body(res, body)
         if obj["metadata"].get("name", name) != name:
             raise E.bad_request(
@@ -397,7 +402,18 @@ class Engine(Deletion):
             content_type == STRATEGIC and res.custom
         ):
             raise E.unsupported_media_type(content_type)
-        if content_type in (APPLY, APPLY_JSON):
+        if subresource == "scale":
+            old = self.get(res, namespace, name)
+            current = scale_of(old)
+            if content_type == JSON_PATCH:
+                wanted = apply_json_patch(codec.clone(current), patch)
+            elif isinstance(patch, dict) and content_type in (MERGE, STRATEGIC, APPLY, APPLY_JSON):
+                # A Scale has no lists: every patch type but JSON patch merges the same way.
+                wanted = merge_patch(current, patch)
+            else:
+                raise E.bad_request("a patch of the scale subresource must be a JSON object")
+            result = self._write_scale(op, res, old, wanted, opts)
+        elif content_type in (APPLY, APPLY_JSON):
             result = self._apply(op, res, namespace, name, subresource, patch, opts)
         else:
             old = self.get(res, namespace, name)
@@ -611,6 +627,19 @@ class Engine(Deletion):
         else:
             op.futures.append(self.store.put(Change(rv, "MODIFIED", res.key, ns, name, new, old)))
         return Result(new, 200, warnings)
+
+    def _write_scale(
+        self, op: Op, res: ResourceDef, old: dict[str, Any], scale: Any, opts: WriteOptions
+    ) -> Result:
+        """Set ``spec.replicas`` from a Scale; the answer is the Scale after the write."""
+        name = old["metadata"]["name"]
+        replicas = replicas_of(scale, res.kind, name)
+        candidate = codec.clone(old)
+        candidate.setdefault("spec", {})["replicas"] = replicas
+        wanted_rv = (scale.get("metadata") or {}).get("resourceVersion")
+        candidate["metadata"]["resourceVersion"] = wanted_rv or old["metadata"]["resourceVersion"]
+        result = self._update(op, res, old, candidate, "scale", opts, "Update", None)
+        return Result(scale_of(result.body), result.code, result.warnings)
 
     # ==== start-up =======================================================================
     async def ensure(

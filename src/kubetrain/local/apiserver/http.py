@@ -34,6 +34,7 @@ from kubetrain.local.apiserver.logs import LogRequest, log_file, pick_container,
 from kubetrain.local.apiserver.openapi import OpenAPI
 from kubetrain.local.apiserver.patching import apply_json_patch, merge_patch
 from kubetrain.local.apiserver.resources import ResourceDef
+from kubetrain.local.apiserver.scale import scale_of
 from kubetrain.local.apiserver.selectors import (
     FieldSelector,
     parse_field_selector,
@@ -253,6 +254,8 @@ class HttpApi:
                     )
                 return _respond(listed)
             obj = self.engine.get(res, namespace, name)
+            if sub == "scale":
+                return _respond(scale_of(obj))
             if wants_table(request.headers.get("Accept", "")):
                 return _respond(
                     table(

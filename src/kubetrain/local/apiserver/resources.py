@@ -87,6 +87,13 @@ def _age() -> PrinterColumn:
 
 _NAME_AGE = (_age(),)
 
+# kubectl get -o wide's extra columns for workloads (Containers, Images, Selector).
+_WORKLOAD_WIDE = (
+    PrinterColumn("Containers", computed="containers", priority=1),
+    PrinterColumn("Images", computed="images", priority=1),
+    PrinterColumn("Selector", computed="selector", priority=1),
+)
+
 _EVENT_FIELDS = (
     "involvedObject.kind",
     "involvedObject.namespace",
@@ -250,6 +257,122 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
                 ),
             ),
         )
+    ),
+    # The core kinds operators touch next to a TrainJob (Helm charts, Katib, Kueue, the official
+    # client's e2e suite), with kubectl's printer columns (k8s.io/kubernetes pkg/printers) and
+    # the subresources Kubernetes serves for them.
+    ResourceDef(
+        "batch", "v1", "Job", "jobs", True, "job", (), ("all",),
+        subresources=frozenset({"status"}),
+        printer_columns=(
+            PrinterColumn("Status", computed="job_status"),
+            PrinterColumn("Completions", computed="job_completions"),
+            PrinterColumn("Duration", computed="job_duration"),
+            _age(),
+            *_WORKLOAD_WIDE,
+        ),
+        field_labels=("status.successful",),
+    ),
+    ResourceDef(
+        "apps", "v1", "Deployment", "deployments", True, "deployment", ("deploy",), ("all",),
+        subresources=frozenset({"status", "scale"}),
+        printer_columns=(
+            PrinterColumn("Ready", computed="ready_of_replicas"),
+            PrinterColumn("Up-to-date", "integer", computed="count:.status.updatedReplicas"),
+            PrinterColumn("Available", "integer", computed="count:.status.availableReplicas"),
+            _age(),
+            *_WORKLOAD_WIDE,
+        ),
+    ),
+    ResourceDef(
+        "apps", "v1", "ReplicaSet", "replicasets", True, "replicaset", ("rs",), ("all",),
+        subresources=frozenset({"status", "scale"}),
+        printer_columns=(
+            PrinterColumn("Desired", "integer", computed="desired_replicas"),
+            PrinterColumn("Current", "integer", computed="count:.status.replicas"),
+            PrinterColumn("Ready", "integer", computed="count:.status.readyReplicas"),
+            _age(),
+            *_WORKLOAD_WIDE,
+        ),
+    ),
+    ResourceDef(
+        "apps", "v1", "DaemonSet", "daemonsets", True, "daemonset", ("ds",), ("all",),
+        subresources=frozenset({"status"}),
+        printer_columns=(
+            PrinterColumn("Desired", "integer", computed="count:.status.desiredNumberScheduled"),
+            PrinterColumn("Current", "integer", computed="count:.status.currentNumberScheduled"),
+            PrinterColumn("Ready", "integer", computed="count:.status.numberReady"),
+            PrinterColumn("Up-to-date", "integer", computed="count:.status.updatedNumberScheduled"),
+            PrinterColumn("Available", "integer", computed="count:.status.numberAvailable"),
+            PrinterColumn("Node Selector", computed="node_selector"),
+            _age(),
+            *_WORKLOAD_WIDE,
+        ),
+    ),
+    ResourceDef(
+        "apps", "v1", "StatefulSet", "statefulsets", True, "statefulset", ("sts",), ("all",),
+        subresources=frozenset({"status", "scale"}),
+        printer_columns=(
+            PrinterColumn("Ready", computed="ready_of_replicas"),
+            _age(),
+            *_WORKLOAD_WIDE[:2],
+        ),
+    ),
+    ResourceDef(
+        "", "v1", "ReplicationController", "replicationcontrollers", True, "replicationcontroller",
+        ("rc",), ("all",),
+        subresources=frozenset({"status", "scale"}),
+        printer_columns=(
+            PrinterColumn("Desired", "integer", computed="desired_replicas"),
+            PrinterColumn("Current", "integer", computed="count:.status.replicas"),
+            PrinterColumn("Ready", "integer", computed="count:.status.readyReplicas"),
+            _age(),
+            *_WORKLOAD_WIDE,
+        ),
+        field_labels=("status.replicas",),
+    ),
+    ResourceDef(
+        "", "v1", "Endpoints", "endpoints", True, "endpoints", ("ep",),
+        printer_columns=(PrinterColumn("Endpoints", computed="endpoints"), _age()),
+        has_generation=False,
+    ),
+    ResourceDef(
+        "discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True, "endpointslice",
+        printer_columns=(
+            PrinterColumn("AddressType", json_path=".addressType"),
+            PrinterColumn("Ports", computed="slice_ports"),
+            PrinterColumn("Endpoints", computed="slice_endpoints"),
+            _age(),
+        ),
+    ),
+    *(
+        ResourceDef(
+            "rbac.authorization.k8s.io", "v1", kind, kind.lower() + "s", namespaced, kind.lower(),
+            printer_columns=(
+                PrinterColumn("Created At", "string", computed="created_at", format="date-time"),
+            ) if kind.endswith("Role") else (
+                PrinterColumn("Role", computed="binding_role"),
+                _age(),
+                PrinterColumn("Users", computed="binding_users", priority=1),
+                PrinterColumn("Groups", computed="binding_groups", priority=1),
+                PrinterColumn("ServiceAccounts", computed="binding_service_accounts", priority=1),
+            ),
+            has_generation=False,
+        )
+        for kind, namespaced in (
+            ("Role", True), ("ClusterRole", False), ("RoleBinding", True), ("ClusterRoleBinding", False)
+        )
+    ),
+    ResourceDef(
+        "apiregistration.k8s.io", "v1", "APIService", "apiservices", False, "apiservice",
+        categories=("api-extensions",),
+        subresources=frozenset({"status"}),
+        printer_columns=(
+            PrinterColumn("Service", computed="apiservice_service"),
+            PrinterColumn("Available", computed="apiservice_available"),
+            _age(),
+        ),
+        has_generation=False,
     ),
 )  # fmt: skip
 
