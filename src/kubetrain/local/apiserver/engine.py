@@ -114,6 +114,7 @@ class Engine(Deletion):
         self.schema: SchemaRules = schema_rules or ProjectSchemas()
         self.clock = clock
         self.reader = _Reader(registry, store)
+        self._controller_tasks = set()
 
     # ==== reads ==========================================================================
     def get(self, res: ResourceDef, namespace: str | None, name: str) -> dict[str, Any]:
@@ -254,6 +255,8 @@ class Engine(Deletion):
         rv = self.store.next_rv()
         meta["resourceVersion"] = str(rv)
         op.futures.append(self.store.put(Change(rv, "ADDED", res.key, ns, name, obj, None)))
+        if res.kind == "Namespace" and not res.group:
+            self._ensure_default_service_account(op, name)
         refs = [
             r for r in meta.get("ownerReferences") or () if isinstance(r, dict) and r.get("uid")
         ]
@@ -428,7 +431,7 @@ class Engine(Deletion):
                     raise E.unsupported_media_type(content_type)
                 if not isinstance(patch, dict):
                     raise E.bad_request("a strategic merge patch must be a JSON object")
-                candidate = strategic_merge_patch(old, patch)
+                candidate = strategic_merge_patch(old, patch, res.api_version, res.kind)
             else:
                 raise E.unsupported_media_type(content_type)
             _immutable_identity(res, old, candidate)
@@ -640,6 +643,34 @@ class Engine(Deletion):
         candidate["metadata"]["resourceVersion"] = wanted_rv or old["metadata"]["resourceVersion"]
         result = self._update(op, res, old, candidate, "scale", opts, "Update", None)
         return Result(scale_of(result.body), result.code, result.warnings)
+
+    # ==== the ServiceAccount controller ====================================================
+    def _ensure_default_service_account(self, op: Op, namespace: str) -> None:
+        """A ``default`` ServiceAccount in ``namespace`` unless it has one or is terminating."""
+        res = self.registry.by_kind("v1", "ServiceAccount")
+        ns_obj = self.store.get("/namespaces", "", namespace)
+        if res is None or ns_obj is None or ns_obj["metadata"].get("deletionTimestamp"):
+            return
+        if self.store.get(res.key, namespace, "default") is not None:
+            return
+        body = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}
+        self._create(
+            op,
+            res,
+            namespace,
+            body,
+            WriteOptions(field_manager="kube-controller-manager"),
+            "Update",
+        )
+
+    async def settle_namespaces(self) -> None:
+        """At start, what the controllers would catch up on: a ``default`` ServiceAccount in
+        every namespace, and terminating namespaces finished once they are empty."""
+        op = Op()
+        for ns in self.store.items("/namespaces", None):
+            self._ensure_default_service_account(op, ns["metadata"]["name"])
+            self._finish_namespace(op, ns["metadata"]["name"])
+        await op.done()
 
     # ==== start-up =======================================================================
     async def ensure(

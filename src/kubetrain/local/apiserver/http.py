@@ -73,7 +73,8 @@ def _respond(body: Any, code: int = 200, warnings: list[str] | None = None) -> w
         headers.add(
             "Warning", '299 - "' + quoted.encode("ascii", "backslashreplace").decode() + '"'
         )
-    return web.Response(body=_dumps(body), status=code, headers=headers)
+    # kube-apiserver's JSON encoder ends every body with a newline; clients compare it.
+    return web.Response(body=_dumps(body) + b"\n", status=code, headers=headers)
 
 
 def _error(err: E.ApiError) -> web.Response:

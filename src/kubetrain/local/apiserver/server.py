@@ -187,6 +187,7 @@ class ApiServer:
                 for n in DEFAULT_NAMESPACES
             ]
         )
+        await self.engine.settle_namespaces()
         seeds = self._seed() if callable(self._seed) else self._seed
         await self.engine.ensure(list(seeds))
         runner = web.AppRunner(
