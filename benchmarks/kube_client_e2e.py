@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -87,15 +88,22 @@ def _outcomes(junit: Path) -> list[Outcome]:
 
 
 def run_suite(
-    site: Path = SITE, select: str = "", per_test: int = 120, keep: Path | None = None
+    site: Path = SITE,
+    select: str = "",
+    per_test: int = 120,
+    keep: Path | None = None,
+    kubeconfig: Path | None = None,
+    tests: Sequence[str] = (),
 ) -> list[Outcome]:
-    """Start ``kubetrain serve``, run the suite against it, return each test's outcome."""
+    """Run the suite (or only ``tests``, pytest node ids) against ``kubeconfig``'s cluster, or
+    else against a ``kubetrain serve`` started for the run; return each test's outcome."""
     with tempfile.TemporaryDirectory(prefix="kt-client-e2e-") as tmp:
         home = keep or Path(tmp)
         home.mkdir(parents=True, exist_ok=True)
-        proc = _serve(home)
+        proc = _serve(home) if kubeconfig is None else None
         try:
-            _wait_for(home / "kubeconfig", proc, 120)
+            if proc is not None:
+                _wait_for(home / "kubeconfig", proc, 120)
             ini = Path(tmp) / "pytest.ini"
             ini.write_text("[pytest]\n")  # none of this repository's pytest settings apply
             junit = Path(tmp) / "junit.xml"
@@ -103,13 +111,13 @@ def run_suite(
                 sys.executable, "-m", "pytest", "-c", str(ini), "--rootdir", str(site),
                 "-p", "no:cacheprovider", "-p", "no:asyncio", "-q",
                 "--continue-on-collection-errors", "--timeout", str(per_test),
-                f"--junitxml={junit}", *SUITES,
+                f"--junitxml={junit}", *(tests or SUITES),
             ]  # fmt: skip
             if select:
                 cmd += ["-k", select]
             env = {
                 **os.environ,
-                "KUBECONFIG": str(home / "kubeconfig"),
+                "KUBECONFIG": str(kubeconfig or home / "kubeconfig"),
                 # The suite imports itself as part of the `kubernetes` package of its release.
                 "PYTHONPATH": str(site),
             }
@@ -117,12 +125,13 @@ def run_suite(
             subprocess.run(cmd, cwd=site, env=env, check=False)
             return _outcomes(junit) if junit.exists() else []
         finally:
-            proc.terminate()
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            if proc is not None:
+                proc.terminate()
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -132,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-test", type=int, default=120, help="seconds before a test is cut")
     parser.add_argument("--json", type=Path, help="also write the outcomes here")
     parser.add_argument("--home", type=Path, help="keep the server's KUBETRAIN_HOME here")
+    parser.add_argument(
+        "--kubeconfig", type=Path, help="run against this cluster instead of a fresh serve"
+    )
     args = parser.parse_args(argv)
     absent = missing(args.site)
     if absent:
@@ -142,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    outcomes = run_suite(args.site, args.select, args.per_test, args.home)
+    outcomes = run_suite(args.site, args.select, args.per_test, args.home, args.kubeconfig)
     print()
     for o in outcomes:
         print(

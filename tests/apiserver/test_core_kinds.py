@@ -226,3 +226,16 @@ def test_discovery_names_the_scale_subresource_as_autoscaling_scale(
     out = cluster.kubectl("get", "--raw", "/apis/apps/v1").stdout
     assert '"name":"deployments/scale"' in out.replace(" ", "")
     assert '"group":"autoscaling"' in out.replace(" ", "")
+
+
+def test_kubectl_cluster_info_names_the_control_plane(cluster: Cluster) -> None:
+    out = cluster.kubectl("cluster-info").stdout
+    assert "Kubernetes control plane is running at https://127.0.0.1:" in out
+
+
+def test_the_kubernetes_service_points_at_the_server(cluster: Cluster, core: Any) -> None:
+    if cluster.server is None:
+        pytest.skip("needs the embedded API server's address")
+    endpoints = core.read_namespaced_endpoints("kubernetes", "default")
+    assert [p.port for p in endpoints.subsets[0].ports] == [cluster.server.port]
+    assert core.read_namespaced_service("kubernetes", "default").spec.ports[0].port == 443

@@ -194,7 +194,7 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
             _age(),
             PrinterColumn("Selector", json_path=".spec.selector", priority=1),
         ),
-        has_generation=False,
+        has_generation=False, initial_status={"loadBalancer": {}},
     ),
     ResourceDef(
         "scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, "priorityclass", ("pc",),
