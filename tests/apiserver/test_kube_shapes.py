@@ -102,3 +102,27 @@ def test_a_deleted_namespace_answers_terminating_then_goes(api_client: Any, core
     assert answer["metadata"]["deletionTimestamp"]
     assert answer["spec"]["finalizers"] == ["kubernetes"]
     assert namespace_gone(core, name)
+
+
+def test_a_delete_through_events_k8s_io_names_that_group(api_client: Any, ns: str) -> None:
+    path = f"/apis/events.k8s.io/v1/namespaces/{ns}/events"
+    event = {
+        "metadata": {"name": "e"},
+        "eventTime": "2026-12-01T10:00:00.000000Z",
+        "reportingController": "test",
+        "reportingInstance": "test-1",
+        "action": "Testing",
+        "reason": "Tested",
+        "type": "Normal",
+        "regarding": {"kind": "Pod", "name": "p", "namespace": ns},
+    }
+    code, created = _raw(api_client, "POST", path, event)
+    assert code == 201, created
+    code, raw = _raw(api_client, "DELETE", f"{path}/e")
+    details = json.loads(raw)["details"]
+    assert (code, details["name"], details["group"], details["kind"]) == (
+        200,
+        "e",
+        "events.k8s.io",
+        "events",
+    )

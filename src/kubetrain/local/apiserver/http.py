@@ -433,6 +433,14 @@ class HttpApi:
             raise E.method_not_allowed()
         if result.body.get("kind") == stored.kind:
             result.body = view.from_storage(result.body)
+        elif result.body.get("kind") == "Status" and "details" in result.body:
+            # A delete's Status names the resource as served (its group), not its storage.
+            details = result.body["details"]
+            result.body["details"] = {
+                "name": details.get("name"),
+                **({"group": res.group} if res.group else {}),
+                **{k: v for k, v in details.items() if k not in ("name", "group")},
+            }
         return self._answer(result)
 
     @staticmethod
