@@ -85,6 +85,13 @@ addressType: IPv4
 endpoints: [{addresses: [10.0.0.5]}]
 ports: [{port: 8080}]
 ---
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{name: http, port: 80, targetPort: 8080}, {name: dns, port: 53, protocol: UDP}]
+---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata: {name: reader}
@@ -144,10 +151,16 @@ LISTINGS = [
         ["NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE", "NODE SELECTOR", "AGE"],
         ["agent", "0", "0", "0", "0", "0", "disk=ssd"],
     ),
-    ("statefulset", "db", ["NAME", "READY", "AGE"], ["db", "0/1"]),
+    ("statefulset", "db", ["NAME", "READY", "AGE"], ["db", "0/1"]),  # replicas defaults to 1
     ("replicationcontroller", "legacy", ["NAME", "DESIRED", "CURRENT", "READY", "AGE"], ["legacy", "1", "0", "0"]),
     ("job", "once", ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"], ["once", "Running", "0/3"]),
     ("endpoints", "web", ["NAME", "ENDPOINTS", "AGE"], ["web", "10.0.0.5:8080,10.0.0.6:8080"]),
+    (
+        "service",
+        "web",
+        ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"],
+        ["web", "ClusterIP", "<none>", "<none>", "80/TCP,53/UDP"],
+    ),
     (
         "endpointslice",
         "web-abc",
@@ -239,3 +252,48 @@ def test_the_kubernetes_service_points_at_the_server(cluster: Cluster, core: Any
     endpoints = core.read_namespaced_endpoints("kubernetes", "default")
     assert [p.port for p in endpoints.subsets[0].ports] == [cluster.server.port]
     assert core.read_namespaced_service("kubernetes", "default").spec.ports[0].port == 443
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "path", "value"),
+    [
+        ("statefulset", "db", "{.spec.replicas}", "1"),
+        ("deployment", "web", "{.spec.strategy.rollingUpdate.maxSurge}", "25%"),
+        ("job", "once", "{.spec.parallelism} {.spec.backoffLimit} {.spec.completionMode}", "1 6 NonIndexed"),
+        ("service", "web", "{.spec.ports[1].targetPort} {.spec.sessionAffinity}", "53 None"),
+    ],
+    ids=[
+        "a stateful set without replicas gets one",
+        "a deployment rolls 25% at a time",
+        "a job runs one pod at a time and retries six times",
+        "a service port targets the same port",
+    ],
+)  # fmt: skip
+def test_the_server_fills_in_kubernetes_defaults(
+    cluster: Cluster, applied: str, kind: str, name: str, path: str, value: str
+) -> None:
+    assert (
+        cluster.kubectl("-n", applied, "get", kind, name, "-o", f"jsonpath={path}").stdout == value
+    )
+
+
+def test_kubectl_apply_again_patches_a_deployment_strategically(
+    cluster: Cluster, applied: str, tmp_path: Path
+) -> None:
+    manifest = MANIFEST.split("---")[0].replace(
+        "{name: http, image: python:3.11}",
+        "{name: http, image: python:3.12}, {name: sidecar, image: busybox}",
+    )
+    (tmp_path / "web.yaml").write_text(manifest)
+    out = cluster.kubectl("-n", applied, "apply", "-f", str(tmp_path / "web.yaml")).stdout
+    assert "deployment.apps/web configured" in out
+    images = cluster.kubectl(
+        "-n",
+        applied,
+        "get",
+        "deploy",
+        "web",
+        "-o",
+        "jsonpath={.spec.template.spec.containers[*].image}",
+    ).stdout
+    assert images == "python:3.12 busybox"

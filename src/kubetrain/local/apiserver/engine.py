@@ -26,6 +26,7 @@ from kubetrain.local.apiserver.admission import (
     PermissiveAdmission,
     webhook_name,
 )
+from kubetrain.local.apiserver.defaults import apply_core_defaults
 from kubetrain.local.apiserver.deletion import Deletion
 from kubetrain.local.apiserver.meta import (
     SERVER_FIELDS,
@@ -331,6 +332,8 @@ class Engine(Deletion):
             if pruned and opts.field_validation != "Ignore":
                 warnings += [f'unknown field "{p}"' for p in pruned]
             self.schema.default(obj)
+        elif not res.custom:
+            apply_core_defaults(res.api_version, res.kind, obj)
         if subresource is None:
             obj = self.admission.mutate(operation, obj, old, reader=self.reader)
         errors = validate_metadata(

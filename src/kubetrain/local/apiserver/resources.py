@@ -191,8 +191,10 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
         printer_columns=(
             PrinterColumn("Type", json_path=".spec.type"),
             PrinterColumn("Cluster-IP", json_path=".spec.clusterIP"),
+            PrinterColumn("External-IP", computed="service_external_ips"),
+            PrinterColumn("Port(s)", computed="service_ports"),
             _age(),
-            PrinterColumn("Selector", json_path=".spec.selector", priority=1),
+            PrinterColumn("Selector", computed="service_selector", priority=1),
         ),
         has_generation=False, initial_status={"loadBalancer": {}},
     ),

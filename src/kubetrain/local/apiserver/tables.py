@@ -288,7 +288,30 @@ def _apiservice_service(svc: Mapping[str, Any]) -> str:
     return f"{ref.get('namespace')}/{ref.get('name')}" if ref else "Local"
 
 
+def _service_ports(svc: Mapping[str, Any]) -> str:
+    out = []
+    for p in (svc.get("spec") or {}).get("ports") or []:
+        node = f":{p['nodePort']}" if p.get("nodePort") else ""
+        out.append(f"{p.get('port')}{node}/{p.get('protocol') or 'TCP'}")
+    return ",".join(out) or "<none>"
+
+
+def _service_external_ips(svc: Mapping[str, Any]) -> str:
+    spec = svc.get("spec") or {}
+    ingress = ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    ips = list(spec.get("externalIPs") or [])
+    ips += [str(i.get("ip") or i.get("hostname")) for i in ingress]
+    if spec.get("type") == "ExternalName":
+        return str(spec.get("externalName") or "<none>")
+    if ips:
+        return ",".join(ips)
+    return "<pending>" if spec.get("type") == "LoadBalancer" else "<none>"
+
+
 _COMPUTED: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    "service_ports": _service_ports,
+    "service_external_ips": _service_external_ips,
+    "service_selector": lambda o: selector_text((o.get("spec") or {}).get("selector")),
     "ready_of_replicas": _ready_of_replicas,
     "desired_replicas": lambda o: (
         _count(o, ".spec.replicas") if "replicas" in (o.get("spec") or {}) else 1
