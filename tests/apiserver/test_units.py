@@ -314,3 +314,28 @@ def test_an_applied_element_without_a_defaulted_key_matches_the_stored_one() -> 
     assert apply_merge(stored, {"ports": [{"containerPort": 29400}]}, ports) == stored, (
         "no duplicate port"
     )
+
+
+@pytest.mark.parametrize(
+    ("hand", "published"),
+    [
+        ("PodSpec", "io.k8s.api.core.v1.PodSpec"),
+        ("Container", "io.k8s.api.core.v1.Container"),
+        ("ObjectMeta", "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+        ("JobSpec", "io.k8s.api.batch.v1.JobSpec"),
+    ],
+    ids=lambda v: v.rsplit(".", 1)[-1] if "." in v else v,
+)
+def test_the_runtimes_core_patch_strategies_agree_with_the_published_ones(
+    hand: str, published: str
+) -> None:
+    from kubetrain.runtime import smp
+
+    def strategies(fields: Any) -> dict[str, tuple[Any, ...]]:
+        return {
+            f: (m.merge_key, m.strategy, m.retain_keys)
+            for f, m in fields.items()
+            if m.strategy is not None
+        }
+
+    assert strategies(smp.MERGE_KEYS[hand]) == strategies(smp.core_patch_types()[published])

@@ -46,6 +46,7 @@ __all__ = [
     "PatchError",
     "apply_runtime_patches",
     "core_kind_schema",
+    "core_patch_types",
     "merge_resources",
     "strategic_merge",
 ]
@@ -267,7 +268,7 @@ def _field(schema: str | None, key: str) -> FieldMeta:
         return _NO_META
     fields = MERGE_KEYS.get(schema)
     if fields is None:
-        fields = _core_types().get(schema, {})
+        fields = core_patch_types().get(schema, {})
     return fields.get(key, _NO_META)
 
 
@@ -291,7 +292,7 @@ def _meta(entry: Mapping[str, str]) -> FieldMeta:
 
 
 @functools.cache
-def _core_types() -> Mapping[str, Mapping[str, FieldMeta]]:
+def core_patch_types() -> Mapping[str, Mapping[str, FieldMeta]]:
     """The core kinds' patch metadata, keyed by OpenAPI definition name (``io.k8s.api...``)."""
     types = _core_patch_strategies()["types"]
     return {name: {f: _meta(m) for f, m in fields.items()} for name, fields in types.items()}
