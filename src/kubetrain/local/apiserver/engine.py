@@ -10,6 +10,7 @@ admission → schema and metadata validation (422) → validating admission (403
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import uuid
@@ -674,6 +675,11 @@ class Engine(Deletion):
             self._ensure_default_service_account(op, ns["metadata"]["name"])
             self._finish_namespace(op, ns["metadata"]["name"])
         await op.done()
+
+    async def settle_controllers(self) -> None:
+        """Let the namespace controller's pending passes finish (before storage closes)."""
+        while self._controller_tasks:
+            await asyncio.gather(*list(self._controller_tasks), return_exceptions=True)
 
     # ==== start-up =======================================================================
     async def ensure(

@@ -251,6 +251,7 @@ class ApiServer:
             await runner.cleanup()
             _abort_lingering(self.port)
             await asyncio.sleep(0)
+        await self.engine.settle_controllers()
         await self.store.close()
 
     async def __aenter__(self) -> ApiServer:
