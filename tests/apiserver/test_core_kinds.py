@@ -297,3 +297,8 @@ def test_kubectl_apply_again_patches_a_deployment_strategically(
         "jsonpath={.spec.template.spec.containers[*].image}",
     ).stdout
     assert images == "python:3.12 busybox"
+
+
+def test_kubectl_explain_reads_kubernetes_own_schema_of_a_core_kind(cluster: Cluster) -> None:
+    out = cluster.kubectl("explain", "deployment.spec.strategy").stdout
+    assert "KIND:       Deployment" in out and "rollingUpdate" in out
