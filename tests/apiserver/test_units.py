@@ -339,3 +339,24 @@ def test_the_runtimes_core_patch_strategies_agree_with_the_published_ones(
         }
 
     assert strategies(smp.MERGE_KEYS[hand]) == strategies(smp.core_patch_types()[published])
+
+
+@pytest.mark.parametrize(
+    "tool",
+    ["gen_patch_strategies.py", "gen_core_openapi.py"],
+    ids=["the patch strategy table", "the core kinds' OpenAPI schemas"],
+)
+def test_the_committed_table_is_what_its_generator_writes(tool: str) -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("kubernetes_validate", reason="the generators read its OpenAPI definitions")
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, str(repo / "tools" / tool), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
