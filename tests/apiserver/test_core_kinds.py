@@ -302,3 +302,13 @@ def test_kubectl_apply_again_patches_a_deployment_strategically(
 def test_kubectl_explain_reads_kubernetes_own_schema_of_a_core_kind(cluster: Cluster) -> None:
     out = cluster.kubectl("explain", "deployment.spec.strategy").stdout
     assert "KIND:       Deployment" in out and "rollingUpdate" in out
+
+
+def test_a_job_selects_its_pods_by_its_uid_as_the_job_registry_does(
+    cluster: Cluster, applied: str
+) -> None:
+    job = json.loads(cluster.kubectl("-n", applied, "get", "job", "once", "-o", "json").stdout)
+    uid = job["metadata"]["uid"]
+    assert job["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    labels = job["spec"]["template"]["metadata"]["labels"]
+    assert (labels["batch.kubernetes.io/job-name"], labels["controller-uid"]) == ("once", uid)

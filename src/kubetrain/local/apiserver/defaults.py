@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["apply_core_defaults"]
+__all__ = ["apply_core_defaults", "generate_job_selector"]
 
 Obj = dict[str, Any]
 
@@ -104,3 +104,26 @@ def apply_core_defaults(api_version: str, kind: str, obj: Obj) -> None:
     fill = _DEFAULTS.get((api_version, kind))
     if fill is not None:
         fill(obj)
+
+
+def generate_job_selector(job: Obj) -> None:
+    """What the Job registry does on create unless ``spec.manualSelector``: select the Job's
+    pods by its uid, and label the pod template with the uid and the Job's name."""
+    spec = _spec(job)
+    if spec.get("manualSelector") is True:
+        return
+    meta = job.get("metadata") or {}
+    uid, name = str(meta.get("uid", "")), str(meta.get("name", ""))
+    labels = {
+        "batch.kubernetes.io/controller-uid": uid,
+        "batch.kubernetes.io/job-name": name,
+        "controller-uid": uid,
+        "job-name": name,
+    }
+    template = spec.setdefault("template", {})
+    if isinstance(template, dict):
+        template_meta = template.setdefault("metadata", {})
+        if isinstance(template_meta, dict):
+            template_meta["labels"] = {**(template_meta.get("labels") or {}), **labels}
+    if not spec.get("selector"):
+        spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}

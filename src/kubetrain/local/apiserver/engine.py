@@ -27,7 +27,7 @@ from kubetrain.local.apiserver.admission import (
     PermissiveAdmission,
     webhook_name,
 )
-from kubetrain.local.apiserver.defaults import apply_core_defaults
+from kubetrain.local.apiserver.defaults import apply_core_defaults, generate_job_selector
 from kubetrain.local.apiserver.deletion import Deletion
 from kubetrain.local.apiserver.meta import (
     SERVER_FIELDS,
@@ -239,6 +239,8 @@ class Engine(Deletion):
         now = self.clock()
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now
+        if (res.api_version, res.kind) == ("batch/v1", "Job"):
+            generate_job_selector(obj)
         if res.has_generation:
             meta["generation"] = 1
         meta["managedFields"] = [
