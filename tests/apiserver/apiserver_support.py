@@ -95,3 +95,27 @@ class Cluster:
                 f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
             )
         return done
+
+
+def namespace_gone(core: Any, name: str, seconds: int = 10) -> bool:
+    """Whether namespace ``name`` is removed within ``seconds``: the namespace controller
+    finishes a terminating namespace after the request that emptied it, so tests watch for
+    the DELETED event rather than reading once."""
+    from kubernetes import watch
+    from kubernetes.client import ApiException
+
+    try:
+        rv = core.read_namespace(name).metadata.resource_version
+    except ApiException as err:
+        if err.status == 404:
+            return True
+        raise
+    for event in watch.Watch().stream(
+        core.list_namespace,
+        field_selector=f"metadata.name={name}",
+        resource_version=rv,
+        timeout_seconds=seconds,
+    ):
+        if event["type"] == "DELETED":
+            return True
+    return False

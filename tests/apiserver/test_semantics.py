@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
-from apiserver_support import TRAINER, Cluster, condition, kube_request, trainjob
+from apiserver_support import TRAINER, Cluster, condition, kube_request, namespace_gone, trainjob
 from kubernetes.client import ApiException
 
 T = "/apis/trainer.kubeflow.org/v1alpha1"
@@ -160,9 +160,7 @@ def test_deleting_a_namespace_removes_its_objects_and_blocks_new_ones(
     custom.patch_namespaced_custom_object(
         *TRAINER, ns, "trainjobs", "held", {"metadata": {"finalizers": None}}
     )
-    with pytest.raises(ApiException) as gone:
-        core.read_namespace(ns)
-    assert gone.value.status == 404
+    assert namespace_gone(core, ns)
 
 
 def test_the_default_namespace_cannot_be_deleted(core: Any) -> None:

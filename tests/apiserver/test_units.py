@@ -81,17 +81,93 @@ def test_merge_patch_follows_rfc_7386(
     assert merge_patch(target, patch) == result
 
 
-def test_strategic_merge_merges_named_lists_and_honours_delete() -> None:
-    pod = {"spec": {"containers": [{"name": "a", "image": "1"}, {"name": "b", "image": "2"}]}}
-    patch = {
-        "spec": {
-            "$setElementOrder/containers": [{"name": "a"}, {"name": "c"}],
-            "containers": [{"name": "b", "$patch": "delete"}, {"name": "c", "image": "3"}],
-        }
-    }
-    assert strategic_merge_patch(pod, patch) == {
-        "spec": {"containers": [{"name": "a", "image": "1"}, {"name": "c", "image": "3"}]}
-    }
+POD = {
+    "metadata": {"finalizers": ["a/one"], "ownerReferences": [{"uid": "u1", "name": "x"}]},
+    "spec": {
+        "containers": [
+            {"name": "a", "image": "1", "env": [{"name": "X", "value": "1"}]},
+            {"name": "b", "image": "2"},
+        ],
+        "tolerations": [{"key": "k1"}],
+    },
+}
+
+STRATEGIC = [
+    (
+        {"metadata": {"finalizers": ["b/two"]}},
+        {"finalizers": ["b/two", "a/one"]},
+        "metadata",
+    ),
+    (
+        {"metadata": {"ownerReferences": [{"uid": "u2", "name": "y"}]}},
+        {"ownerReferences": [{"uid": "u2", "name": "y"}, {"uid": "u1", "name": "x"}]},
+        "metadata",
+    ),
+    (
+        {"spec": {"containers": [{"name": "b", "image": "3"}]}},
+        [
+            {"name": "a", "image": "1", "env": [{"name": "X", "value": "1"}]},
+            {"name": "b", "image": "3"},
+        ],
+        "containers",
+    ),
+    (
+        {"spec": {"containers": [{"name": "a", "env": [{"name": "Y", "value": "2"}]}]}},
+        [
+            {
+                "name": "a",
+                "image": "1",
+                "env": [{"name": "Y", "value": "2"}, {"name": "X", "value": "1"}],
+            },
+            {"name": "b", "image": "2"},
+        ],
+        "containers",
+    ),
+    (
+        {
+            "spec": {
+                "$setElementOrder/containers": [{"name": "a"}, {"name": "c"}],
+                "containers": [{"name": "b", "$patch": "delete"}, {"name": "c", "image": "3"}],
+            }
+        },
+        [
+            {"name": "a", "image": "1", "env": [{"name": "X", "value": "1"}]},
+            {"name": "c", "image": "3"},
+        ],
+        "containers",
+    ),
+    ({"spec": {"tolerations": [{"key": "k2"}]}}, [{"key": "k2"}], "tolerations"),
+]
+
+
+@pytest.mark.parametrize(
+    ("patch", "expected", "where"),
+    STRATEGIC,
+    ids=[
+        "finalizers merge as a set (new ones first, as apimachinery orders them)",
+        "owner references merge by uid",
+        "containers merge by name",
+        "env merges by name inside a container",
+        "a deleted container goes and element order is kept",
+        "tolerations have no strategy and are replaced",
+    ],
+)  # fmt: skip
+def test_strategic_merge_follows_the_published_patch_strategies(
+    patch: dict[str, Any], expected: Any, where: str
+) -> None:
+    merged = strategic_merge_patch(POD, patch, "v1", "Pod")
+    got = merged["metadata"] if where == "metadata" else merged["spec"][where]
+    if where == "metadata":
+        got = {k: got[k] for k in expected}
+    assert got == expected
+
+
+def test_a_patch_strategy_table_is_generated_for_every_served_core_kind() -> None:
+    from kubetrain.local.apiserver.resources import BUILTIN_RESOURCES
+    from kubetrain.runtime.smp import core_kind_schema
+
+    core = [r for r in BUILTIN_RESOURCES if not r.custom and not r.view]
+    assert [r.kind for r in core if core_kind_schema(r.api_version, r.kind) is None] == []
 
 
 OBJ = {
@@ -238,3 +314,49 @@ def test_an_applied_element_without_a_defaulted_key_matches_the_stored_one() -> 
     assert apply_merge(stored, {"ports": [{"containerPort": 29400}]}, ports) == stored, (
         "no duplicate port"
     )
+
+
+@pytest.mark.parametrize(
+    ("hand", "published"),
+    [
+        ("PodSpec", "io.k8s.api.core.v1.PodSpec"),
+        ("Container", "io.k8s.api.core.v1.Container"),
+        ("ObjectMeta", "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"),
+        ("JobSpec", "io.k8s.api.batch.v1.JobSpec"),
+    ],
+    ids=lambda v: v.rsplit(".", 1)[-1] if "." in v else v,
+)
+def test_the_runtimes_core_patch_strategies_agree_with_the_published_ones(
+    hand: str, published: str
+) -> None:
+    from kubetrain.runtime import smp
+
+    def strategies(fields: Any) -> dict[str, tuple[Any, ...]]:
+        return {
+            f: (m.merge_key, m.strategy, m.retain_keys)
+            for f, m in fields.items()
+            if m.strategy is not None
+        }
+
+    assert strategies(smp.MERGE_KEYS[hand]) == strategies(smp.core_patch_types()[published])
+
+
+@pytest.mark.parametrize(
+    "tool",
+    ["gen_patch_strategies.py", "gen_core_openapi.py"],
+    ids=["the patch strategy table", "the core kinds' OpenAPI schemas"],
+)
+def test_the_committed_table_is_what_its_generator_writes(tool: str) -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("kubernetes_validate", reason="the generators read its OpenAPI definitions")
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, str(repo / "tools" / tool), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr

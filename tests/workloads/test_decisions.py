@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from kubetrain.local.apiserver.scale import scale_of, scaled_replicas
 from kubetrain.local.workloads.deployment import (
     deployment_status,
     matches_template,
@@ -288,35 +287,6 @@ def test_endpoints_list_ready_pods_apart_from_the_others_on_their_named_ports() 
 def test_publish_not_ready_addresses_makes_every_pod_an_address() -> None:
     (subset,) = service_subsets(service(publishNotReadyAddresses=True), [pod("b", ready=False)])
     assert "notReadyAddresses" not in subset and len(subset["addresses"]) == 1
-
-
-# --- the scale subresource -------------------------------------------------------------------------
-
-SCALE_CASES = [
-    ("a PUT sets the replicas", None, {"spec": {"replicas": 5}}, 5),
-    ("a merge patch, as kubectl scale sends", "application/merge-patch+json", {"spec": {"replicas": 0}}, 0),
-    ("a JSON patch", "application/json-patch+json", [{"op": "replace", "path": "/spec/replicas", "value": 7}], 7),
-]  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    ("content_type", "body", "replicas"), [c[1:] for c in SCALE_CASES], ids=[c[0] for c in SCALE_CASES]
-)  # fmt: skip
-def test_the_scale_subresource(content_type: str | None, body: Any, replicas: int) -> None:
-    d = deployment(3)
-    d["status"] = {"replicas": 2}
-    scale = scale_of(d)
-    assert scale["kind"] == "Scale" and scale["apiVersion"] == "autoscaling/v1"
-    assert scale["spec"] == {"replicas": 3}
-    assert scale["status"] == {"replicas": 2, "selector": "app=web"}
-    assert scaled_replicas(scale, content_type, body, name="web") == replicas
-
-
-def test_a_negative_scale_is_refused_naming_the_field() -> None:
-    from kubetrain.local.apiserver.errors import ApiError
-
-    with pytest.raises(ApiError, match=r"spec\.replicas"):
-        scaled_replicas(scale_of(deployment(1)), None, {"spec": {"replicas": -1}}, name="web")
 
 
 # --- batch/v1 Jobs ---------------------------------------------------------------------------------

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "API_SERVICE",
+    "CLUSTER_ROLE",
+    "CLUSTER_ROLE_BINDING",
     "CLUSTER_TRAINING_RUNTIME",
     "CONFIGMAP",
     "DAEMON_SET",
@@ -23,12 +26,15 @@ __all__ = [
     "LEADER_WORKER_SET",
     "LEASE",
     "MUTATING_WEBHOOK_CONFIGURATION",
+    "NAMESPACE",
     "NODE",
     "POD",
     "POD_GROUP",
     "PRIORITY_CLASS",
     "REPLICATION_CONTROLLER",
     "REPLICA_SET",
+    "ROLE",
+    "ROLE_BINDING",
     "SECRET",
     "SERVICE",
     "SERVICE_ACCOUNT",
@@ -95,22 +101,29 @@ MUTATING_WEBHOOK_CONFIGURATION = Kind(
     "mutatingwebhookconfigurations",
     False,
 )
-# The data cache's objects (the cache initializer makes them; the local engine runs them).
-SERVICE = Kind("v1", "Service", "services")
-SERVICE_ACCOUNT = Kind("v1", "ServiceAccount", "serviceaccounts")
-LEADER_WORKER_SET = Kind("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "leaderworkersets")
-
-# The core workload kinds and what Services need, which the local engine's workload
-# controllers (kubetrain.local.workloads) read and write.
+# The core kinds the local engine serves next to a TrainJob (workload controllers, Services,
+# RBAC objects), for the controllers and tools that read and write them.
+JOB = Kind("batch/v1", "Job", "jobs")
 DEPLOYMENT = Kind("apps/v1", "Deployment", "deployments")
 REPLICA_SET = Kind("apps/v1", "ReplicaSet", "replicasets")
-STATEFUL_SET = Kind("apps/v1", "StatefulSet", "statefulsets")
 DAEMON_SET = Kind("apps/v1", "DaemonSet", "daemonsets")
-JOB = Kind("batch/v1", "Job", "jobs")
+STATEFUL_SET = Kind("apps/v1", "StatefulSet", "statefulsets")
 REPLICATION_CONTROLLER = Kind("v1", "ReplicationController", "replicationcontrollers")
+SERVICE = Kind("v1", "Service", "services")
 ENDPOINTS = Kind("v1", "Endpoints", "endpoints")
 ENDPOINT_SLICE = Kind("discovery.k8s.io/v1", "EndpointSlice", "endpointslices")
+SERVICE_ACCOUNT = Kind("v1", "ServiceAccount", "serviceaccounts")
+NAMESPACE = Kind("v1", "Namespace", "namespaces", False)
 NODE = Kind("v1", "Node", "nodes", False)
+ROLE = Kind("rbac.authorization.k8s.io/v1", "Role", "roles")
+CLUSTER_ROLE = Kind("rbac.authorization.k8s.io/v1", "ClusterRole", "clusterroles", False)
+ROLE_BINDING = Kind("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings")
+CLUSTER_ROLE_BINDING = Kind(
+    "rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "clusterrolebindings", False
+)
+API_SERVICE = Kind("apiregistration.k8s.io/v1", "APIService", "apiservices", False)
+# The data cache runs as a LeaderWorkerSet (the cache initializer makes it).
+LEADER_WORKER_SET = Kind("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "leaderworkersets")
 
 _ALL = (
     TRAINJOB,
@@ -131,18 +144,24 @@ _ALL = (
     TOKEN_REVIEW,
     VALIDATING_WEBHOOK_CONFIGURATION,
     MUTATING_WEBHOOK_CONFIGURATION,
-    SERVICE,
-    SERVICE_ACCOUNT,
-    LEADER_WORKER_SET,
+    JOB,
     DEPLOYMENT,
     REPLICA_SET,
-    STATEFUL_SET,
     DAEMON_SET,
-    JOB,
+    STATEFUL_SET,
     REPLICATION_CONTROLLER,
+    SERVICE,
     ENDPOINTS,
     ENDPOINT_SLICE,
+    SERVICE_ACCOUNT,
+    NAMESPACE,
     NODE,
+    ROLE,
+    CLUSTER_ROLE,
+    ROLE_BINDING,
+    CLUSTER_ROLE_BINDING,
+    API_SERVICE,
+    LEADER_WORKER_SET,
 )
 _BY_TYPE = {(k.api_version, k.kind): k for k in _ALL}
 

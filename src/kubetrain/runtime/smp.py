@@ -31,8 +31,11 @@ wins, as it would in a JSON merge patch.
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any, Literal
 
 from kubetrain.runtime.podspec import tree_copy
@@ -42,6 +45,8 @@ __all__ = [
     "FieldMeta",
     "PatchError",
     "apply_runtime_patches",
+    "core_kind_schema",
+    "core_patch_types",
     "merge_resources",
     "strategic_merge",
 ]
@@ -261,7 +266,42 @@ def _clean(value: Any) -> Any:
 def _field(schema: str | None, key: str) -> FieldMeta:
     if schema is None:
         return _NO_META
-    return MERGE_KEYS.get(schema, {}).get(key, _NO_META)
+    fields = MERGE_KEYS.get(schema)
+    if fields is None:
+        fields = core_patch_types().get(schema, {})
+    return fields.get(key, _NO_META)
+
+
+@functools.cache
+def _core_patch_strategies() -> dict[str, Any]:
+    # Generated from Kubernetes' published OpenAPI by tools/gen_patch_strategies.py.
+    text = resources.files("kubetrain.api").joinpath("patch_strategies.json").read_text()
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def _meta(entry: Mapping[str, str]) -> FieldMeta:
+    strategies = set(entry.get("strategy", "").split(","))
+    merged = "merge" in strategies
+    return FieldMeta(
+        type=entry.get("type"),
+        merge_key=entry.get("mergeKey", "") if merged else None,
+        strategy="merge" if merged else "replace" if "replace" in strategies else None,
+        retain_keys="retainKeys" in strategies,
+    )
+
+
+@functools.cache
+def core_patch_types() -> Mapping[str, Mapping[str, FieldMeta]]:
+    """The core kinds' patch metadata, keyed by OpenAPI definition name (``io.k8s.api...``)."""
+    types = _core_patch_strategies()["types"]
+    return {name: {f: _meta(m) for f, m in fields.items()} for name, fields in types.items()}
+
+
+def core_kind_schema(api_version: str, kind: str) -> str | None:
+    """The ``schema`` argument of :func:`strategic_merge` for a core kind, or None if unknown."""
+    kinds: dict[str, str] = _core_patch_strategies()["kinds"]
+    return kinds.get(f"{api_version}/{kind}")
 
 
 _NO_META = FieldMeta()

@@ -8,6 +8,7 @@ controller see a settled state as soon as the DELETE is answered.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -20,9 +21,16 @@ from kubetrain.local.apiserver.resources import Registry, ResourceDef
 from kubetrain.local.apiserver.selectors import FieldSelector, LabelSelector
 from kubetrain.local.apiserver.store import Change, Store
 
-__all__ = ["PROTECTED_NAMESPACES", "Deletion"]
+__all__ = ["PROTECTED_NAMESPACES", "RETURNS_DELETED_OBJECT", "Deletion"]
 
 PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+
+# Kinds whose immediate deletion answers with the deleted object (their registries set
+# ReturnDeletedObject); every other kind answers with a Success Status naming what went.
+# An object that stays (finalizers, graceful deletion) is always returned.
+RETURNS_DELETED_OBJECT = frozenset(
+    {("", "Pod"), ("", "Service"), ("", "ServiceAccount"), ("", "Node"), ("", "Namespace")}
+)
 
 
 class Deletion:
@@ -31,8 +39,13 @@ class Deletion:
     registry: Registry
     store: Store
     clock: Callable[[], str]
+    # The namespace controller's pending passes (kept so they are not garbage-collected).
+    _controller_tasks: set[asyncio.Task[None]]
 
     def get(self, res: ResourceDef, namespace: str | None, name: str) -> dict[str, Any]:
+        raise NotImplementedError  # provided by Engine
+
+    def _ensure_default_service_account(self, op: Op, namespace: str) -> None:
         raise NotImplementedError  # provided by Engine
 
     def list_objects(
@@ -101,6 +114,10 @@ class Deletion:
             result = self._delete_namespace(op, res, obj)
         else:
             result = self._delete(op, res, obj, policy, grace)
+            removed = self.store.get(res.key, meta.get("namespace", ""), name) is None
+            if removed and (res.group, res.kind) not in RETURNS_DELETED_OBJECT:
+                details = {"name": name, "group": res.group, "kind": res.plural, "uid": meta["uid"]}
+                result = Result(E.status_success({k: v for k, v in details.items() if v}), 200)
         await op.done()
         return result
 
@@ -218,6 +235,9 @@ class Deletion:
         for ref in meta.get("ownerReferences") or ():
             self._maybe_finish_foreground(op, ref.get("uid", ""))
         if ns:
+            if (res.group, res.kind, meta["name"]) == ("", "ServiceAccount", "default"):
+                # The ServiceAccount controller puts back a deleted `default` account.
+                self._ensure_default_service_account(op, ns)
             self._maybe_finish_namespace(op, ns)
 
     def _collect(self, op: Op, ident: tuple[str, str, str], policy: str) -> None:
@@ -274,6 +294,7 @@ class Deletion:
             op.futures.append(
                 self.store.put(Change(rv, "MODIFIED", res.key, "", name, marked, ns_obj))
             )
+            # The namespace controller's first pass: delete everything in the namespace.
             for other in self.registry.stored():
                 if not other.namespaced:
                     continue
@@ -284,6 +305,32 @@ class Deletion:
         return Result(current or ns_obj, 200)
 
     def _maybe_finish_namespace(self, op: Op, namespace: str) -> None:
+        """Once a terminating namespace is empty, let the namespace controller finish it.
+
+        That happens after the current request, as kube-controller-manager's pass would: the
+        DELETE answers with the ``Terminating`` namespace and watchers see it terminate.
+        """
+        ns_obj = self.store.get("/namespaces", "", namespace)
+        if ns_obj is None or not ns_obj["metadata"].get("deletionTimestamp"):
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a synchronous caller): finish within this request
+            self._finish_namespace(op, namespace)
+            return
+        task = loop.create_task(self._namespace_controller(namespace))
+        self._controller_tasks.add(task)
+        task.add_done_callback(self._controller_tasks.discard)
+
+    async def _namespace_controller(self, namespace: str) -> None:
+        await asyncio.sleep(0)  # after the request that emptied the namespace has answered
+        op = Op()
+        self._finish_namespace(op, namespace)
+        await op.done()
+
+    def _finish_namespace(self, op: Op, namespace: str) -> None:
+        """Finalize an empty terminating namespace: drop ``kubernetes`` from its
+        ``spec.finalizers`` (what ``/finalize`` does), then remove it if nothing else holds it."""
         ns_obj = self.store.get("/namespaces", "", namespace)
         if ns_obj is None or not ns_obj["metadata"].get("deletionTimestamp"):
             return
@@ -291,7 +338,19 @@ class Deletion:
             if other.namespaced and self.store.count(other.key, namespace):
                 return
         res = self._resource_of("/namespaces")
-        if res is None or ns_obj["metadata"].get("finalizers"):
+        if res is None:
+            return
+        spec_finalizers = (ns_obj.get("spec") or {}).get("finalizers") or []
+        if "kubernetes" in spec_finalizers:
+            finalized = codec.clone(ns_obj)
+            finalized["spec"]["finalizers"] = [f for f in spec_finalizers if f != "kubernetes"]
+            rv = self.store.next_rv()
+            finalized["metadata"]["resourceVersion"] = str(rv)
+            op.futures.append(
+                self.store.put(Change(rv, "MODIFIED", res.key, "", namespace, finalized, ns_obj))
+            )
+            ns_obj = finalized
+        if ns_obj["metadata"].get("finalizers") or (ns_obj.get("spec") or {}).get("finalizers"):
             return
         rv = self.store.next_rv()
         gone = codec.clone(ns_obj)

@@ -93,9 +93,8 @@ def _entries(res: ResourceDef) -> list[dict[str, Any]]:
             "singularName": "",
             "namespaced": res.namespaced,
             "kind": _CONNECT.get(sub, res.kind),
-            "verbs": ["create", "get"]
-            if sub in _CONNECT
-            else verbs,  # connect: POST (SPDY), GET (WebSocket)
+            # connect subresources: POST (SPDY) and GET (WebSocket)
+            "verbs": ["create", "get"] if sub in _CONNECT else verbs,
         }
         if sub == "scale":  # another group's kind, named as kube-apiserver names it
             entry.update(group="autoscaling", version="v1", kind="Scale")

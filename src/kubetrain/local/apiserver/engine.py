@@ -10,6 +10,7 @@ admission → schema and metadata validation (422) → validating admission (403
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import uuid
@@ -26,6 +27,7 @@ from kubetrain.local.apiserver.admission import (
     PermissiveAdmission,
     webhook_name,
 )
+from kubetrain.local.apiserver.defaults import apply_core_defaults, generate_job_selector
 from kubetrain.local.apiserver.deletion import Deletion
 from kubetrain.local.apiserver.meta import (
     SERVER_FIELDS,
@@ -46,6 +48,7 @@ from kubetrain.local.apiserver.patching import (
     strategic_merge_patch,
 )
 from kubetrain.local.apiserver.resources import Registry, ResourceDef
+from kubetrain.local.apiserver.scale import replicas_of, scale_of
 from kubetrain.local.apiserver.schema import ProjectSchemas, SchemaRules
 from kubetrain.local.apiserver.selectors import FieldSelector, LabelSelector
 from kubetrain.local.apiserver.store import Change, Store
@@ -113,6 +116,7 @@ class Engine(Deletion):
         self.schema: SchemaRules = schema_rules or ProjectSchemas()
         self.clock = clock
         self.reader = _Reader(registry, store)
+        self._controller_tasks = set()
 
     # ==== reads ==========================================================================
     def get(self, res: ResourceDef, namespace: str | None, name: str) -> dict[str, Any]:
@@ -234,6 +238,8 @@ class Engine(Deletion):
         now = self.clock()
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now
+        if (res.api_version, res.kind) == ("batch/v1", "Job"):
+            generate_job_selector(obj)
         if res.has_generation:
             meta["generation"] = 1
         meta["managedFields"] = [
@@ -252,6 +258,8 @@ class Engine(Deletion):
         rv = self.store.next_rv()
         meta["resourceVersion"] = str(rv)
         op.futures.append(self.store.put(Change(rv, "ADDED", res.key, ns, name, obj, None)))
+        if res.kind == "Namespace" and not res.group:
+            self._ensure_default_service_account(op, name)
         refs = [
             r for r in meta.get("ownerReferences") or () if isinstance(r, dict) and r.get("uid")
         ]
@@ -326,6 +334,8 @@ class Engine(Deletion):
             if pruned and opts.field_validation != "Ignore":
                 warnings += [f'unknown field "{p}"' for p in pruned]
             self.schema.default(obj)
+        elif not res.custom:
+            apply_core_defaults(res.api_version, res.kind, obj)
         if subresource is None:
             obj = self.admission.mutate(operation, obj, old, reader=self.reader)
         errors = validate_metadata(
@@ -364,6 +374,10 @@ class Engine(Deletion):
     ) -> Result:
         op = Op()
         old = self.get(res, namespace, name)
+        if subresource == "scale":
+            result = self._write_scale(op, res, old, body, opts)
+            await op.done()
+            return result
         obj = self._check_body(res, body)
         if obj["metadata"].get("name", name) != name:
             raise E.bad_request(
@@ -396,7 +410,18 @@ class Engine(Deletion):
             content_type == STRATEGIC and res.custom
         ):
             raise E.unsupported_media_type(content_type)
-        if content_type in (APPLY, APPLY_JSON):
+        if subresource == "scale":
+            old = self.get(res, namespace, name)
+            current = scale_of(old)
+            if content_type == JSON_PATCH:
+                wanted = apply_json_patch(codec.clone(current), patch)
+            elif isinstance(patch, dict) and content_type in (MERGE, STRATEGIC, APPLY, APPLY_JSON):
+                # A Scale has no lists: every patch type but JSON patch merges the same way.
+                wanted = merge_patch(current, patch)
+            else:
+                raise E.bad_request("a patch of the scale subresource must be a JSON object")
+            result = self._write_scale(op, res, old, wanted, opts)
+        elif content_type in (APPLY, APPLY_JSON):
             result = self._apply(op, res, namespace, name, subresource, patch, opts)
         else:
             old = self.get(res, namespace, name)
@@ -411,7 +436,7 @@ class Engine(Deletion):
                     raise E.unsupported_media_type(content_type)
                 if not isinstance(patch, dict):
                     raise E.bad_request("a strategic merge patch must be a JSON object")
-                candidate = strategic_merge_patch(old, patch)
+                candidate = strategic_merge_patch(old, patch, res.api_version, res.kind)
             else:
                 raise E.unsupported_media_type(content_type)
             _immutable_identity(res, old, candidate)
@@ -610,6 +635,52 @@ class Engine(Deletion):
         else:
             op.futures.append(self.store.put(Change(rv, "MODIFIED", res.key, ns, name, new, old)))
         return Result(new, 200, warnings)
+
+    def _write_scale(
+        self, op: Op, res: ResourceDef, old: dict[str, Any], scale: Any, opts: WriteOptions
+    ) -> Result:
+        """Set ``spec.replicas`` from a Scale; the answer is the Scale after the write."""
+        name = old["metadata"]["name"]
+        replicas = replicas_of(scale, res.kind, name)
+        candidate = codec.clone(old)
+        candidate.setdefault("spec", {})["replicas"] = replicas
+        wanted_rv = (scale.get("metadata") or {}).get("resourceVersion")
+        candidate["metadata"]["resourceVersion"] = wanted_rv or old["metadata"]["resourceVersion"]
+        result = self._update(op, res, old, candidate, "scale", opts, "Update", None)
+        return Result(scale_of(result.body), result.code, result.warnings)
+
+    # ==== the ServiceAccount controller ====================================================
+    def _ensure_default_service_account(self, op: Op, namespace: str) -> None:
+        """A ``default`` ServiceAccount in ``namespace`` unless it has one or is terminating."""
+        res = self.registry.by_kind("v1", "ServiceAccount")
+        ns_obj = self.store.get("/namespaces", "", namespace)
+        if res is None or ns_obj is None or ns_obj["metadata"].get("deletionTimestamp"):
+            return
+        if self.store.get(res.key, namespace, "default") is not None:
+            return
+        body = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}
+        self._create(
+            op,
+            res,
+            namespace,
+            body,
+            WriteOptions(field_manager="kube-controller-manager"),
+            "Update",
+        )
+
+    async def settle_namespaces(self) -> None:
+        """At start, what the controllers would catch up on: a ``default`` ServiceAccount in
+        every namespace, and terminating namespaces finished once they are empty."""
+        op = Op()
+        for ns in self.store.items("/namespaces", None):
+            self._ensure_default_service_account(op, ns["metadata"]["name"])
+            self._finish_namespace(op, ns["metadata"]["name"])
+        await op.done()
+
+    async def settle_controllers(self) -> None:
+        """Let the namespace controller's pending passes finish (before storage closes)."""
+        while self._controller_tasks:
+            await asyncio.gather(*list(self._controller_tasks), return_exceptions=True)
 
     # ==== start-up =======================================================================
     async def ensure(

@@ -47,6 +47,8 @@ class ApiError(Exception):
 
     def status(self) -> dict[str, Any]:
         """The ``Status`` object for the response body."""
+        # kube-apiserver's field order (metav1.Status, StatusDetails): clients compare the
+        # body as text (the official client's create_from_yaml errors do).
         body: dict[str, Any] = {
             "kind": "Status",
             "apiVersion": "v1",
@@ -54,10 +56,14 @@ class ApiError(Exception):
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
-            "code": self.code,
         }
         if self.details:
-            body["details"] = self.details
+            order = ("name", "group", "kind", "uid", "causes", "retryAfterSeconds")
+            body["details"] = {
+                **{k: self.details[k] for k in order if k in self.details},
+                **{k: v for k, v in self.details.items() if k not in order},
+            }
+        body["code"] = self.code
         return body
 
 
@@ -75,9 +81,10 @@ def status_success(details: dict[str, Any] | None = None) -> dict[str, Any]:
 
 
 def _details(group: str, plural: str, name: str) -> dict[str, Any]:
-    details: dict[str, Any] = {"name": name, "kind": plural}
+    details: dict[str, Any] = {"name": name}
     if group:
         details["group"] = group
+    details["kind"] = plural
     return details
 
 

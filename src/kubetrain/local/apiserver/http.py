@@ -34,7 +34,7 @@ from kubetrain.local.apiserver.logs import LogRequest, log_file, pick_container,
 from kubetrain.local.apiserver.openapi import OpenAPI
 from kubetrain.local.apiserver.patching import apply_json_patch, merge_patch
 from kubetrain.local.apiserver.resources import ResourceDef
-from kubetrain.local.apiserver.scale import scale_of, scaled_replicas
+from kubetrain.local.apiserver.scale import scale_of
 from kubetrain.local.apiserver.selectors import (
     FieldSelector,
     parse_field_selector,
@@ -76,7 +76,8 @@ def _respond(body: Any, code: int = 200, warnings: list[str] | None = None) -> w
         headers.add(
             "Warning", '299 - "' + quoted.encode("ascii", "backslashreplace").decode() + '"'
         )
-    return web.Response(body=_dumps(body), status=code, headers=headers)
+    # kube-apiserver's JSON encoder ends every body with a newline; clients compare it.
+    return web.Response(body=_dumps(body) + b"\n", status=code, headers=headers)
 
 
 def _error(err: E.ApiError) -> web.Response:
@@ -236,8 +237,6 @@ class HttpApi:
         method = request.method
         if sub in _STREAMING and name is not None:
             return await self._stream(request, res, namespace, name, sub)
-        if sub == "scale" and name is not None:
-            return await self._scale(request, res, namespace, name)
         if sub is not None and (method in ("POST", "DELETE") or (sub == "log" and method != "GET")):
             raise E.method_not_allowed()
         if method == "GET":
@@ -263,6 +262,8 @@ class HttpApi:
                     )
                 return _respond(listed)
             obj = self.engine.get(res, namespace, name)
+            if sub == "scale":
+                return _respond(scale_of(obj))
             if wants_table(request.headers.get("Accept", "")):
                 return _respond(
                     table(
@@ -327,33 +328,6 @@ class HttpApi:
                 await self.engine.delete(res, namespace, name, options, dry_run=dry)
             )
         raise E.method_not_allowed()
-
-    async def _scale(
-        self, request: web.Request, res: ResourceDef, namespace: str | None, name: str
-    ) -> web.Response:
-        """``<kind>/<name>/scale``: an autoscaling/v1 Scale over ``spec.replicas``."""
-        current = scale_of(self.engine.get(res, namespace, name))
-        if request.method == "GET":
-            return _respond(current)
-        if request.method not in ("PUT", "PATCH"):
-            raise E.method_not_allowed()
-        content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
-        body = await _body(request)
-        patch_type = None if request.method == "PUT" else content_type
-        replicas = scaled_replicas(current, patch_type, body, name=name)
-        change: dict[str, Any] = {"spec": {"replicas": replicas}}
-        put = request.method == "PUT" and isinstance(body, dict)
-        wanted_rv = (body.get("metadata") or {}).get("resourceVersion") if put else None
-        if wanted_rv:
-            change["metadata"] = {"resourceVersion": wanted_rv}  # a PUT's precondition
-        q = request.query
-        opts = WriteOptions(
-            field_manager=q.get("fieldManager") or _default_manager(request),
-            dry_run=q.get("dryRun") == "All",
-        )
-        merge = "application/merge-patch+json"
-        result = await self.engine.patch(res, namespace, name, None, merge, change, opts)
-        return _respond(scale_of(result.body), result.code, result.warnings)
 
     async def _view_resource(
         self,
@@ -466,6 +440,14 @@ class HttpApi:
             raise E.method_not_allowed()
         if result.body.get("kind") == stored.kind:
             result.body = view.from_storage(result.body)
+        elif result.body.get("kind") == "Status" and "details" in result.body:
+            # A delete's Status names the resource as served (its group), not its storage.
+            details = result.body["details"]
+            result.body["details"] = {
+                "name": details.get("name"),
+                **({"group": res.group} if res.group else {}),
+                **{k: v for k, v in details.items() if k not in ("name", "group")},
+            }
         return self._answer(result)
 
     @staticmethod

@@ -1,9 +1,9 @@
-"""Patch documents: JSON merge patch, JSON patch, strategic merge (approximated) and apply.
+"""Patch documents: JSON merge patch, JSON patch, strategic merge and apply.
 
-Strategic merge patch is approximated for the core kinds: a merge patch in which lists of
-objects that all carry ``name`` are merged by name, ``$patch: delete|replace`` is honoured and
-the ``$setElementOrder``/``$retainKeys`` directives are dropped. Server-side apply's merge lives
-in ``ssa``; the managedFields ``fieldsV1`` encoding of field paths is here.
+Strategic merge patch is ``kubetrain.runtime.smp``'s (apimachinery's semantics) driven by the
+patch strategies and merge keys of Kubernetes' published OpenAPI for the core kinds (generated
+into ``kubetrain/api/patch_strategies.json``). Server-side apply's merge lives in ``ssa``; the
+managedFields ``fieldsV1`` encoding of field paths is here.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import jsonpatch
 
 from kubetrain.api import codec
 from kubetrain.local.apiserver.errors import ApiError
+from kubetrain.runtime.smp import PatchError, core_kind_schema, strategic_merge
 
 __all__ = [
     "apply_json_patch",
@@ -66,46 +67,14 @@ def apply_json_patch(target: dict[str, Any], ops: Any) -> dict[str, Any]:
     return result
 
 
-def _named(items: list[Any]) -> bool:
-    return bool(items) and all(isinstance(i, dict) and "name" in i for i in items)
-
-
-def strategic_merge_patch(target: Any, patch: Any) -> Any:
-    """The approximation described in the module docstring."""
-    if not isinstance(patch, dict):
-        return codec.clone(patch)
-    if patch.get("$patch") == "replace":
-        return {k: codec.clone(v) for k, v in patch.items() if k != "$patch"}
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if key.startswith("$"):
-            continue
-        if value is None:
-            result.pop(key, None)
-            continue
-        current = result.get(key)
-        if (
-            isinstance(value, list)
-            and isinstance(current, list)
-            and (_named(value) or _named(current))
-            and _named(current)
-        ):
-            merged = {item["name"]: item for item in current}
-            order = [item["name"] for item in current]
-            for item in value:
-                if not isinstance(item, dict) or "name" not in item:
-                    continue
-                name = item["name"]
-                if item.get("$patch") == "delete":
-                    merged.pop(name, None)
-                    continue
-                if name not in merged:
-                    order.append(name)
-                merged[name] = strategic_merge_patch(merged.get(name), item)
-            result[key] = [merged[n] for n in order if n in merged]
-        else:
-            result[key] = strategic_merge_patch(current, value)
-    return result
+def strategic_merge_patch(target: Any, patch: Any, api_version: str, kind: str) -> Any:
+    """Kubernetes' strategic merge of ``patch`` into a ``kind`` object: lists merge by the patch
+    strategy and merge key Kubernetes publishes for each field (finalizers as a set, containers
+    by name, ...); a malformed directive is a 400, as apimachinery answers."""
+    try:
+        return strategic_merge(target, patch, core_kind_schema(api_version, kind))
+    except PatchError as exc:
+        raise ApiError(400, "BadRequest", str(exc)) from exc
 
 
 def leaf_paths(obj: Any, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:

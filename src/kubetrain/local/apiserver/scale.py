@@ -1,8 +1,8 @@
-"""The ``scale`` subresource of Deployments, ReplicaSets, StatefulSets and ReplicationControllers.
+"""The ``scale`` subresource: an ``autoscaling/v1`` Scale view of a workload's replica count.
 
-An ``autoscaling/v1`` Scale is a view of the object's ``spec.replicas`` and
-``status.replicas``; writing one (PUT, or any patch ``kubectl scale`` sends) sets
-``spec.replicas``. Pure: the HTTP layer reads and writes the object through the engine.
+``kubectl scale`` and autoscalers read and write ``<plural>/<name>/scale``; a write changes only
+``spec.replicas`` of the workload (through the engine's ordinary update, so resourceVersion
+preconditions and managed fields behave as for any other write).
 """
 
 from __future__ import annotations
@@ -10,65 +10,52 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubetrain.api.access import as_dict
 from kubetrain.api.errors import FieldError
 from kubetrain.local.apiserver import errors as E
-from kubetrain.local.apiserver.patching import apply_json_patch, merge_patch
+from kubetrain.local.apiserver.selectors import selector_text
 
-__all__ = ["scale_of", "scaled_replicas", "selector_text"]
+__all__ = ["SCALE_API_VERSION", "replicas_of", "scale_of"]
 
-JSON_PATCH = "application/json-patch+json"
-
-
-def selector_text(obj: Mapping[str, Any]) -> str:
-    """The label selector as a query string (``status.selector`` of a Scale)."""
-    selector = as_dict(as_dict(obj.get("spec")).get("selector"))
-    if obj.get("kind") == "ReplicationController":
-        return ",".join(f"{k}={v}" for k, v in sorted(selector.items()))
-    parts = [f"{k}={v}" for k, v in sorted(as_dict(selector.get("matchLabels")).items())]
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
-        if op in ("In", "NotIn"):
-            parts.append(f"{key} {op.lower()} ({','.join(values)})")
-        elif op == "Exists":
-            parts.append(str(key))
-        elif op == "DoesNotExist":
-            parts.append(f"!{key}")
-    return ",".join(parts)
+SCALE_API_VERSION = "autoscaling/v1"
 
 
-def scale_of(obj: dict[str, Any]) -> dict[str, Any]:
-    """The Scale the object's ``scale`` subresource reads as."""
-    meta = as_dict(obj.get("metadata"))
-    spec_replicas = as_dict(obj.get("spec")).get("replicas")
+def scale_of(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The Scale a workload shows: desired replicas, observed replicas and the pod selector."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    selector = spec.get("selector")
     return {
         "kind": "Scale",
-        "apiVersion": "autoscaling/v1",
+        "apiVersion": SCALE_API_VERSION,
         "metadata": {
             k: meta[k]
             for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
             if k in meta
         },
-        "spec": {"replicas": 1 if spec_replicas is None else spec_replicas},
+        "spec": {"replicas": spec.get("replicas", 1)},
         "status": {
-            "replicas": int(as_dict(obj.get("status")).get("replicas") or 0),
-            "selector": selector_text(obj),
+            "replicas": int(status.get("replicas") or 0),
+            **({"selector": selector_text(selector)} if selector else {}),
         },
     }
 
 
-def scaled_replicas(
-    current: dict[str, Any], content_type: str | None, body: Any, *, name: str
-) -> int:
-    """``spec.replicas`` after a PUT (``content_type`` None) or a patch of the Scale."""
-    if content_type is None:
-        new = body
-    elif content_type == JSON_PATCH:
-        new = apply_json_patch(current, body)
-    else:  # merge and strategic merge patches of a Scale are the same: no lists in it
-        new = merge_patch(current, body)
-    replicas = as_dict(as_dict(new).get("spec")).get("replicas")
-    if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
-        why = "must be greater than or equal to 0"
-        raise E.invalid("autoscaling", "Scale", name, [FieldError("spec.replicas", why)])
-    return replicas
+def replicas_of(scale: Any, kind: str, name: str) -> int:
+    """``spec.replicas`` of a Scale body, or 422 naming the field."""
+    if not isinstance(scale, dict) or scale.get("kind", "Scale") != "Scale":
+        raise E.bad_request("the body must be a Scale of autoscaling/v1")
+    value = (scale.get("spec") or {}).get("replicas", 0)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise E.invalid(
+            "autoscaling",
+            "Scale",
+            name,
+            [
+                FieldError(
+                    "spec.replicas",
+                    f"Invalid value: {value!r}: must be greater than or equal to 0",
+                )
+            ],
+        )
+    return value

@@ -9,7 +9,13 @@ from typing import Any
 
 from kubetrain.local.apiserver.errors import bad_request
 
-__all__ = ["FieldSelector", "LabelSelector", "parse_field_selector", "parse_label_selector"]
+__all__ = [
+    "FieldSelector",
+    "LabelSelector",
+    "parse_field_selector",
+    "parse_label_selector",
+    "selector_text",
+]
 
 _LABEL_TOKEN = re.compile(r"\s*(!=|==|=|!|\(|\)|,|[^\s!=(),]+)")
 
@@ -172,3 +178,23 @@ def parse_field_selector(text: str | None, allowed: tuple[str, ...], kind: str) 
             raise bad_request(f"field label not supported: {fld}")
         terms.append((fld, op != "!=", value))
     return FieldSelector(tuple(terms))
+
+
+def selector_text(selector: Any) -> str:
+    """A label selector as kubectl prints one: ``a=b,c in (d,e)``; ``<none>`` when empty."""
+    if not isinstance(selector, Mapping) or not selector:
+        return "<none>"
+    labels = selector.get("matchLabels")
+    if "matchLabels" not in selector and "matchExpressions" not in selector:
+        labels = selector  # a ReplicationController's selector is a plain map
+    parts = [f"{k}={v}" for k, v in sorted((labels or {}).items())]
+    words = {"In": "in", "NotIn": "notin"}
+    for expr in selector.get("matchExpressions") or []:
+        op, key, values = expr.get("operator"), expr.get("key"), expr.get("values") or []
+        if op in words:
+            parts.append(f"{key} {words[op]} ({','.join(sorted(values))})")
+        elif op == "Exists":
+            parts.append(str(key))
+        elif op == "DoesNotExist":
+            parts.append(f"!{key}")
+    return ",".join(sorted(parts)) or "<none>"

@@ -22,7 +22,7 @@ import yaml
 from aiohttp import web
 
 from kubetrain.local.apiserver.admission import Admission, ObjectReader, TrainJobDefaulter
-from kubetrain.local.apiserver.engine import Engine
+from kubetrain.local.apiserver.engine import Engine, WriteOptions
 from kubetrain.local.apiserver.http import HttpApi, Route
 from kubetrain.local.apiserver.resources import Registry, ResourceDef
 from kubetrain.local.apiserver.schema import SchemaRules
@@ -194,6 +194,7 @@ class ApiServer:
                 for n in DEFAULT_NAMESPACES
             ]
         )
+        await self.engine.settle_namespaces()
         seeds = self._seed() if callable(self._seed) else self._seed
         await self.engine.ensure(list(seeds))
         runner = web.AppRunner(
@@ -215,6 +216,39 @@ class ApiServer:
         if sockets:
             self.port = int(sockets[0].getsockname()[1])
         self.http.server_address = f"{self.host}:{self.port}"
+        await self._publish_kubernetes_service()
+
+    async def _publish_kubernetes_service(self) -> None:
+        """The ``kubernetes`` Service in ``default`` and its Endpoints at this server's address,
+        as kube-apiserver keeps them (``kubectl cluster-info`` and in-cluster clients look)."""
+        labels = {"component": "apiserver", "provider": "kubernetes"}
+        port = {"name": "https", "protocol": "TCP"}
+        service = {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "kubernetes", "namespace": "default", "labels": labels},
+            # No virtual IPs on the local engine: the name resolves to the endpoints.
+            "spec": {
+                "type": "ClusterIP",
+                "clusterIP": "None",
+                "ports": [{**port, "port": 443, "targetPort": self.port}],
+            },
+        }
+        endpoints: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Endpoints",
+            "metadata": {"name": "kubernetes", "namespace": "default", "labels": labels},
+            "subsets": [{"addresses": [{"ip": self.host}], "ports": [{**port, "port": self.port}]}],
+        }
+        await self.engine.ensure([service, endpoints], manager="kube-apiserver")
+        res = self.registry.by_kind("v1", "Endpoints")
+        assert res is not None
+        current = self.engine.get(res, "default", "kubernetes")
+        if current.get("subsets") != endpoints["subsets"]:  # the port changed since last time
+            endpoints["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+            await self.engine.replace(
+                res, "default", "kubernetes", endpoints, None, WriteOptions("kube-apiserver")
+            )
 
     async def close(self) -> None:
         """End open watches and log follows, stop listening, then flush and close storage."""
@@ -224,6 +258,7 @@ class ApiServer:
             await runner.cleanup()
             _abort_lingering(self.port)
             await asyncio.sleep(0)
+        await self.engine.settle_controllers()
         await self.store.close()
 
     async def __aenter__(self) -> ApiServer:

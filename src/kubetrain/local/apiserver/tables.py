@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kubetrain.local.apiserver.resources import PrinterColumn, ResourceDef
-from kubetrain.local.apiserver.scale import selector_text
+from kubetrain.local.apiserver.selectors import selector_text
 
 __all__ = ["human_duration", "jsonpath", "table", "wants_table"]
 
@@ -162,34 +162,179 @@ def _node_status(node: Mapping[str, Any]) -> str:
     return text
 
 
+def _count(obj: Mapping[str, Any], path: str) -> int:
+    found = jsonpath(obj, path)
+    return int(found[0]) if found and isinstance(found[0], int) else 0
+
+
 def _ready_of_replicas(obj: Mapping[str, Any]) -> str:
-    """``ready/desired`` of a Deployment or StatefulSet (desired defaults to 1)."""
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    desired = spec.get("replicas")
-    return f"{int(status.get('readyReplicas') or 0)}/{1 if desired is None else int(desired)}"
+    # Deployments and StatefulSets: ready/desired, desired defaulting to 1 as the API does.
+    desired = (obj.get("spec") or {}).get("replicas")
+    return f"{_count(obj, '.status.readyReplicas')}/{1 if desired is None else desired}"
+
+
+def _pod_template(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return _dig(obj, ("spec", "template", "spec")) or {}
+
+
+def _containers(obj: Mapping[str, Any]) -> str:
+    return ",".join(str(c.get("name", "")) for c in _pod_template(obj).get("containers") or [])
+
+
+def _images(obj: Mapping[str, Any]) -> str:
+    return ",".join(str(c.get("image", "")) for c in _pod_template(obj).get("containers") or [])
+
+
+def _job_status(job: Mapping[str, Any]) -> str:
+    conditions = {
+        c.get("type"): c.get("status")
+        for c in (job.get("status") or {}).get("conditions") or []
+        if isinstance(c, Mapping)
+    }
+    for kind, text in (
+        ("Complete", "Complete"),
+        ("Failed", "Failed"),
+        ("FailureTarget", "FailureTarget"),
+        ("SuccessCriteriaMet", "SuccessCriteriaMet"),
+        ("Suspended", "Suspended"),
+    ):
+        if conditions.get(kind) == "True":
+            return text
+    return "Terminating" if (job.get("metadata") or {}).get("deletionTimestamp") else "Running"
 
 
 def _job_completions(job: Mapping[str, Any]) -> str:
-    spec, status = job.get("spec") or {}, job.get("status") or {}
-    total = spec.get("completions")
-    return f"{int(status.get('succeeded') or 0)}/{1 if total is None else int(total)}"
+    spec = job.get("spec") or {}
+    succeeded = _count(job, ".status.succeeded")
+    if spec.get("completions") is not None:
+        return f"{succeeded}/{spec['completions']}"
+    parallelism = spec.get("parallelism")
+    if parallelism is not None and parallelism > 1:
+        return f"{succeeded}/1 of {parallelism}"
+    return f"{succeeded}/1"
 
 
-def _endpoints_addresses(ep: Mapping[str, Any]) -> str:
-    """``ip:port,...`` as kubectl shows Endpoints (``<none>`` when empty)."""
-    out = []
+def _job_duration(job: Mapping[str, Any]) -> str:
+    status = job.get("status") or {}
+    start = _parse_time(status.get("startTime"))
+    if start is None:
+        return ""
+    end = _parse_time(status.get("completionTime")) or datetime.now(UTC)
+    return human_duration((end - start).total_seconds())
+
+
+def _parse_time(ts: Any) -> datetime | None:
+    if not isinstance(ts, str) or not ts:
+        return None
+    try:
+        return datetime.strptime(ts[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def _more(items: list[str], shown: int = 3) -> str:
+    if not items:
+        return "<none>"
+    text = ",".join(items[:shown])
+    return text + (f" + {len(items) - shown} more..." if len(items) > shown else "")
+
+
+def _endpoints(ep: Mapping[str, Any]) -> str:
+    found = []
     for subset in ep.get("subsets") or []:
         ports = [p.get("port") for p in subset.get("ports") or []] or [None]
         for address in subset.get("addresses") or []:
-            out += [f"{address.get('ip')}:{p}" if p else str(address.get("ip")) for p in ports]
+            for port in ports:
+                ip = address.get("ip", "")
+                found.append(ip if port is None else f"{ip}:{port}")
+    return _more(found)
+
+
+def _slice_ports(sl: Mapping[str, Any]) -> str:
+    ports = [str(p.get("port")) for p in sl.get("ports") or [] if p.get("port") is not None]
+    return ",".join(ports) if ports else "<unset>"
+
+
+def _slice_endpoints(sl: Mapping[str, Any]) -> str:
+    return _more([str(a) for e in sl.get("endpoints") or [] for a in e.get("addresses") or []])
+
+
+def _binding_subjects(kind: str) -> Callable[[Mapping[str, Any]], str]:
+    def cell(binding: Mapping[str, Any]) -> str:
+        names = []
+        for s in binding.get("subjects") or []:
+            if s.get("kind") != kind:
+                continue
+            ns = s.get("namespace")
+            names.append(
+                f"{ns}/{s.get('name')}" if kind == "ServiceAccount" and ns else str(s.get("name"))
+            )
+        return ", ".join(names)
+
+    return cell
+
+
+def _apiservice_available(svc: Mapping[str, Any]) -> str:
+    for c in (svc.get("status") or {}).get("conditions") or []:
+        if c.get("type") == "Available":
+            if c.get("status") == "True":
+                return "True"
+            return f"{c.get('status')} ({c.get('reason', '')})"
+    return "Unknown"
+
+
+def _apiservice_service(svc: Mapping[str, Any]) -> str:
+    ref = (svc.get("spec") or {}).get("service")
+    return f"{ref.get('namespace')}/{ref.get('name')}" if ref else "Local"
+
+
+def _service_ports(svc: Mapping[str, Any]) -> str:
+    out = []
+    for p in (svc.get("spec") or {}).get("ports") or []:
+        node = f":{p['nodePort']}" if p.get("nodePort") else ""
+        out.append(f"{p.get('port')}{node}/{p.get('protocol') or 'TCP'}")
     return ",".join(out) or "<none>"
 
 
+def _service_external_ips(svc: Mapping[str, Any]) -> str:
+    spec = svc.get("spec") or {}
+    ingress = ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    ips = list(spec.get("externalIPs") or [])
+    ips += [str(i.get("ip") or i.get("hostname")) for i in ingress]
+    if spec.get("type") == "ExternalName":
+        return str(spec.get("externalName") or "<none>")
+    if ips:
+        return ",".join(ips)
+    return "<pending>" if spec.get("type") == "LoadBalancer" else "<none>"
+
+
 _COMPUTED: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    "service_ports": _service_ports,
+    "service_external_ips": _service_external_ips,
+    "service_selector": lambda o: selector_text((o.get("spec") or {}).get("selector")),
     "ready_of_replicas": _ready_of_replicas,
-    "label_selector": selector_text,
+    "desired_replicas": lambda o: (
+        _count(o, ".spec.replicas") if "replicas" in (o.get("spec") or {}) else 1
+    ),
+    "containers": _containers,
+    "images": _images,
+    "selector": lambda o: selector_text((o.get("spec") or {}).get("selector")),
+    "node_selector": lambda o: selector_text(_pod_template(o).get("nodeSelector")),
+    "job_status": _job_status,
     "job_completions": _job_completions,
-    "endpoints_addresses": _endpoints_addresses,
+    "job_duration": _job_duration,
+    "endpoints": _endpoints,
+    "slice_ports": _slice_ports,
+    "slice_endpoints": _slice_endpoints,
+    "created_at": lambda o: str((o.get("metadata") or {}).get("creationTimestamp", "")),
+    "binding_role": lambda o: (
+        f"{(o.get('roleRef') or {}).get('kind')}/{(o.get('roleRef') or {}).get('name')}"
+    ),
+    "binding_users": _binding_subjects("User"),
+    "binding_groups": _binding_subjects("Group"),
+    "binding_service_accounts": _binding_subjects("ServiceAccount"),
+    "apiservice_service": _apiservice_service,
+    "apiservice_available": _apiservice_available,
     "node_status": _node_status,
     "pod_ready": _pod_ready,
     "pod_status": _pod_status,
@@ -201,21 +346,10 @@ _COMPUTED: dict[str, Callable[[Mapping[str, Any]], Any]] = {
 }
 
 
-def _status_count(field: str) -> Callable[[Mapping[str, Any]], Any]:
-    """A count in a workload's status, shown as 0 when left out (as its printer does)."""
-    return lambda obj: int((obj.get("status") or {}).get(field) or 0)
-
-
-_COMPUTED.update(
-    (f"status.{field}", _status_count(field))
-    for field in (
-        "replicas", "updatedReplicas", "readyReplicas", "availableReplicas",
-        "currentNumberScheduled", "desiredNumberScheduled", "numberReady",
-    )
-)  # fmt: skip
-
-
 def _cell(obj: Mapping[str, Any], column: PrinterColumn) -> Any:
+    if column.computed.startswith("count:"):
+        # A number kubectl prints as 0 when unset (Go's zero value), unlike a CRD column.
+        return _count(obj, column.computed[len("count:") :])
     if column.computed:
         return _COMPUTED[column.computed](obj)
     found = jsonpath(obj, column.json_path)
