@@ -489,6 +489,21 @@ class TokenAuthority:
             raise Refusal(503, "ServiceUnavailable", "the token authority is not attached yet")
         return self.lookup
 
+    def authenticate(self, token: str) -> dict[str, Any] | None:
+        """The user (a TokenReview's ``status.user``) of a token meant for the API server itself.
+
+        What the API server's service-account authenticator does for each request; None for a
+        token that is not one of ours, has expired, or whose pod or service account is gone.
+        """
+        if self.lookup is None or token.count(".") != 2:
+            return None
+        answer = token_review_answer(
+            self.key, self.lookup, body={"spec": {"token": token}}, now=int(self.clock())
+        )
+        status = answer.get("status") or {}
+        user = status.get("user") if status.get("authenticated") else None
+        return user if isinstance(user, dict) else None
+
     async def handle_token_request(self, request: web.Request) -> web.StreamResponse:
         info = request.match_info
         return await self._answer(

@@ -329,11 +329,14 @@ class Engine(Deletion):
             self.schema.default(obj)
         if subresource is None:
             obj = self.admission.mutate(operation, obj, old, reader=self.reader)
+        path_segment = res.group == _RBAC_GROUP  # RBAC names only need to fit in a URL path
         errors = validate_metadata(
             obj["metadata"],
             dns_label=res.kind == "Namespace" and not res.group,
-            check_name=operation == "CREATE",
+            check_name=operation == "CREATE" and not path_segment,
         )
+        if operation == "CREATE" and path_segment:
+            errors += _path_segment_errors(str(name))
         size = len(codec.dumps(obj))
         if size > MAX_OBJECT_BYTES:
             # What a ConfigMap or Secret may hold on a cluster, and about what etcd stores.
@@ -631,6 +634,19 @@ class Engine(Deletion):
             )
             created.append(f"{res.kind}/{meta.get('name')}")
         return created
+
+
+_RBAC_GROUP = "rbac.authorization.k8s.io"
+
+
+def _path_segment_errors(name: str) -> list[FieldError]:
+    """kube-apiserver's ValidatePathSegmentName, the rule RBAC objects' names follow."""
+    if name in (".", ".."):
+        return [FieldError("metadata.name", f"\"{name}\": may not be '{name}'")]
+    for bad in ("/", "%"):
+        if bad in name:
+            return [FieldError("metadata.name", f"\"{name}\": may not contain '{bad}'")]
+    return []
 
 
 def _at(obj: Any, path: tuple[str, ...]) -> Any:

@@ -56,7 +56,33 @@ _OBJECT_REF: Message = {
     6: ("resourceVersion", "str", None),
     7: ("fieldPath", "str", None),
 }
+_RESOURCE_ATTRIBUTES: Message = {
+    1: ("namespace", "str", None),
+    2: ("verb", "str", None),
+    3: ("group", "str", None),
+    4: ("version", "str", None),
+    5: ("resource", "str", None),
+    6: ("subresource", "str", None),
+    7: ("name", "str", None),
+}
+_NON_RESOURCE_ATTRIBUTES: Message = {1: ("path", "str", None), 2: ("verb", "str", None)}
 _KINDS: dict[tuple[str, str], Message] = {
+    # kubectl auth can-i (and can-i --list) send these.
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): {
+        1: ("metadata", "msg", _OBJECT_META),
+        2: (
+            "spec",
+            "msg",
+            {
+                1: ("resourceAttributes", "msg", _RESOURCE_ATTRIBUTES),
+                2: ("nonResourceAttributes", "msg", _NON_RESOURCE_ATTRIBUTES),
+            },
+        ),
+    },
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): {
+        1: ("metadata", "msg", _OBJECT_META),
+        2: ("spec", "msg", {1: ("namespace", "str", None)}),
+    },
     ("v1", "Namespace"): {
         1: ("metadata", "msg", _OBJECT_META),
         2: ("spec", "msg", {1: ("finalizers", "[]str", None)}),

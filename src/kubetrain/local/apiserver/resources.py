@@ -251,6 +251,32 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
             ),
         )
     ),
+    # RBAC: what the API server authorises requests against (kubetrain.local.apiserver.rbac).
+    ResourceDef(
+        "rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False, "clusterrole",
+        printer_columns=(PrinterColumn("Created At", "date", json_path=".metadata.creationTimestamp"),), has_generation=False,
+    ),
+    ResourceDef(
+        "rbac.authorization.k8s.io", "v1", "Role", "roles", True, "role",
+        printer_columns=(PrinterColumn("Created At", "date", json_path=".metadata.creationTimestamp"),), has_generation=False,
+    ),
+    ResourceDef(
+        "rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False, "clusterrolebinding",
+        printer_columns=(PrinterColumn("Role", json_path=".roleRef.name"), _age()), has_generation=False,
+    ),
+    ResourceDef(
+        "rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", True, "rolebinding",
+        printer_columns=(PrinterColumn("Role", json_path=".roleRef.name"), _age()), has_generation=False,
+    ),
+    # Admission webhooks the API server calls (kubetrain.local.apiserver.webhooks).
+    ResourceDef(
+        "admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", False,
+        "validatingwebhookconfiguration", printer_columns=_NAME_AGE,
+    ),
+    ResourceDef(
+        "admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", False,
+        "mutatingwebhookconfiguration", printer_columns=_NAME_AGE,
+    ),
 )  # fmt: skip
 
 

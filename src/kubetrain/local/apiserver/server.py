@@ -22,8 +22,10 @@ import yaml
 from aiohttp import web
 
 from kubetrain.local.apiserver.admission import Admission, ObjectReader, TrainJobDefaulter
+from kubetrain.local.apiserver.authz import PolicyCache, review_routes
 from kubetrain.local.apiserver.engine import Engine
 from kubetrain.local.apiserver.http import HttpApi, Route
+from kubetrain.local.apiserver.rbac import User, bootstrap_policy
 from kubetrain.local.apiserver.resources import Registry, ResourceDef
 from kubetrain.local.apiserver.schema import SchemaRules
 from kubetrain.local.apiserver.store import Store
@@ -99,8 +101,10 @@ class ApiServer:
     created at start when absent (the default runtimes). ``token``: the bearer token clients
     must send (default: kept in ``<home>/apiserver.token``); ``auth=False`` turns checking off.
     ``routes``: extra (method, path, handler) endpoints, e.g. TokenRequest/TokenReview, served
-    before the Kubernetes paths and behind the same auth. ``authenticator``: accepts further
-    bearer tokens (e.g. service-account tokens) besides ``token``.
+    before the Kubernetes paths and behind the same auth. ``authenticator``: maps further
+    bearer tokens (e.g. service-account tokens) to a `rbac.User`, None when not accepted.
+    ``rbac``: authorise every request against the stored Roles and bindings (the bootstrap
+    ClusterRoles are created at start); ``token`` holders are system:masters.
     ``history``: how many changes watches can resume from (older resourceVersions get 410 and
     clients relist); it bounds the memory old object versions take.
     ``tls``: serve https with a CA and certificate kept in ``<home>/pki`` (kubectl sends tokens
@@ -126,7 +130,8 @@ class ApiServer:
         bookmark_interval: float = 60.0,
         history: int = 10_000,
         routes: Iterable[Route] = (),
-        authenticator: Callable[[str], bool] | None = None,
+        authenticator: Callable[[str], User | None] | None = None,
+        rbac: bool = True,
     ) -> None:
         self.home = Path(home) if home is not None else default_home()
         self.host = host
@@ -141,13 +146,16 @@ class ApiServer:
             schema_rules=schema_rules,
         )
         self.token = token if token is not None or not auth else self._stored_token()
+        # RBAC guards every request but the admin's (system:masters), as on a cluster.
+        self.policy = PolicyCache(self.store) if rbac and auth else None
         self.http = HttpApi(
             self.engine,
             logs_dir or self.home / "logs",
             frozenset({self.token}) if auth and self.token else None,
             bookmark_interval,
-            routes=list(routes),
+            routes=[*routes, *(review_routes(self.policy) if self.policy else ())],
             authenticator=authenticator,
+            authorizer=self.policy,
         )
         self._runner: web.AppRunner | None = None
         self._cert = ensure_serving_cert(self.home / "pki") if tls else None
@@ -187,6 +195,8 @@ class ApiServer:
                 for n in DEFAULT_NAMESPACES
             ]
         )
+        if self.policy is not None:
+            await self.engine.ensure(bootstrap_policy())
         seeds = self._seed() if callable(self._seed) else self._seed
         await self.engine.ensure(list(seeds))
         runner = web.AppRunner(

@@ -94,6 +94,7 @@ def _previous_port(files: DaemonFiles) -> int:
 async def _start_server(home: Path, port: int, host: str = "127.0.0.1") -> ApiServer:
     from kubetrain.api.schema import crd_manifests
     from kubetrain.local.apiserver.admission import ChainAdmission
+    from kubetrain.local.apiserver.rbac import user_from_info
     from kubetrain.local.policy import HostPathPolicy, load_engine_config
     from kubetrain.local.tokens import TokenAuthority
     from kubetrain.runtime.admission import TrainerAdmission
@@ -130,6 +131,9 @@ async def _start_server(home: Path, port: int, host: str = "127.0.0.1") -> ApiSe
             # What an install holds from its first start: default runtimes, public ConfigMap.
             seed_objects=install_defaults,
             routes=authority.routes(),
+            # Service-account tokens for the API server's audience authenticate their pod's
+            # service account, which RBAC then authorises (a controller run as a pod).
+            authenticator=lambda token: user_from_info(authority.authenticate(token)),
         )
         authority.attach(server.reader)
         try:
