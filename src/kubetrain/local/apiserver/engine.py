@@ -11,6 +11,7 @@ admission → schema and metadata validation (422) → validating admission (403
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -49,6 +50,7 @@ from kubetrain.local.apiserver.resources import Registry, ResourceDef
 from kubetrain.local.apiserver.schema import ProjectSchemas, SchemaRules
 from kubetrain.local.apiserver.selectors import FieldSelector, LabelSelector
 from kubetrain.local.apiserver.store import Change, Store
+from kubetrain.local.apiserver.webhooks import AdmissionAttributes, WebhookDispatcher
 
 # The largest object stored (kube-apiserver: 1 MiB of ConfigMap or Secret data; etcd's
 # request limit is about that).
@@ -106,6 +108,7 @@ class Engine(Deletion):
         admission: Admission | None = None,
         schema_rules: SchemaRules | None = None,
         clock: Callable[[], str] = now_iso,
+        webhooks: WebhookDispatcher | None = None,
     ) -> None:
         self.registry = registry
         self.store = store
@@ -113,6 +116,7 @@ class Engine(Deletion):
         self.schema: SchemaRules = schema_rules or ProjectSchemas()
         self.clock = clock
         self.reader = _Reader(registry, store)
+        self.webhooks = webhooks
 
     # ==== reads ==========================================================================
     def get(self, res: ResourceDef, namespace: str | None, name: str) -> dict[str, Any]:
@@ -180,11 +184,11 @@ class Engine(Deletion):
         operation: str = "Update",
     ) -> Result:
         op = Op()
-        result = self._create(op, res, namespace, body, opts, operation)
+        result = await self._create(op, res, namespace, body, opts, operation)
         await op.done()
         return result
 
-    def _create(
+    async def _create(
         self,
         op: Op,
         res: ResourceDef,
@@ -230,7 +234,9 @@ class Engine(Deletion):
             if operation == "Apply"
             else None
         )
-        obj, warnings = self._admit(res, "CREATE", obj, None, opts, subresource=None)
+        obj, warnings = await self._admit(res, "CREATE", obj, None, opts, subresource=None)
+        if self.store.get(res.key, ns, name) is not None:
+            raise E.already_exists(res.group, res.plural, name)  # created while webhooks ran
         meta = obj["metadata"]
         now = self.clock()
         meta["uid"] = str(uuid.uuid4())
@@ -306,7 +312,7 @@ class Engine(Deletion):
             )
         return ns
 
-    def _admit(
+    async def _admit(
         self,
         res: ResourceDef,
         operation: Operation,
@@ -329,6 +335,16 @@ class Engine(Deletion):
             self.schema.default(obj)
         if subresource is None:
             obj = self.admission.mutate(operation, obj, old, reader=self.reader)
+        hooks = self._webhook_attributes(res, operation, obj, old, opts, subresource)
+        if hooks is not None:
+            # Only when a configuration matches does this await (and other requests interleave).
+            mutated, more = await self.webhooks.mutate(hooks) if self.webhooks else (None, [])
+            warnings += more
+            if mutated is not None and mutated != obj:
+                obj = mutated
+                if schematic:
+                    self.schema.prune(obj)
+                    self.schema.default(obj)
         path_segment = res.group == _RBAC_GROUP  # RBAC names only need to fit in a URL path
         errors = validate_metadata(
             obj["metadata"],
@@ -354,7 +370,34 @@ class Engine(Deletion):
                 raise E.forbidden(
                     f'admission webhook "{webhook_name(res.api_version, res.kind)}" denied the request: {E.aggregate_text(denied)}'
                 )
+        if hooks is not None and self.webhooks is not None:
+            warnings += await self.webhooks.validate(dataclasses.replace(hooks, obj=obj))
         return obj, warnings
+
+    def _webhook_attributes(
+        self,
+        res: ResourceDef,
+        operation: Operation,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        opts: WriteOptions,
+        subresource: str | None,
+    ) -> AdmissionAttributes | None:
+        if self.webhooks is None or operation not in ("CREATE", "UPDATE"):
+            return None
+        meta = obj["metadata"]
+        return AdmissionAttributes(
+            operation,
+            res,
+            subresource or "",
+            str(meta.get("namespace") or ""),
+            str(meta.get("name") or ""),
+            obj,
+            old,
+            opts.user,
+            opts.dry_run,
+            opts.field_manager,
+        )
 
     # ==== update / patch / apply =========================================================
     async def replace(
@@ -380,7 +423,7 @@ class Engine(Deletion):
                 name,
                 [FieldError("metadata.resourceVersion", "0x0: must be specified for an update")],
             )
-        result = self._update(op, res, old, obj, subresource, opts, "Update", None)
+        result = await self._update(op, res, old, obj, subresource, opts, "Update", None)
         await op.done()
         return result
 
@@ -401,7 +444,7 @@ class Engine(Deletion):
         ):
             raise E.unsupported_media_type(content_type)
         if content_type in (APPLY, APPLY_JSON):
-            result = self._apply(op, res, namespace, name, subresource, patch, opts)
+            result = await self._apply(op, res, namespace, name, subresource, patch, opts)
         else:
             old = self.get(res, namespace, name)
             if content_type == MERGE:
@@ -419,13 +462,13 @@ class Engine(Deletion):
             else:
                 raise E.unsupported_media_type(content_type)
             _immutable_identity(res, old, candidate)
-            result = self._update(
+            result = await self._update(
                 op, res, old, codec.clone(candidate), subresource, opts, "Update", None
             )
         await op.done()
         return result
 
-    def _apply(
+    async def _apply(
         self,
         op: Op,
         res: ResourceDef,
@@ -454,7 +497,7 @@ class Engine(Deletion):
         if old is None:
             if subresource:
                 raise E.not_found(res.group, res.plural, name)
-            return self._create(op, res, namespace, codec.clone(applied), opts, "Apply")
+            return await self._create(op, res, namespace, codec.clone(applied), opts, "Apply")
         if subresource == "status":
             config = {"status": applied.get("status") or {}}
         else:
@@ -478,7 +521,7 @@ class Engine(Deletion):
         candidate["metadata"]["resourceVersion"] = (
             precondition or old["metadata"]["resourceVersion"]
         )
-        return self._update(op, res, old, candidate, subresource, opts, "Apply", new_paths)
+        return await self._update(op, res, old, candidate, subresource, opts, "Apply", new_paths)
 
     def _apply_conflicts(
         self,
@@ -512,7 +555,7 @@ class Engine(Deletion):
                 ]
             raise err
 
-    def _update(
+    async def _update(
         self,
         op: Op,
         res: ResourceDef,
@@ -579,7 +622,11 @@ class Engine(Deletion):
                         ],
                     )
         new["apiVersion"], new["kind"] = res.api_version, res.kind
-        new, warnings = self._admit(res, "UPDATE", new, old, opts, subresource)
+        new, warnings = await self._admit(res, "UPDATE", new, old, opts, subresource)
+        current = self.store.get(res.key, ns, name)
+        if current is None or current["metadata"]["resourceVersion"] != old_meta["resourceVersion"]:
+            # Changed (or gone) while webhooks ran: as a storage precondition would, refuse.
+            raise E.conflict(res.group, res.plural, name, _MODIFIED)
         meta = new["metadata"]
         meta["resourceVersion"] = old_meta["resourceVersion"]
         meta["managedFields"] = codec.clone(old_meta.get("managedFields", []))

@@ -302,6 +302,7 @@ class HttpApi:
             dry_run=q.get("dryRun") == "All",
             field_validation=_field_validation(q.get("fieldValidation")),
             force=q.get("force", "").lower() in _TRUE,
+            user=request.get(USER_KEY),
         )
         if method == "POST":
             if name is not None:
@@ -408,6 +409,7 @@ class HttpApi:
             dry_run=q.get("dryRun") == "All",
             field_validation=_field_validation(q.get("fieldValidation")),
             force=q.get("force", "").lower() in _TRUE,
+            user=request.get(USER_KEY),
         )
 
         def inbound(body: Any) -> Any:

@@ -30,6 +30,7 @@ from kubetrain.local.apiserver.resources import Registry, ResourceDef
 from kubetrain.local.apiserver.schema import SchemaRules
 from kubetrain.local.apiserver.store import Store
 from kubetrain.local.apiserver.tls import ensure_serving_cert
+from kubetrain.local.apiserver.webhooks import WebhookDispatcher
 
 __all__ = ["CONTEXT", "DEFAULT_NAMESPACES", "ApiServer", "default_home", "kubeconfig_dict"]
 
@@ -139,11 +140,14 @@ class ApiServer:
         self._seed = seed_objects
         self.registry = Registry.build(crds, resources)
         self.store = Store(None if in_memory else self.home / "apiserver.db", history=history)
+        # Webhooks from the stored Validating/MutatingWebhookConfigurations, as on a cluster.
+        self.webhooks = WebhookDispatcher(self.store)
         self.engine = Engine(
             self.registry,
             self.store,
             admission=admission or TrainJobDefaulter(),
             schema_rules=schema_rules,
+            webhooks=self.webhooks,
         )
         self.token = token if token is not None or not auth else self._stored_token()
         # RBAC guards every request but the admin's (system:masters), as on a cluster.
@@ -227,6 +231,7 @@ class ApiServer:
             await runner.cleanup()
             _abort_lingering(self.port)
             await asyncio.sleep(0)
+        await self.webhooks.close()
         await self.store.close()
 
     async def __aenter__(self) -> ApiServer:
