@@ -72,6 +72,8 @@ TOKEN_REVIEW_PATH = "/apis/authentication.k8s.io/v1/tokenreviews"
 # The local engine has no service-account controller creating ``default`` in every namespace;
 # pods name it anyway (it is the default serviceAccountName), so it counts as present.
 _IMPLICIT_SERVICE_ACCOUNT = "default"
+_SUCCESS_TTL_S = 10.0
+_AUTHENTICATED_CACHED = 4096
 _MAX_BODY = 64 * 1024
 
 
@@ -466,6 +468,9 @@ class TokenAuthority:
     clock: Callable[[], float] = time.time
     minted: int = field(default=0, init=False)
     reviewed: int = field(default=0, init=False)
+    _authenticated: dict[str, tuple[dict[str, Any], float]] = field(
+        default_factory=dict, init=False
+    )
 
     @classmethod
     def for_home(cls, home: Path, lookup: ObjectLookup | None = None) -> TokenAuthority:
@@ -497,12 +502,23 @@ class TokenAuthority:
         """
         if self.lookup is None or token.count(".") != 2:
             return None
+        now = self.clock()
+        cached = self._authenticated.get(token)
+        if cached is not None and cached[1] > now:
+            return cached[0]
         answer = token_review_answer(
-            self.key, self.lookup, body={"spec": {"token": token}}, now=int(self.clock())
+            self.key, self.lookup, body={"spec": {"token": token}}, now=int(now)
         )
         status = answer.get("status") or {}
         user = status.get("user") if status.get("authenticated") else None
-        return user if isinstance(user, dict) else None
+        if not isinstance(user, dict):
+            return None
+        # kube-apiserver keeps a token's success for 10 s (TokenSuccessCacheTTL) and its
+        # failures not at all: a deleted pod's token stops working within that time.
+        if len(self._authenticated) >= _AUTHENTICATED_CACHED:
+            self._authenticated.clear()
+        self._authenticated[token] = (user, now + _SUCCESS_TTL_S)
+        return user
 
     async def handle_token_request(self, request: web.Request) -> web.StreamResponse:
         info = request.match_info

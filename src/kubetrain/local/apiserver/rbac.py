@@ -93,14 +93,42 @@ class Decision:
     reason: str = ""
 
 
+# A binding's grant: where it comes from (for the reason), its rules (None: the role is
+# missing) and the error to report then.
+Grant = tuple[str, list[Mapping[str, Any]] | None, str]
+Compiled = tuple[str, "list[_Rule] | None", str]
+_GRANTS_CACHED = 1024
+
+
 @dataclass(frozen=True)
 class Policy:
-    """The stored RBAC objects, indexed once per change (`Policy.build`)."""
+    """The stored RBAC objects, indexed once per change (`Policy.build`).
+
+    What a (user, namespace) is granted is worked out once per policy and kept (a policy is
+    replaced, not changed, when an RBAC object changes), so a request pays a dictionary lookup
+    and a walk over its own rules.
+    """
 
     cluster_roles: Mapping[str, Mapping[str, Any]]
     roles: Mapping[tuple[str, str], Mapping[str, Any]]
     cluster_role_bindings: Sequence[Mapping[str, Any]]
     role_bindings: Mapping[str, Sequence[Mapping[str, Any]]]
+    _rules: dict[str, list[Mapping[str, Any]] | None] = field(default_factory=dict, compare=False)
+    _grants: dict[tuple[str, tuple[str, ...], str], list[Compiled]] = field(
+        default_factory=dict, compare=False
+    )
+
+    def grants(self, user: User, namespace: str) -> list[Compiled]:
+        key = (user.name, user.groups, namespace)
+        found = self._grants.get(key)
+        if found is None:
+            if len(self._grants) >= _GRANTS_CACHED:
+                self._grants.clear()
+            found = self._grants[key] = [
+                (source, None if rules is None else [_Rule.of(r) for r in rules], missing)
+                for source, rules, missing in _grants(user, namespace, self)
+            ]
+        return found
 
     @classmethod
     def build(
@@ -122,11 +150,14 @@ class Policy:
 
     def cluster_role_rules(self, name: str) -> list[Mapping[str, Any]] | None:
         """The rules of a ClusterRole (aggregated ones included); None when it does not exist."""
+        if name in self._rules:
+            return self._rules[name]
         role = self.cluster_roles.get(name)
-        if role is None:
-            return None
-        rules: list[Mapping[str, Any]] = []
-        self._collect(role, rules, set())
+        rules: list[Mapping[str, Any]] | None = None
+        if role is not None:
+            rules = []
+            self._collect(role, rules, set())
+        self._rules[name] = rules
         return rules
 
     def _collect(
@@ -219,34 +250,54 @@ def _matches(values: Iterable[Any], wanted: str) -> bool:
     return any(v == "*" or v == wanted for v in values)
 
 
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    """A PolicyRule as sets, matched without re-reading the object."""
+
+    verbs: frozenset[str]
+    groups: frozenset[str]
+    resources: frozenset[str]
+    names: frozenset[str]
+    urls: tuple[str, ...]
+
+    @classmethod
+    def of(cls, rule: Mapping[str, Any]) -> _Rule:
+        def strings(key: str) -> frozenset[str]:
+            return frozenset(str(v) for v in as_list(rule.get(key)))
+
+        urls = tuple(str(u) for u in as_list(rule.get("nonResourceURLs")))
+        return cls(
+            strings("verbs"),
+            strings("apiGroups"),
+            strings("resources"),
+            strings("resourceNames"),
+            urls,
+        )
+
+    def allows(self, attributes: Attributes) -> bool:
+        verbs = self.verbs
+        if "*" not in verbs and attributes.verb not in verbs:
+            return False
+        if not attributes.resource_request:
+            path = attributes.path
+            return any(
+                url in ("*", path) or (url.endswith("*") and path.startswith(url.rstrip("*")))
+                for url in self.urls
+            )
+        if "*" not in self.groups and attributes.api_group not in self.groups:
+            return False
+        resources = self.resources
+        if "*" not in resources:
+            sub = attributes.subresource
+            combined = f"{attributes.resource}/{sub}" if sub else attributes.resource
+            if combined not in resources and not (sub and "*/" + sub in resources):
+                return False
+        return not self.names or attributes.name in self.names
+
+
 def rule_allows(attributes: Attributes, rule: Mapping[str, Any]) -> bool:
     """Whether one PolicyRule covers the request."""
-    if not _matches(as_list(rule.get("verbs")), attributes.verb):
-        return False
-    if not attributes.resource_request:
-        for url in as_list(rule.get("nonResourceURLs")):
-            url = str(url)
-            if url in ("*", attributes.path):
-                return True
-            if url.endswith("*") and attributes.path.startswith(url.rstrip("*")):
-                return True
-        return False
-    if not _matches(as_list(rule.get("apiGroups")), attributes.api_group):
-        return False
-    combined = attributes.resource
-    if attributes.subresource:
-        combined += "/" + attributes.subresource
-    resource_ok = False
-    for resource in as_list(rule.get("resources")):
-        if resource in ("*", combined) or (
-            attributes.subresource and resource == "*/" + attributes.subresource
-        ):
-            resource_ok = True
-            break
-    if not resource_ok:
-        return False
-    names = as_list(rule.get("resourceNames"))
-    return not names or attributes.name in names
+    return _Rule.of(rule).allows(attributes)
 
 
 def _applies(user: User, subject: Mapping[str, Any], namespace: str) -> bool:
@@ -269,9 +320,7 @@ def _describe_subject(subject: Mapping[str, Any], namespace: str) -> str:
     return f'{kind} "{name}"'
 
 
-def _grants(
-    user: User, namespace: str, policy: Policy
-) -> Iterator[tuple[str, list[Mapping[str, Any]] | None, str]]:
+def _grants(user: User, namespace: str, policy: Policy) -> Iterator[Grant]:
     """(source, rules or None when the role is missing, missing-role error) of each binding of
     ``user``: ClusterRoleBindings first, then RoleBindings in ``namespace``."""
     for binding in policy.cluster_role_bindings:
@@ -319,12 +368,12 @@ def authorize(user: User, attributes: Attributes, policy: Policy) -> Decision:
     if MASTERS in user.groups:
         return Decision(True)
     errors: list[str] = []
-    for source, rules, missing in _grants(user, attributes.namespace, policy):
+    for source, rules, missing in policy.grants(user, attributes.namespace):
         if rules is None:
             errors.append(missing)
             continue
         for rule in rules:
-            if rule_allows(attributes, rule):
+            if rule.allows(attributes):
                 return Decision(True, f"RBAC: allowed by {source}")
     if not errors:
         return Decision(False)
