@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_support import client_for
+from cluster_support import client_for, loopback_controller_pod
 
 from kubetrain.cli.cmd_controller import admission_rules
 from kubetrain.controller.cluster import inject_ca_bundle
-from kubetrain.controller.deploy import LABELS, NAME, NAMESPACE, install_objects
+from kubetrain.controller.deploy import NAME, NAMESPACE, install_objects
 from kubetrain.controller.pki import ServingCert, ensure_serving_cert, service_dns_names
 from kubetrain.controller.webhook import AdmissionHandler, WebhookServer
 from kubetrain.kube.client import ApiError, KubeClient
@@ -60,39 +60,6 @@ class Plane:
         return self.server.reader.get(TRAINER, "TrainJob", "default", name)
 
 
-async def _controller_pod(kube: KubeClient, port: int) -> None:
-    """What the executor would record for the controller's pod: running on loopback, Ready."""
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": "controller-0", "namespace": NAMESPACE, "labels": dict(LABELS)},
-        "spec": {
-            "containers": [
-                {
-                    "name": "manager",
-                    "image": "kubetrain",
-                    "ports": [{"name": "webhook-server", "containerPort": port}],
-                }
-            ]
-        },
-    }
-    await kube.create("v1", "pods", pod)
-    await kube.patch(
-        "v1",
-        "pods",
-        "controller-0",
-        {
-            "status": {
-                "phase": "Running",
-                "podIP": "127.0.0.1",
-                "conditions": [{"type": "Ready", "status": "True"}],
-            }
-        },
-        namespace=NAMESPACE,
-        subresource="status",
-    )
-
-
 @pytest.fixture
 async def plane(tmp_path: Path, crds: list[Obj]) -> AsyncIterator[Plane]:
     from kubetrain.runtime.defaults import default_runtimes
@@ -119,7 +86,7 @@ async def plane(tmp_path: Path, crds: list[Obj]) -> AsyncIterator[Plane]:
                 "ValidatingWebhookConfiguration",
             ):
                 await kube.apply(obj["kind"].lower() + "s", obj, field_manager="kubectl")
-        await _controller_pod(kube, plane.port)
+        await loopback_controller_pod(kube, plane.port)
         assert await inject_ca_bundle(kube, cert.ca_pem)
         yield plane
     finally:
@@ -171,7 +138,7 @@ async def test_a_webhook_that_is_down_refuses_with_the_api_servers_message_until
     )
     assert plane.stored("while-down") is None  # nothing half-admitted
     await plane.start_webhook()
-    await _controller_pod(plane.kube, plane.port)
+    await loopback_controller_pod(plane.kube, plane.port)
     created = await plane.kube.create(*trainjobs, make_trainjob("while-down").obj())
     assert created["metadata"]["uid"]
 
