@@ -257,3 +257,76 @@ APPLIES = [
 def test_which_webhooks_apply(hook: Obj, attrs: AdmissionAttributes, expected: bool) -> None:
     namespace = TEAM if attrs.namespace == "team" else None
     assert applies(hook, attrs, namespace) is expected
+
+
+async def test_a_url_webhook_mutates_and_a_write_that_raced_it_is_applied_again(
+    plane: Plane,
+) -> None:
+    """A patch whose object changed while its webhook ran is patched again onto what is stored
+    (nothing lost, as kube-apiserver's retried update); the webhook is called by ``url``."""
+    import json
+
+    from aiohttp import web
+
+    cert = ensure_serving_cert(plane.tmp / "url-pki", [], ["127.0.0.1"])
+    calls: list[str] = []
+
+    async def mutate(request: web.Request) -> web.Response:
+        review = await request.json()
+        req = review["request"]
+        calls.append(req["object"]["data"].get("step", ""))
+        if len(calls) == 1:  # meanwhile someone else changes the ConfigMap
+            await plane.kube.patch(
+                "v1", "configmaps", "cm", {"data": {"other": "x"}}, namespace="default"
+            )
+        patch = [{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}]
+        response = {"uid": req["uid"], "allowed": True, "patchType": "JSONPatch",
+                    "patch": base64.b64encode(json.dumps(patch).encode()).decode()}  # fmt: skip
+        return web.json_response(
+            {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+        )
+
+    app = web.Application()
+    app.router.add_post("/mutate", mutate)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=cert.server_context())
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        await plane.kube.create(
+            "v1", "configmaps", {"metadata": {"name": "cm", "namespace": "default"}, "data": {}}
+        )
+        config = {
+            "apiVersion": ADMISSION,
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "label-configmaps"},
+            "webhooks": [
+                {
+                    "name": "label.example.com",
+                    "admissionReviewVersions": ["v1"],
+                    "sideEffects": "None",
+                    "clientConfig": {
+                        "url": f"https://127.0.0.1:{port}/mutate",
+                        "caBundle": base64.b64encode(cert.ca_pem.encode()).decode(),
+                    },
+                    "rules": [
+                        {
+                            "apiGroups": [""],
+                            "apiVersions": ["v1"],
+                            "operations": ["UPDATE"],
+                            "resources": ["configmaps"],
+                        }
+                    ],
+                }
+            ],
+        }
+        await plane.kube.create(ADMISSION, "mutatingwebhookconfigurations", config)
+        patched = await plane.kube.patch(
+            "v1", "configmaps", "cm", {"data": {"step": "one"}}, namespace="default"
+        )
+        assert patched["data"] == {"step": "one", "other": "x"}
+        assert patched["metadata"]["labels"] == {"mutated": "yes"}
+        assert calls == ["one", "", "one"]
+    finally:
+        await runner.cleanup()

@@ -437,12 +437,34 @@ class Engine(Deletion):
         patch: Any,
         opts: WriteOptions,
     ) -> Result:
-        op = Op()
         # The patch type is checked before the object is looked up, as kube-apiserver does.
         if content_type not in (MERGE, JSON_PATCH, STRATEGIC, APPLY, APPLY_JSON) or (
             content_type == STRATEGIC and res.custom
         ):
             raise E.unsupported_media_type(content_type)
+        for attempt in range(_RACE_RETRIES):
+            try:
+                return await self._patch_once(
+                    res, namespace, name, subresource, content_type, patch, opts
+                )
+            except _Raced:
+                # A patch names no version: like kube-apiserver's GuaranteedUpdate, apply it
+                # again to what is stored now.
+                if attempt == _RACE_RETRIES - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _patch_once(
+        self,
+        res: ResourceDef,
+        namespace: str | None,
+        name: str,
+        subresource: str | None,
+        content_type: str,
+        patch: Any,
+        opts: WriteOptions,
+    ) -> Result:
+        op = Op()
         if content_type in (APPLY, APPLY_JSON):
             result = await self._apply(op, res, namespace, name, subresource, patch, opts)
         else:
@@ -626,7 +648,7 @@ class Engine(Deletion):
         current = self.store.get(res.key, ns, name)
         if current is None or current["metadata"]["resourceVersion"] != old_meta["resourceVersion"]:
             # Changed (or gone) while webhooks ran: as a storage precondition would, refuse.
-            raise E.conflict(res.group, res.plural, name, _MODIFIED)
+            raise _Raced(res.group, res.plural, name)
         meta = new["metadata"]
         meta["resourceVersion"] = old_meta["resourceVersion"]
         meta["managedFields"] = codec.clone(old_meta.get("managedFields", []))
@@ -684,6 +706,15 @@ class Engine(Deletion):
 
 
 _RBAC_GROUP = "rbac.authorization.k8s.io"
+_RACE_RETRIES = 5
+
+
+class _Raced(E.ApiError):
+    """The object changed while admission webhooks ran (a 409 unless the write is retried)."""
+
+    def __init__(self, group: str, plural: str, name: str) -> None:
+        err = E.conflict(group, plural, name, _MODIFIED)
+        super().__init__(err.code, err.reason, err.message, err.details)
 
 
 def _path_segment_errors(name: str) -> list[FieldError]:
