@@ -21,6 +21,7 @@ from kubetrain.local.apiserver.rbac import (
     access_review_answer,
     authorize,
     bootstrap_policy,
+    escalation,
     forbidden_message,
     request_attributes,
     user_from_info,
@@ -440,6 +441,22 @@ async def test_a_service_account_gets_what_its_bindings_grant_and_the_403_otherw
         "allowed": True,
         "reason": 'RBAC: allowed by RoleBinding "read-cm/default" of Role "read-cm" to ServiceAccount "trainer/default"',
     }
+    # Allowed to create Roles, it still cannot grant what it does not hold.
+    code, answer = await _call(
+        server, server.token, "PUT", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles/read-cm",
+        _role("Role", "read-cm", [_rule(["list"], [""], ["configmaps"]), _rule(["create"], ["rbac.authorization.k8s.io"], ["roles"])], "default"),
+    )  # fmt: skip
+    assert code == 200, answer
+    code, status = await _call(
+        server, token, "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+        _role("Role", "sneaky", [_rule(["get"], [""], ["secrets"])], "default"),
+    )  # fmt: skip
+    assert code == 403
+    assert status["message"] == (
+        'roles.rbac.authorization.k8s.io "sneaky" is forbidden: user "system:serviceaccount:default:trainer" '
+        '(groups=["system:serviceaccounts" "system:serviceaccounts:default" "system:authenticated"]) is attempting '
+        'to grant RBAC permissions not currently held:\n{APIGroups:[""], Resources:["secrets"], Verbs:["get"]}'
+    )
 
 
 async def test_a_token_for_another_audience_is_not_the_api_servers(server: ApiServer) -> None:
@@ -497,3 +514,64 @@ async def test_kubectl_auth_can_i(server: ApiServer, tmp_path: Path) -> None:
     assert await can_i("list", "pods", "-n", "kube-system") == (1, "no")
     code, listed = await can_i("--list")
     assert code == 0 and "selfsubjectaccessreviews.authorization.k8s.io" in listed, listed
+
+
+BINDER = User("binder", ("system:authenticated",))
+ESCALATOR = User("escalator", ("system:authenticated",))
+
+
+def _escalation_policy() -> Policy:
+    base = _policy()
+    extra_roles = [
+        _role("ClusterRole", "may-bind-admin", [_rule(["bind"], ["rbac.authorization.k8s.io"], ["clusterroles"], ["admin"])]),
+        _role("ClusterRole", "may-escalate", [_rule(["escalate", "create"], ["rbac.authorization.k8s.io"], ["roles"])]),
+    ]  # fmt: skip
+    extra_bindings = [
+        _binding("ClusterRoleBinding", "binder", "ClusterRole", "may-bind-admin", [{"kind": "User", "name": "binder"}]),
+        _binding("ClusterRoleBinding", "escalator", "ClusterRole", "may-escalate", [{"kind": "User", "name": "escalator"}]),
+    ]  # fmt: skip
+    return Policy.build(
+        [*base.cluster_roles.values(), *extra_roles],
+        base.roles.values(),
+        [*base.cluster_role_bindings, *extra_bindings],
+        [b for bs in base.role_bindings.values() for b in bs],
+    )
+
+
+ESCALATIONS = [
+    ("a Role granting what its author holds", ALICE,
+     _role("Role", "r", [_rule(["create", "delete"], [""], ["pods"])], "team"), None),
+    ("a Role granting more than its author holds", ALICE,
+     _role("Role", "r", [_rule(["create"], [""], ["pods"]), _rule(["create", "list"], ["rbac.authorization.k8s.io"], ["rolebindings"])], "team"),
+     'user "alice" (groups=["system:authenticated" "ml-engineers"]) is attempting to grant RBAC permissions '
+     'not currently held:\n{APIGroups:["rbac.authorization.k8s.io"], Resources:["rolebindings"], Verbs:["create" "list"]}'),
+    ("the same Role where its author holds nothing", ALICE,
+     _role("Role", "r", [_rule(["create"], [""], ["pods"])], "elsewhere"),
+     'user "alice" (groups=["system:authenticated" "ml-engineers"]) is attempting to grant RBAC permissions '
+     'not currently held:\n{APIGroups:[""], Resources:["pods"], Verbs:["create"]}'),
+    ("* is granted only by *", ALICE,
+     _role("Role", "r", [_rule(["*"], [""], ["pods"])], "team"),
+     'user "alice" (groups=["system:authenticated" "ml-engineers"]) is attempting to grant RBAC permissions '
+     'not currently held:\n{APIGroups:[""], Resources:["pods"], Verbs:["*"]}'),
+    ("binding a ClusterRole its author holds in the namespace", ALICE,
+     _binding("RoleBinding", "b", "ClusterRole", "view", [{"kind": "User", "name": "bob"}], "team"), None),
+    ("binding cluster-admin", ALICE,
+     _binding("ClusterRoleBinding", "b", "ClusterRole", "cluster-admin", [{"kind": "User", "name": "alice"}]),
+     'user "alice" (groups=["system:authenticated" "ml-engineers"]) is attempting to grant RBAC permissions '
+     'not currently held:\n{APIGroups:["*"], Resources:["*"], Verbs:["*"]}\n{NonResourceURLs:["*"], Verbs:["*"]}'),
+    ("the bind verb on the role allows binding it", BINDER,
+     _binding("RoleBinding", "b", "ClusterRole", "admin", [{"kind": "User", "name": "bob"}], "team"), None),
+    ("the escalate verb allows writing any Role", ESCALATOR,
+     _role("Role", "r", [_rule(["*"], ["*"], ["*"])], "team"), None),
+    ("system:masters may grant anything", ADMIN,
+     _binding("ClusterRoleBinding", "b", "ClusterRole", "cluster-admin", [{"kind": "User", "name": "x"}]), None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("user", "obj", "expected"), [c[1:] for c in ESCALATIONS], ids=[c[0] for c in ESCALATIONS]
+)
+def test_rbac_objects_grant_no_more_than_their_author_holds(
+    user: User, obj: dict[str, Any], expected: str | None
+) -> None:
+    assert escalation(user, obj, _escalation_policy()) == expected

@@ -109,6 +109,7 @@ class Engine(Deletion):
         schema_rules: SchemaRules | None = None,
         clock: Callable[[], str] = now_iso,
         webhooks: WebhookDispatcher | None = None,
+        escalation: Callable[[dict[str, Any], Any], str | None] | None = None,
     ) -> None:
         self.registry = registry
         self.store = store
@@ -117,6 +118,8 @@ class Engine(Deletion):
         self.clock = clock
         self.reader = _Reader(registry, store)
         self.webhooks = webhooks
+        # Why a user may not write an RBAC object (it grants more than they hold), or None.
+        self.escalation = escalation
 
     # ==== reads ==========================================================================
     def get(self, res: ResourceDef, namespace: str | None, name: str) -> dict[str, Any]:
@@ -363,6 +366,13 @@ class Engine(Deletion):
             errors += self.schema.validate(obj)
         if errors:
             raise E.invalid(res.group, res.kind, name, errors)
+        if path_segment and self.escalation is not None and opts.user is not None:
+            why = self.escalation(obj, opts.user)
+            if why:
+                raise E.forbidden(
+                    f'{res.qualified} "{name}" is forbidden: {why}',
+                    {"name": name, "group": res.group, "kind": res.plural},
+                )
         if subresource is None:
             denied, more = self.admission.validate(operation, obj, old, reader=self.reader)
             warnings += more

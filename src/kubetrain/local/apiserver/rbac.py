@@ -16,6 +16,8 @@ every ClusterRole its selectors match (what the clusterrole-aggregation controll
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +37,7 @@ __all__ = [
     "access_review_answer",
     "authorize",
     "bootstrap_policy",
+    "escalation",
     "forbidden_message",
     "request_attributes",
     "rule_allows",
@@ -407,6 +410,106 @@ def forbidden_message(user: User, attributes: Attributes, reason: str = "") -> s
     if attributes.name:
         return f'{qualified} "{attributes.name}" is forbidden: {text}'
     return f"{qualified} is forbidden: {text}"
+
+
+# -- escalation ---------------------------------------------------------------------------------
+
+
+def _atoms(rule: Mapping[str, Any]) -> Iterator[tuple[tuple[str, str, str, str], Attributes]]:
+    """One request per (group, resource, name, verb) or (url, verb) a rule grants; ``*`` stays
+    literal, so only a ``*`` the user holds covers it (rbac's BreakdownRule and Covers)."""
+    verbs = [str(v) for v in as_list(rule.get("verbs"))]
+    for url in as_list(rule.get("nonResourceURLs")):
+        for verb in verbs:
+            yield (
+                ("", "", "", str(url)),
+                Attributes(verb=verb, path=str(url), resource_request=False),
+            )
+    for group in as_list(rule.get("apiGroups")):
+        for resource in as_list(rule.get("resources")):
+            name_list = [str(n) for n in as_list(rule.get("resourceNames"))] or [""]
+            base, _, sub = str(resource).partition("/")
+            for name in name_list:
+                for verb in verbs:
+                    yield (
+                        (str(group), str(resource), name, ""),
+                        Attributes(
+                            verb=verb,
+                            resource=base,
+                            subresource=sub,
+                            api_group=str(group),
+                            name=name,
+                        ),
+                    )
+
+
+def _compact(missing: list[tuple[tuple[str, str, str, str], str]]) -> list[str]:
+    """The missing permissions as kube-apiserver prints them (CompactString, verbs merged)."""
+    verbs: dict[tuple[str, str, str, str], list[str]] = {}
+    for key, verb in missing:
+        verbs.setdefault(key, []).append(verb)
+
+    def quoted(values: Sequence[str]) -> str:
+        return "[" + " ".join(json.dumps(v) for v in values) + "]"
+
+    lines = []
+    for (group, resource, name, url), vs in sorted(verbs.items()):
+        if url:
+            lines.append(f"{{NonResourceURLs:{quoted([url])}, Verbs:{quoted(vs)}}}")
+            continue
+        parts = [f"APIGroups:{quoted([group])}", f"Resources:{quoted([resource])}"]
+        if name:
+            parts.append(f"ResourceNames:{quoted([name])}")
+        parts.append(f"Verbs:{quoted(vs)}")
+        lines.append("{" + ", ".join(parts) + "}")
+    return sorted(lines)  # kube-apiserver sorts the rules by their text
+
+
+def escalation(user: User, obj: Mapping[str, Any], policy: Policy) -> str | None:
+    """Why writing this Role, ClusterRole or binding would grant more than ``user`` holds
+    (kube-apiserver's escalation check), or None when it may: the user holds every permission,
+    or the ``escalate`` verb on the role (``bind`` on the role a binding names)."""
+    if MASTERS in user.groups:
+        return None
+    kind = str(obj.get("kind") or "")
+    meta = as_dict(obj.get("metadata"))
+    namespace = str(meta.get("namespace") or "") if kind in ("Role", "RoleBinding") else ""
+    rules: list[Mapping[str, Any]] | None
+    if kind in ("Role", "ClusterRole"):
+        plural = "roles" if kind == "Role" else "clusterroles"
+        name = str(meta.get("name") or "")
+        rules = [as_dict(r) for r in as_list(obj.get("rules"))]
+        verb = "escalate"
+    elif kind in ("RoleBinding", "ClusterRoleBinding"):
+        ref = as_dict(obj.get("roleRef"))
+        plural = "roles" if ref.get("kind") == "Role" else "clusterroles"
+        name = str(ref.get("name") or "")
+        if plural == "roles":
+            found = policy.roles.get((namespace, name))
+            rules = None if found is None else [as_dict(r) for r in as_list(found.get("rules"))]
+        else:
+            rules = policy.cluster_role_rules(name)
+        verb = "bind"
+    else:
+        return None
+    special = Attributes(
+        verb=verb, resource=plural, api_group=GROUP, namespace=namespace, name=name
+    )
+    if authorize(user, special, policy).allowed:
+        return None
+    missing = []
+    for rule in rules or ():
+        for key, attrs in _atoms(rule):
+            attrs = dataclasses.replace(attrs, namespace=namespace)
+            if not authorize(user, attrs, policy).allowed:
+                missing.append((key, attrs.verb))
+    if not missing:
+        return None
+    groups = "[" + " ".join(json.dumps(g) for g in user.groups) + "]"
+    return (
+        f"user {json.dumps(user.name)} (groups={groups}) is attempting to grant RBAC permissions "
+        "not currently held:\n" + "\n".join(_compact(missing))
+    )
 
 
 # -- access reviews ----------------------------------------------------------------------------

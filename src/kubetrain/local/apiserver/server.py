@@ -25,7 +25,7 @@ from kubetrain.local.apiserver.admission import Admission, ObjectReader, TrainJo
 from kubetrain.local.apiserver.authz import PolicyCache, review_routes
 from kubetrain.local.apiserver.engine import Engine
 from kubetrain.local.apiserver.http import HttpApi, Route
-from kubetrain.local.apiserver.rbac import User, bootstrap_policy
+from kubetrain.local.apiserver.rbac import User, bootstrap_policy, escalation
 from kubetrain.local.apiserver.resources import Registry, ResourceDef
 from kubetrain.local.apiserver.schema import SchemaRules
 from kubetrain.local.apiserver.store import Store
@@ -140,6 +140,8 @@ class ApiServer:
         self._seed = seed_objects
         self.registry = Registry.build(crds, resources)
         self.store = Store(None if in_memory else self.home / "apiserver.db", history=history)
+        # RBAC guards every request but the admin's (system:masters), as on a cluster.
+        self.policy = PolicyCache(self.store) if rbac and auth else None
         # Webhooks from the stored Validating/MutatingWebhookConfigurations, as on a cluster.
         self.webhooks = WebhookDispatcher(self.store)
         self.engine = Engine(
@@ -148,10 +150,9 @@ class ApiServer:
             admission=admission or TrainJobDefaulter(),
             schema_rules=schema_rules,
             webhooks=self.webhooks,
+            escalation=self._escalation if self.policy is not None else None,
         )
         self.token = token if token is not None or not auth else self._stored_token()
-        # RBAC guards every request but the admin's (system:masters), as on a cluster.
-        self.policy = PolicyCache(self.store) if rbac and auth else None
         self.http = HttpApi(
             self.engine,
             logs_dir or self.home / "logs",
@@ -163,6 +164,10 @@ class ApiServer:
         )
         self._runner: web.AppRunner | None = None
         self._cert = ensure_serving_cert(self.home / "pki") if tls else None
+
+    def _escalation(self, obj: dict[str, Any], user: Any) -> str | None:
+        assert self.policy is not None
+        return escalation(user, obj, self.policy.policy()) if isinstance(user, User) else None
 
     def _stored_token(self) -> str:
         path = self.home / "apiserver.token"
