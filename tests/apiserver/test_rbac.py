@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 import yaml
 
-from kubetrain.local.apiserver import ApiServer
+from kubetrain.local.apiserver import ApiServer, protobuf
 from kubetrain.local.apiserver.rbac import (
     ADMIN,
     Attributes,
@@ -366,7 +366,7 @@ def test_a_subject_access_review_asks_about_someone_else() -> None:
 
 @pytest.fixture
 async def server(tmp_path: Path) -> Any:
-    authority = TokenAuthority.for_home(tmp_path)
+    authority = TokenAuthority.for_home(tmp_path, protobuf=protobuf.decode)
     server = ApiServer(
         tmp_path,
         in_memory=True,
@@ -483,37 +483,43 @@ async def test_the_bootstrap_roles_are_stored_objects(server: ApiServer) -> None
     ]
 
 
-async def test_kubectl_auth_can_i(server: ApiServer, tmp_path: Path) -> None:
+async def test_kubectl_create_token_and_auth_can_i(server: ApiServer, tmp_path: Path) -> None:
     import shutil
 
     if shutil.which("kubectl") is None:
         pytest.skip("kubectl is not installed")
-    token = await _service_account_token(server, "default", "viewer")
-    assert server.token
-    code, answer = await _call(
-        server, server.token, "POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
-        _binding("RoleBinding", "viewer", "ClusterRole", "view", [{"kind": "ServiceAccount", "name": "viewer"}], "default"),
-    )  # fmt: skip
-    assert code == 201, answer
-    config = server.kubeconfig()
-    config["users"][0]["user"] = {"token": token}
-    path = tmp_path / "viewer.kubeconfig"
-    path.write_text(yaml.safe_dump(config))
-    env = {**os.environ, "KUBECONFIG": str(path), "HOME": str(tmp_path)}
+    admin_config = server.write_kubeconfig(tmp_path / "admin.kubeconfig")
 
-    async def can_i(*args: str) -> tuple[int, str]:
+    async def kubectl(config: Path, *args: str) -> tuple[int, str]:
         # kubectl runs beside the loop that serves it.
         done = await asyncio.to_thread(
             subprocess.run,
-            ["kubectl", "auth", "can-i", *args], env=env, capture_output=True, text=True, timeout=60, check=False,
+            ["kubectl", *args], env={**os.environ, "KUBECONFIG": str(config), "HOME": str(tmp_path)},
+            capture_output=True, text=True, timeout=60, check=False,
         )  # fmt: skip
         return done.returncode, (done.stdout + done.stderr).strip()
 
-    assert await can_i("list", "pods") == (0, "yes")
-    assert await can_i("delete", "pods") == (1, "no")
-    assert await can_i("list", "pods", "-n", "kube-system") == (1, "no")
-    code, listed = await can_i("--list")
+    assert (await kubectl(admin_config, "create", "serviceaccount", "viewer"))[0] == 0
+    code, token = await kubectl(admin_config, "create", "token", "viewer")
+    assert code == 0, token
+    config = server.kubeconfig()
+    config["users"][0]["user"] = {"token": token}
+    viewer = tmp_path / "viewer.kubeconfig"
+    viewer.write_text(yaml.safe_dump(config))
+    assert await kubectl(viewer, "get", "pods") == (
+        1,
+        'Error from server (Forbidden): pods is forbidden: User "system:serviceaccount:default:viewer" '
+        'cannot list resource "pods" in API group "" in the namespace "default"',
+    )
+    code, out = await kubectl(admin_config, "create", "rolebinding", "viewer", "--clusterrole=view",
+                              "--serviceaccount=default:viewer")  # fmt: skip
+    assert code == 0, out
+    assert await kubectl(viewer, "auth", "can-i", "list", "pods") == (0, "yes")
+    assert await kubectl(viewer, "auth", "can-i", "delete", "pods") == (1, "no")
+    assert await kubectl(viewer, "auth", "can-i", "list", "pods", "-n", "kube-system") == (1, "no")
+    code, listed = await kubectl(viewer, "auth", "can-i", "--list")
     assert code == 0 and "selfsubjectaccessreviews.authorization.k8s.io" in listed, listed
+    assert (await kubectl(viewer, "get", "pods"))[0] == 0
 
 
 BINDER = User("binder", ("system:authenticated",))

@@ -466,6 +466,8 @@ class TokenAuthority:
     key: bytes
     lookup: ObjectLookup | None = None
     clock: Callable[[], float] = time.time
+    # Decodes a protobuf body (the API server's decoder, given by whoever builds the server).
+    protobuf: Callable[[bytes], Any] | None = None
     minted: int = field(default=0, init=False)
     reviewed: int = field(default=0, init=False)
     _authenticated: dict[str, tuple[dict[str, Any], float]] = field(
@@ -473,8 +475,13 @@ class TokenAuthority:
     )
 
     @classmethod
-    def for_home(cls, home: Path, lookup: ObjectLookup | None = None) -> TokenAuthority:
-        return cls(load_or_create_key(home), lookup)
+    def for_home(
+        cls,
+        home: Path,
+        lookup: ObjectLookup | None = None,
+        protobuf: Callable[[bytes], Any] | None = None,
+    ) -> TokenAuthority:
+        return cls(load_or_create_key(home), lookup, protobuf=protobuf)
 
     def attach(self, lookup: ObjectLookup) -> None:
         """Read service accounts and pods from ``lookup`` (the API server's reader)."""
@@ -550,7 +557,12 @@ class TokenAuthority:
             if len(raw) > _MAX_BODY:
                 raise Refusal(413, "RequestEntityTooLarge", "request body too large")
             try:
-                body = json.loads(raw or b"{}")
+                if self.protobuf is not None and "protobuf" in request.headers.get(
+                    "Content-Type", ""
+                ):
+                    body = self.protobuf(raw)  # kubectl create token sends protobuf
+                else:
+                    body = json.loads(raw or b"{}")
             except ValueError:
                 raise Refusal(400, "BadRequest", "the body is not JSON") from None
             result = answer(body)

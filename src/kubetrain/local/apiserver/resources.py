@@ -254,11 +254,11 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
     # RBAC: what the API server authorises requests against (kubetrain.local.apiserver.rbac).
     ResourceDef(
         "rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", False, "clusterrole",
-        printer_columns=(PrinterColumn("Created At", "date", json_path=".metadata.creationTimestamp"),), has_generation=False,
+        printer_columns=(PrinterColumn("Created At", "string", json_path=".metadata.creationTimestamp"),), has_generation=False,
     ),
     ResourceDef(
         "rbac.authorization.k8s.io", "v1", "Role", "roles", True, "role",
-        printer_columns=(PrinterColumn("Created At", "date", json_path=".metadata.creationTimestamp"),), has_generation=False,
+        printer_columns=(PrinterColumn("Created At", "string", json_path=".metadata.creationTimestamp"),), has_generation=False,
     ),
     ResourceDef(
         "rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", False, "clusterrolebinding",

@@ -95,6 +95,7 @@ async def _start_server(
     home: Path, port: int, host: str = "127.0.0.1", api_only: bool = False
 ) -> ApiServer:
     from kubetrain.api.schema import crd_manifests
+    from kubetrain.local.apiserver import protobuf
     from kubetrain.local.apiserver.admission import Admission, ChainAdmission
     from kubetrain.local.apiserver.rbac import user_from_info
     from kubetrain.local.policy import HostPathPolicy, load_engine_config
@@ -106,7 +107,7 @@ async def _start_server(
 
     # TokenRequest/TokenReview, as a cluster's API server serves them: pods get bound tokens
     # for the status server, which reviews them here.
-    authority = TokenAuthority.for_home(home)
+    authority = TokenAuthority.for_home(home, protobuf=protobuf.decode)
     engine = load_engine_config(home)
 
     # Trainer's webhooks, in-process: the same rules the cluster webhook server applies;
