@@ -353,7 +353,7 @@ class WebhookDispatcher:
                     ssl=context,
                     server_hostname=target.server_hostname,
                 ) as response:
-                    raw = await response.content.read(_MAX_RESPONSE)
+                    raw = await _read_all(response)
                     status = response.status
         except TimeoutError:
             raise _CallError(f"{failed}: context deadline exceeded") from None
@@ -458,6 +458,18 @@ class WebhookDispatcher:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+async def _read_all(response: Any) -> bytes:
+    """The whole body (to its end, so the connection goes back to the pool), at most 8 MiB."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_any():
+        size += len(chunk)
+        if size > _MAX_RESPONSE:
+            raise _CallError("received invalid webhook response: the response is too large")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _container_port(pod: Mapping[str, Any], target: Any) -> int | None:
