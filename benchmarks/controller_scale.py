@@ -262,7 +262,9 @@ async def _run_once(
                                      namespace=NAMESPACE, subresource="status")  # fmt: skip
 
             async def follow_jobsets() -> None:
-                async for event_type, obj in kube.watch(JOBSET, "jobsets", namespace=NAMESPACE):
+                async for event_type, obj in kube.watch(
+                    JOBSET, "jobsets", namespace=NAMESPACE, timeout_seconds=3600
+                ):
                     meta = obj.get("metadata") or {}
                     if event_type == "DELETED":
                         jobset_owners.pop(meta.get("name", ""), None)
@@ -275,7 +277,9 @@ async def _run_once(
                         jobset_owners[meta["name"]] = owner
 
             async def follow_trainjobs() -> None:
-                async for event_type, obj in kube.watch(TRAINER, "trainjobs", namespace=NAMESPACE):
+                async for event_type, obj in kube.watch(
+                    TRAINER, "trainjobs", namespace=NAMESPACE, timeout_seconds=3600
+                ):
                     name = (obj.get("metadata") or {}).get("name", "")
                     if event_type != "DELETED" and (obj.get("status") or {}).get("jobsStatus"):
                         with_status.add(name)
