@@ -10,6 +10,7 @@ import pytest
 from aiohttp import web
 
 from kubetrain.local.apiserver import ApiServer, ServerThread
+from kubetrain.local.apiserver.rbac import MASTERS, User
 
 pytestmark = pytest.mark.skipif(
     bool(os.environ.get("KUBETRAIN_CONTRACT_KUBECONFIG")), reason="embedded server only"
@@ -46,7 +47,7 @@ async def test_extra_routes_and_authenticator(
         tls=False,
         token="admin",
         routes=[("POST", REVIEW, _review)],
-        authenticator=lambda t: t == "pod-token",
+        authenticator=lambda t: User("pod", (MASTERS,)) if t == "pod-token" else None,
     )
     await server.start()
     try:

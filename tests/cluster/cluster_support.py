@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import web
 from lightkube.config.kubeconfig import KubeConfig
 
-from kubetrain.kube.client import KubeClient, connect
+from kubetrain.kube.client import ApiError, KubeClient, connect
 from kubetrain.local.apiserver import ApiServer
 
 Obj = dict[str, Any]
@@ -93,3 +93,39 @@ async def serve(app: web.Application) -> tuple[web.AppRunner, str]:
 
 def kubeconfig_file(server: ApiServer, path: Path) -> Path:
     return server.write_kubeconfig(path)
+
+
+async def loopback_controller_pod(kube: KubeClient, webhook_port: int) -> None:
+    """What the executor would record for the controller's pod behind its Service: running on
+    loopback, Ready, serving the webhooks on ``webhook_port`` (the API server calls them there)."""
+    from kubetrain.controller.deploy import LABELS, NAMESPACE
+
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "controller-0", "namespace": NAMESPACE, "labels": dict(LABELS)},
+        "spec": {
+            "containers": [
+                {
+                    "name": "manager",
+                    "image": "kubetrain",
+                    "ports": [{"name": "webhook-server", "containerPort": webhook_port}],
+                }
+            ]
+        },
+    }
+    try:
+        await kube.create("v1", "pods", pod)
+    except ApiError as err:  # left by an earlier test on a shared server: this one replaces it
+        if err.code != 409:
+            raise
+        await kube.delete("v1", "pods", "controller-0", namespace=NAMESPACE)
+        await kube.create("v1", "pods", pod)
+    ready = {
+        "phase": "Running",
+        "podIP": "127.0.0.1",
+        "conditions": [{"type": "Ready", "status": "True"}],
+    }
+    await kube.patch(
+        "v1", "pods", "controller-0", {"status": ready}, namespace=NAMESPACE, subresource="status"
+    )

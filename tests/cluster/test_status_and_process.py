@@ -14,7 +14,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from cluster_support import TokenAuthority, client_for, serve, trusting
+from cluster_support import TokenAuthority, client_for, loopback_controller_pod, serve, trusting
 from lightkube.config.kubeconfig import KubeConfig
 
 from kubetrain.cli.cmd_controller import admission_rules
@@ -169,9 +169,8 @@ async def _wait(probe: Any, timeout: float = 15.0) -> Any:
 async def test_controller_process_end_to_end(cluster_server: ApiServer, tmp_path: Path) -> None:
     kube = client_for(cluster_server)
     for obj in install_objects("manager"):
-        if obj["kind"].endswith("WebhookConfiguration"):
-            plural = obj["kind"].lower() + "s"
-            await kube.create("admissionregistration.k8s.io/v1", plural, obj)
+        if obj["kind"].endswith("WebhookConfiguration") or obj["kind"] == "Service":
+            await kube.apply(obj["kind"].lower() + "s", obj, field_manager="kubectl")
     process = ClusterController(
         client_for(cluster_server), _test_config(tmp_path), admission_rules()
     )
@@ -212,6 +211,8 @@ async def test_controller_process_end_to_end(cluster_server: ApiServer, tmp_path
                 return set(bundles) == {base64.b64encode(ca_pem.encode()).decode()}
 
             await _wait(injected)
+            # The API server calls the webhooks through the Service, at the controller's pod.
+            await loopback_controller_pod(kube, process.webhook_port)
 
             # The webhook answers over TLS that verifies against the injected CA, for the
             # Service's DNS name, exactly as a kube-apiserver would check it.
@@ -243,7 +244,8 @@ async def test_controller_process_end_to_end(cluster_server: ApiServer, tmp_path
                 "kubetrain_reconcile_seconds_count",
                 "kubetrain_workqueue_depth",
                 "kubetrain_leader 1",
-                'kubetrain_admission_total{webhook="validator.trainjob.trainer.kubeflow.org",verdict="allowed"} 1',
+                # One review posted above, one from the API server creating "one".
+                'kubetrain_admission_total{webhook="validator.trainjob.trainer.kubeflow.org",verdict="allowed"} 2',
             ):
                 assert name in text, name
             lease = await kube.get(
@@ -267,6 +269,8 @@ async def test_controller_process_end_to_end(cluster_server: ApiServer, tmp_path
                 "admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", cfg
             )
             await _wait(injected)
+            # The API server calls the webhooks through the Service, at the controller's pod.
+            await loopback_controller_pod(kube, process.webhook_port)
     finally:
         stop.set()
         await asyncio.wait_for(task, 15)

@@ -72,6 +72,8 @@ TOKEN_REVIEW_PATH = "/apis/authentication.k8s.io/v1/tokenreviews"
 # The local engine has no service-account controller creating ``default`` in every namespace;
 # pods name it anyway (it is the default serviceAccountName), so it counts as present.
 _IMPLICIT_SERVICE_ACCOUNT = "default"
+_SUCCESS_TTL_S = 10.0
+_AUTHENTICATED_CACHED = 4096
 _MAX_BODY = 64 * 1024
 
 
@@ -464,12 +466,22 @@ class TokenAuthority:
     key: bytes
     lookup: ObjectLookup | None = None
     clock: Callable[[], float] = time.time
+    # Decodes a protobuf body (the API server's decoder, given by whoever builds the server).
+    protobuf: Callable[[bytes], Any] | None = None
     minted: int = field(default=0, init=False)
     reviewed: int = field(default=0, init=False)
+    _authenticated: dict[str, tuple[dict[str, Any], float]] = field(
+        default_factory=dict, init=False
+    )
 
     @classmethod
-    def for_home(cls, home: Path, lookup: ObjectLookup | None = None) -> TokenAuthority:
-        return cls(load_or_create_key(home), lookup)
+    def for_home(
+        cls,
+        home: Path,
+        lookup: ObjectLookup | None = None,
+        protobuf: Callable[[bytes], Any] | None = None,
+    ) -> TokenAuthority:
+        return cls(load_or_create_key(home), lookup, protobuf=protobuf)
 
     def attach(self, lookup: ObjectLookup) -> None:
         """Read service accounts and pods from ``lookup`` (the API server's reader)."""
@@ -488,6 +500,32 @@ class TokenAuthority:
         if self.lookup is None:
             raise Refusal(503, "ServiceUnavailable", "the token authority is not attached yet")
         return self.lookup
+
+    def authenticate(self, token: str) -> dict[str, Any] | None:
+        """The user (a TokenReview's ``status.user``) of a token meant for the API server itself.
+
+        What the API server's service-account authenticator does for each request; None for a
+        token that is not one of ours, has expired, or whose pod or service account is gone.
+        """
+        if self.lookup is None or token.count(".") != 2:
+            return None
+        now = self.clock()
+        cached = self._authenticated.get(token)
+        if cached is not None and cached[1] > now:
+            return cached[0]
+        answer = token_review_answer(
+            self.key, self.lookup, body={"spec": {"token": token}}, now=int(now)
+        )
+        status = answer.get("status") or {}
+        user = status.get("user") if status.get("authenticated") else None
+        if not isinstance(user, dict):
+            return None
+        # kube-apiserver keeps a token's success for 10 s (TokenSuccessCacheTTL) and its
+        # failures not at all: a deleted pod's token stops working within that time.
+        if len(self._authenticated) >= _AUTHENTICATED_CACHED:
+            self._authenticated.clear()
+        self._authenticated[token] = (user, now + _SUCCESS_TTL_S)
+        return user
 
     async def handle_token_request(self, request: web.Request) -> web.StreamResponse:
         info = request.match_info
@@ -519,7 +557,12 @@ class TokenAuthority:
             if len(raw) > _MAX_BODY:
                 raise Refusal(413, "RequestEntityTooLarge", "request body too large")
             try:
-                body = json.loads(raw or b"{}")
+                if self.protobuf is not None and "protobuf" in request.headers.get(
+                    "Content-Type", ""
+                ):
+                    body = self.protobuf(raw)  # kubectl create token sends protobuf
+                else:
+                    body = json.loads(raw or b"{}")
             except ValueError:
                 raise Refusal(400, "BadRequest", "the body is not JSON") from None
             result = answer(body)

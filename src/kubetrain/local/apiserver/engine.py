@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import json
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -52,6 +53,7 @@ from kubetrain.local.apiserver.scale import replicas_of, scale_of
 from kubetrain.local.apiserver.schema import ProjectSchemas, SchemaRules
 from kubetrain.local.apiserver.selectors import FieldSelector, LabelSelector
 from kubetrain.local.apiserver.store import Change, Store
+from kubetrain.local.apiserver.webhooks import AdmissionAttributes, WebhookDispatcher
 
 # The largest object stored (kube-apiserver: 1 MiB of ConfigMap or Secret data; etcd's
 # request limit is about that).
@@ -109,6 +111,8 @@ class Engine(Deletion):
         admission: Admission | None = None,
         schema_rules: SchemaRules | None = None,
         clock: Callable[[], str] = now_iso,
+        webhooks: WebhookDispatcher | None = None,
+        escalation: Callable[[dict[str, Any], Any], str | None] | None = None,
     ) -> None:
         self.registry = registry
         self.store = store
@@ -117,6 +121,9 @@ class Engine(Deletion):
         self.clock = clock
         self.reader = _Reader(registry, store)
         self._controller_tasks = set()
+        self.webhooks = webhooks
+        # Why a user may not write an RBAC object (it grants more than they hold), or None.
+        self.escalation = escalation
 
     # ==== reads ==========================================================================
     def get(self, res: ResourceDef, namespace: str | None, name: str) -> dict[str, Any]:
@@ -184,11 +191,11 @@ class Engine(Deletion):
         operation: str = "Update",
     ) -> Result:
         op = Op()
-        result = self._create(op, res, namespace, body, opts, operation)
+        result = await self._create(op, res, namespace, body, opts, operation)
         await op.done()
         return result
 
-    def _create(
+    async def _create(
         self,
         op: Op,
         res: ResourceDef,
@@ -233,7 +240,27 @@ class Engine(Deletion):
             if operation == "Apply"
             else None
         )
-        obj, warnings = self._admit(res, "CREATE", obj, None, opts, subresource=None)
+        obj, warnings = await self._admit(res, "CREATE", obj, None, opts, subresource=None)
+        if self.store.get(res.key, ns, name) is not None:
+            raise E.already_exists(res.group, res.plural, name)  # created while webhooks ran
+        return self._store_created(
+            op, res, ns, name, obj, warnings, opts, operation, applied_fields
+        )
+
+    def _store_created(
+        self,
+        op: Op,
+        res: ResourceDef,
+        ns: str,
+        name: str,
+        obj: dict[str, Any],
+        warnings: list[str],
+        opts: WriteOptions,
+        operation: str,
+        applied_fields: dict[str, Any] | None,
+    ) -> Result:
+        """The server's part of a create once the object is admitted: identity, managed
+        fields, the write, and what controllers do at once (a namespace's ServiceAccount)."""
         meta = obj["metadata"]
         now = self.clock()
         meta["uid"] = str(uuid.uuid4())
@@ -313,7 +340,7 @@ class Engine(Deletion):
             )
         return ns
 
-    def _admit(
+    async def _admit(
         self,
         res: ResourceDef,
         operation: Operation,
@@ -338,11 +365,24 @@ class Engine(Deletion):
             apply_core_defaults(res.api_version, res.kind, obj)
         if subresource is None:
             obj = self.admission.mutate(operation, obj, old, reader=self.reader)
+        hooks = self._webhook_attributes(res, operation, obj, old, opts, subresource)
+        if hooks is not None:
+            # Only when a configuration matches does this await (and other requests interleave).
+            mutated, more = await self.webhooks.mutate(hooks) if self.webhooks else (None, [])
+            warnings += more
+            if mutated is not None and mutated != obj:
+                obj = mutated
+                if schematic:
+                    self.schema.prune(obj)
+                    self.schema.default(obj)
+        path_segment = res.group == _RBAC_GROUP  # RBAC names only need to fit in a URL path
         errors = validate_metadata(
             obj["metadata"],
             dns_label=res.kind == "Namespace" and not res.group,
-            check_name=operation == "CREATE",
+            check_name=operation == "CREATE" and not path_segment,
         )
+        if operation == "CREATE" and path_segment:
+            errors += _path_segment_errors(str(name))
         size = len(codec.dumps(obj))
         if size > MAX_OBJECT_BYTES:
             # What a ConfigMap or Secret may hold on a cluster, and about what etcd stores.
@@ -353,6 +393,13 @@ class Engine(Deletion):
             errors += self.schema.validate(obj)
         if errors:
             raise E.invalid(res.group, res.kind, name, errors)
+        if path_segment and self.escalation is not None and opts.user is not None:
+            why = self.escalation(obj, opts.user)
+            if why:
+                raise E.forbidden(
+                    f'{res.qualified} "{name}" is forbidden: {why}',
+                    {"name": name, "group": res.group, "kind": res.plural},
+                )
         if subresource is None:
             denied, more = self.admission.validate(operation, obj, old, reader=self.reader)
             warnings += more
@@ -360,7 +407,34 @@ class Engine(Deletion):
                 raise E.forbidden(
                     f'admission webhook "{webhook_name(res.api_version, res.kind)}" denied the request: {E.aggregate_text(denied)}'
                 )
+        if hooks is not None and self.webhooks is not None:
+            warnings += await self.webhooks.validate(dataclasses.replace(hooks, obj=obj))
         return obj, warnings
+
+    def _webhook_attributes(
+        self,
+        res: ResourceDef,
+        operation: Operation,
+        obj: dict[str, Any],
+        old: dict[str, Any] | None,
+        opts: WriteOptions,
+        subresource: str | None,
+    ) -> AdmissionAttributes | None:
+        if self.webhooks is None or operation not in ("CREATE", "UPDATE"):
+            return None
+        meta = obj["metadata"]
+        return AdmissionAttributes(
+            operation,
+            res,
+            subresource or "",
+            str(meta.get("namespace") or ""),
+            str(meta.get("name") or ""),
+            obj,
+            old,
+            opts.user,
+            opts.dry_run,
+            opts.field_manager,
+        )
 
     # ==== update / patch / apply =========================================================
     async def replace(
@@ -375,7 +449,7 @@ class Engine(Deletion):
         op = Op()
         old = self.get(res, namespace, name)
         if subresource == "scale":
-            result = self._write_scale(op, res, old, body, opts)
+            result = await self._write_scale(op, res, old, body, opts)
             await op.done()
             return result
         obj = self._check_body(res, body)
@@ -390,7 +464,7 @@ class Engine(Deletion):
                 name,
                 [FieldError("metadata.resourceVersion", "0x0: must be specified for an update")],
             )
-        result = self._update(op, res, old, obj, subresource, opts, "Update", None)
+        result = await self._update(op, res, old, obj, subresource, opts, "Update", None)
         await op.done()
         return result
 
@@ -404,12 +478,34 @@ class Engine(Deletion):
         patch: Any,
         opts: WriteOptions,
     ) -> Result:
-        op = Op()
         # The patch type is checked before the object is looked up, as kube-apiserver does.
         if content_type not in (MERGE, JSON_PATCH, STRATEGIC, APPLY, APPLY_JSON) or (
             content_type == STRATEGIC and res.custom
         ):
             raise E.unsupported_media_type(content_type)
+        for attempt in range(_RACE_RETRIES):
+            try:
+                return await self._patch_once(
+                    res, namespace, name, subresource, content_type, patch, opts
+                )
+            except _Raced:
+                # A patch names no version: like kube-apiserver's GuaranteedUpdate, apply it
+                # again to what is stored now.
+                if attempt == _RACE_RETRIES - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _patch_once(
+        self,
+        res: ResourceDef,
+        namespace: str | None,
+        name: str,
+        subresource: str | None,
+        content_type: str,
+        patch: Any,
+        opts: WriteOptions,
+    ) -> Result:
+        op = Op()
         if subresource == "scale":
             old = self.get(res, namespace, name)
             current = scale_of(old)
@@ -420,9 +516,9 @@ class Engine(Deletion):
                 wanted = merge_patch(current, patch)
             else:
                 raise E.bad_request("a patch of the scale subresource must be a JSON object")
-            result = self._write_scale(op, res, old, wanted, opts)
+            result = await self._write_scale(op, res, old, wanted, opts)
         elif content_type in (APPLY, APPLY_JSON):
-            result = self._apply(op, res, namespace, name, subresource, patch, opts)
+            result = await self._apply(op, res, namespace, name, subresource, patch, opts)
         else:
             old = self.get(res, namespace, name)
             if content_type == MERGE:
@@ -440,13 +536,13 @@ class Engine(Deletion):
             else:
                 raise E.unsupported_media_type(content_type)
             _immutable_identity(res, old, candidate)
-            result = self._update(
+            result = await self._update(
                 op, res, old, codec.clone(candidate), subresource, opts, "Update", None
             )
         await op.done()
         return result
 
-    def _apply(
+    async def _apply(
         self,
         op: Op,
         res: ResourceDef,
@@ -475,7 +571,7 @@ class Engine(Deletion):
         if old is None:
             if subresource:
                 raise E.not_found(res.group, res.plural, name)
-            return self._create(op, res, namespace, codec.clone(applied), opts, "Apply")
+            return await self._create(op, res, namespace, codec.clone(applied), opts, "Apply")
         if subresource == "status":
             config = {"status": applied.get("status") or {}}
         else:
@@ -499,7 +595,7 @@ class Engine(Deletion):
         candidate["metadata"]["resourceVersion"] = (
             precondition or old["metadata"]["resourceVersion"]
         )
-        return self._update(op, res, old, candidate, subresource, opts, "Apply", new_paths)
+        return await self._update(op, res, old, candidate, subresource, opts, "Apply", new_paths)
 
     def _apply_conflicts(
         self,
@@ -533,7 +629,7 @@ class Engine(Deletion):
                 ]
             raise err
 
-    def _update(
+    async def _update(
         self,
         op: Op,
         res: ResourceDef,
@@ -600,7 +696,11 @@ class Engine(Deletion):
                         ],
                     )
         new["apiVersion"], new["kind"] = res.api_version, res.kind
-        new, warnings = self._admit(res, "UPDATE", new, old, opts, subresource)
+        new, warnings = await self._admit(res, "UPDATE", new, old, opts, subresource)
+        current = self.store.get(res.key, ns, name)
+        if current is None or current["metadata"]["resourceVersion"] != old_meta["resourceVersion"]:
+            # Changed (or gone) while webhooks ran: as a storage precondition would, refuse.
+            raise _Raced(res.group, res.plural, name)
         meta = new["metadata"]
         meta["resourceVersion"] = old_meta["resourceVersion"]
         meta["managedFields"] = codec.clone(old_meta.get("managedFields", []))
@@ -636,7 +736,7 @@ class Engine(Deletion):
             op.futures.append(self.store.put(Change(rv, "MODIFIED", res.key, ns, name, new, old)))
         return Result(new, 200, warnings)
 
-    def _write_scale(
+    async def _write_scale(
         self, op: Op, res: ResourceDef, old: dict[str, Any], scale: Any, opts: WriteOptions
     ) -> Result:
         """Set ``spec.replicas`` from a Scale; the answer is the Scale after the write."""
@@ -646,7 +746,7 @@ class Engine(Deletion):
         candidate.setdefault("spec", {})["replicas"] = replicas
         wanted_rv = (scale.get("metadata") or {}).get("resourceVersion")
         candidate["metadata"]["resourceVersion"] = wanted_rv or old["metadata"]["resourceVersion"]
-        result = self._update(op, res, old, candidate, "scale", opts, "Update", None)
+        result = await self._update(op, res, old, candidate, "scale", opts, "Update", None)
         return Result(scale_of(result.body), result.code, result.warnings)
 
     # ==== the ServiceAccount controller ====================================================
@@ -658,15 +758,15 @@ class Engine(Deletion):
             return
         if self.store.get(res.key, namespace, "default") is not None:
             return
-        body = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}
-        self._create(
-            op,
-            res,
-            namespace,
-            body,
-            WriteOptions(field_manager="kube-controller-manager"),
-            "Update",
-        )
+        body: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": "default", "namespace": namespace},
+        }
+        # Written as the controller's own object, without admission: the engine's
+        # controllers run inside the API server and must not wait on webhooks.
+        opts = WriteOptions(field_manager="kube-controller-manager")
+        self._store_created(op, res, namespace, "default", body, [], opts, "Update", None)
 
     async def settle_namespaces(self) -> None:
         """At start, what the controllers would catch up on: a ``default`` ServiceAccount in
@@ -701,6 +801,28 @@ class Engine(Deletion):
             )
             created.append(f"{res.kind}/{meta.get('name')}")
         return created
+
+
+_RBAC_GROUP = "rbac.authorization.k8s.io"
+_RACE_RETRIES = 5
+
+
+class _Raced(E.ApiError):
+    """The object changed while admission webhooks ran (a 409 unless the write is retried)."""
+
+    def __init__(self, group: str, plural: str, name: str) -> None:
+        err = E.conflict(group, plural, name, _MODIFIED)
+        super().__init__(err.code, err.reason, err.message, err.details)
+
+
+def _path_segment_errors(name: str) -> list[FieldError]:
+    """kube-apiserver's ValidatePathSegmentName, the rule RBAC objects' names follow."""
+    if name in (".", ".."):
+        return [FieldError("metadata.name", f"\"{name}\": may not be '{name}'")]
+    for bad in ("/", "%"):
+        if bad in name:
+            return [FieldError("metadata.name", f"\"{name}\": may not contain '{bad}'")]
+    return []
 
 
 def _at(obj: Any, path: tuple[str, ...]) -> Any:

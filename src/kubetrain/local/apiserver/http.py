@@ -21,6 +21,7 @@ from multidict import CIMultiDict
 from kubetrain.api import codec
 from kubetrain.local.apiserver import errors as E
 from kubetrain.local.apiserver import protobuf
+from kubetrain.local.apiserver.authz import USER_KEY, PolicyCache
 from kubetrain.local.apiserver.conversions import VIEWS
 from kubetrain.local.apiserver.discovery import (
     api_group,
@@ -33,6 +34,13 @@ from kubetrain.local.apiserver.engine import Engine, Result, WriteOptions
 from kubetrain.local.apiserver.logs import LogRequest, log_file, pick_container, stream_log
 from kubetrain.local.apiserver.openapi import OpenAPI
 from kubetrain.local.apiserver.patching import apply_json_patch, merge_patch
+from kubetrain.local.apiserver.rbac import (
+    ADMIN,
+    MASTERS,
+    User,
+    forbidden_message,
+    request_attributes,
+)
 from kubetrain.local.apiserver.resources import ResourceDef
 from kubetrain.local.apiserver.scale import scale_of
 from kubetrain.local.apiserver.selectors import (
@@ -98,7 +106,8 @@ class HttpApi:
         tokens: frozenset[str] | None,
         bookmark_interval: float = 60.0,
         routes: Sequence[Route] = (),
-        authenticator: Callable[[str], bool] | None = None,
+        authenticator: Callable[[str], User | None] | None = None,
+        authorizer: PolicyCache | None = None,
     ) -> None:
         self.engine = engine
         self.registry = engine.registry
@@ -106,6 +115,7 @@ class HttpApi:
         self.tokens = tokens
         self.routes = list(routes)
         self.authenticator = authenticator
+        self.authorizer = authorizer
         self.bookmark_interval = bookmark_interval
         self.openapi = OpenAPI(engine.registry)
         self.watches: set[Watch] = set()
@@ -134,12 +144,10 @@ class HttpApi:
     ) -> web.StreamResponse:
         try:
             if self.tokens is not None and request.path.rstrip("/") not in _PUBLIC:
-                auth = request.headers.get("Authorization", "")
-                token = auth[7:].strip() if auth.startswith("Bearer ") else ""
-                if token not in self.tokens and not (
-                    token and self.authenticator and self.authenticator(token)
-                ):
-                    raise E.unauthorized()
+                user = self._authenticate(request)
+                request[USER_KEY] = user
+                if self.authorizer is not None:
+                    self._authorize(request, user)
             response: web.StreamResponse = await handler(request)
             return response
         except E.ApiError as err:
@@ -151,6 +159,32 @@ class HttpApi:
         except Exception as exc:  # every failure must still be a Status
             log.exception("internal error serving %s %s", request.method, request.path)
             return _error(E.ApiError(500, "InternalError", f"Internal error occurred: {exc}"))
+
+    def _authenticate(self, request: web.Request) -> User:
+        auth = request.headers.get("Authorization", "")
+        token = auth[7:].strip() if auth.startswith("Bearer ") else ""
+        if self.tokens is not None and token in self.tokens:
+            return ADMIN
+        user = self.authenticator(token) if token and self.authenticator else None
+        if user is None:
+            raise E.unauthorized()
+        return user
+
+    def _authorize(self, request: web.Request, user: User) -> None:
+        assert self.authorizer is not None
+        if MASTERS in user.groups:
+            return  # the privileged-group authorizer, before RBAC builds anything
+        attributes = request_attributes(request.method, request.path, request.query)
+        decision = self.authorizer.authorize(user, attributes)
+        if not decision.allowed:
+            details: dict[str, Any] = {}
+            if attributes.name:
+                details["name"] = attributes.name
+            if attributes.api_group:
+                details["group"] = attributes.api_group
+            if attributes.resource:
+                details["kind"] = attributes.resource
+            raise E.forbidden(forbidden_message(user, attributes, decision.reason), details)
 
     # -- routing ---------------------------------------------------------------------------
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
@@ -279,6 +313,7 @@ class HttpApi:
             dry_run=q.get("dryRun") == "All",
             field_validation=_field_validation(q.get("fieldValidation")),
             force=q.get("force", "").lower() in _TRUE,
+            user=request.get(USER_KEY),
         )
         if method == "POST":
             if name is not None:
@@ -385,6 +420,7 @@ class HttpApi:
             dry_run=q.get("dryRun") == "All",
             field_validation=_field_validation(q.get("fieldValidation")),
             force=q.get("force", "").lower() in _TRUE,
+            user=request.get(USER_KEY),
         )
 
         def inbound(body: Any) -> Any:

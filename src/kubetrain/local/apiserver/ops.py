@@ -19,6 +19,8 @@ class WriteOptions:
     dry_run: bool = False
     field_validation: str = "Warn"  # Strict | Warn | Ignore, as kube-apiserver's default
     force: bool = False
+    # Who asks (a `rbac.User`), for the AdmissionReview's userInfo; None: the server itself.
+    user: Any = None
 
 
 @dataclass(slots=True)

@@ -56,7 +56,96 @@ _OBJECT_REF: Message = {
     6: ("resourceVersion", "str", None),
     7: ("fieldPath", "str", None),
 }
+_RESOURCE_ATTRIBUTES: Message = {
+    1: ("namespace", "str", None),
+    2: ("verb", "str", None),
+    3: ("group", "str", None),
+    4: ("version", "str", None),
+    5: ("resource", "str", None),
+    6: ("subresource", "str", None),
+    7: ("name", "str", None),
+}
+_NON_RESOURCE_ATTRIBUTES: Message = {1: ("path", "str", None), 2: ("verb", "str", None)}
+_POLICY_RULE: Message = {
+    1: ("verbs", "[]str", None),
+    2: ("apiGroups", "[]str", None),
+    3: ("resources", "[]str", None),
+    4: ("resourceNames", "[]str", None),
+    5: ("nonResourceURLs", "[]str", None),
+}
+_SUBJECT: Message = {
+    1: ("kind", "str", None),
+    2: ("apiGroup", "str", None),
+    3: ("name", "str", None),
+    4: ("namespace", "str", None),
+}
+_ROLE_REF: Message = {
+    1: ("apiGroup", "str", None),
+    2: ("kind", "str", None),
+    3: ("name", "str", None),
+}
+_LABEL_SELECTOR: Message = {
+    1: ("matchLabels", "map", None),
+    2: (
+        "matchExpressions",
+        "[]msg",
+        {1: ("key", "str", None), 2: ("operator", "str", None), 3: ("values", "[]str", None)},
+    ),
+}
+_BINDING: Message = {
+    1: ("metadata", "msg", _OBJECT_META),
+    2: ("subjects", "[]msg", _SUBJECT),
+    3: ("roleRef", "msg", _ROLE_REF),
+}
+_RBAC = "rbac.authorization.k8s.io/v1"
 _KINDS: dict[tuple[str, str], Message] = {
+    # kubectl create role / clusterrole / rolebinding / clusterrolebinding.
+    (_RBAC, "Role"): {1: ("metadata", "msg", _OBJECT_META), 2: ("rules", "[]msg", _POLICY_RULE)},
+    (_RBAC, "ClusterRole"): {
+        1: ("metadata", "msg", _OBJECT_META),
+        2: ("rules", "[]msg", _POLICY_RULE),
+        3: ("aggregationRule", "msg", {1: ("clusterRoleSelectors", "[]msg", _LABEL_SELECTOR)}),
+    },
+    (_RBAC, "RoleBinding"): _BINDING,
+    (_RBAC, "ClusterRoleBinding"): _BINDING,
+    # kubectl create token.
+    ("authentication.k8s.io/v1", "TokenRequest"): {
+        1: ("metadata", "msg", _OBJECT_META),
+        2: (
+            "spec",
+            "msg",
+            {
+                1: ("audiences", "[]str", None),
+                3: (
+                    "boundObjectRef",
+                    "msg",
+                    {
+                        1: ("kind", "str", None),
+                        2: ("apiVersion", "str", None),
+                        3: ("name", "str", None),
+                        4: ("uid", "str", None),
+                    },
+                ),
+                4: ("expirationSeconds", "int", None),
+            },
+        ),
+    },
+    # kubectl auth can-i (and can-i --list) send these.
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): {
+        1: ("metadata", "msg", _OBJECT_META),
+        2: (
+            "spec",
+            "msg",
+            {
+                1: ("resourceAttributes", "msg", _RESOURCE_ATTRIBUTES),
+                2: ("nonResourceAttributes", "msg", _NON_RESOURCE_ATTRIBUTES),
+            },
+        ),
+    },
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): {
+        1: ("metadata", "msg", _OBJECT_META),
+        2: ("spec", "msg", {1: ("namespace", "str", None)}),
+    },
     ("v1", "Namespace"): {
         1: ("metadata", "msg", _OBJECT_META),
         2: ("spec", "msg", {1: ("finalizers", "[]str", None)}),

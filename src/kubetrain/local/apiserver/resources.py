@@ -376,6 +376,15 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
         ),
         has_generation=False,
     ),
+    # Admission webhooks the API server calls (kubetrain.local.apiserver.webhooks).
+    ResourceDef(
+        "admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", False,
+        "validatingwebhookconfiguration", printer_columns=_NAME_AGE,
+    ),
+    ResourceDef(
+        "admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", False,
+        "mutatingwebhookconfiguration", printer_columns=_NAME_AGE,
+    ),
 )  # fmt: skip
 
 

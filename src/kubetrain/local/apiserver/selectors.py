@@ -12,6 +12,7 @@ from kubetrain.local.apiserver.errors import bad_request
 __all__ = [
     "FieldSelector",
     "LabelSelector",
+    "label_selector",
     "parse_field_selector",
     "parse_label_selector",
     "selector_text",
@@ -112,6 +113,31 @@ def parse_label_selector(text: str | None) -> LabelSelector:
             if tokens[i] != ",":
                 raise fail()
             i += 1
+    return LabelSelector(tuple(reqs))
+
+
+_OPERATORS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
+
+
+def label_selector(selector: Mapping[str, Any]) -> LabelSelector:
+    """A metav1.LabelSelector (``matchLabels`` and ``matchExpressions``); empty matches everything.
+
+    An operator Kubernetes does not know matches nothing (kube-apiserver refuses such selectors
+    when they are written; one that got stored anyway must not widen what it selects).
+    """
+    reqs = [
+        _Requirement(str(k), "=", frozenset({str(v)}))
+        for k, v in (selector.get("matchLabels") or {}).items()
+    ]
+    for expr in selector.get("matchExpressions") or ():
+        if not isinstance(expr, Mapping):
+            continue
+        op = _OPERATORS.get(str(expr.get("operator")))
+        values = frozenset(str(v) for v in expr.get("values") or ())
+        if op is None:
+            reqs.append(_Requirement(str(expr.get("key")), "in", frozenset()))
+        else:
+            reqs.append(_Requirement(str(expr.get("key")), op, values))
     return LabelSelector(tuple(reqs))
 
 

@@ -22,13 +22,16 @@ import yaml
 from aiohttp import web
 
 from kubetrain.local.apiserver.admission import Admission, ObjectReader, TrainJobDefaulter
+from kubetrain.local.apiserver.authz import PolicyCache, review_routes
 from kubetrain.local.apiserver.engine import Engine, WriteOptions
 from kubetrain.local.apiserver.http import HttpApi, Route
+from kubetrain.local.apiserver.rbac import User, bootstrap_policy, escalation
 from kubetrain.local.apiserver.resources import Registry, ResourceDef
 from kubetrain.local.apiserver.schema import SchemaRules
 from kubetrain.local.apiserver.store import Store
 from kubetrain.local.apiserver.streaming import PodStreamer
 from kubetrain.local.apiserver.tls import ensure_serving_cert
+from kubetrain.local.apiserver.webhooks import WebhookDispatcher
 
 __all__ = ["CONTEXT", "DEFAULT_NAMESPACES", "ApiServer", "default_home", "kubeconfig_dict"]
 
@@ -100,8 +103,10 @@ class ApiServer:
     created at start when absent (the default runtimes). ``token``: the bearer token clients
     must send (default: kept in ``<home>/apiserver.token``); ``auth=False`` turns checking off.
     ``routes``: extra (method, path, handler) endpoints, e.g. TokenRequest/TokenReview, served
-    before the Kubernetes paths and behind the same auth. ``authenticator``: accepts further
-    bearer tokens (e.g. service-account tokens) besides ``token``.
+    before the Kubernetes paths and behind the same auth. ``authenticator``: maps further
+    bearer tokens (e.g. service-account tokens) to a `rbac.User`, None when not accepted.
+    ``rbac``: authorise every request against the stored Roles and bindings (the bootstrap
+    ClusterRoles are created at start); ``token`` holders are system:masters.
     ``history``: how many changes watches can resume from (older resourceVersions get 410 and
     clients relist); it bounds the memory old object versions take.
     ``tls``: serve https with a CA and certificate kept in ``<home>/pki`` (kubectl sends tokens
@@ -127,7 +132,8 @@ class ApiServer:
         bookmark_interval: float = 60.0,
         history: int = 10_000,
         routes: Iterable[Route] = (),
-        authenticator: Callable[[str], bool] | None = None,
+        authenticator: Callable[[str], User | None] | None = None,
+        rbac: bool = True,
     ) -> None:
         self.home = Path(home) if home is not None else default_home()
         self.host = host
@@ -135,11 +141,17 @@ class ApiServer:
         self._seed = seed_objects
         self.registry = Registry.build(crds, resources)
         self.store = Store(None if in_memory else self.home / "apiserver.db", history=history)
+        # RBAC guards every request but the admin's (system:masters), as on a cluster.
+        self.policy = PolicyCache(self.store) if rbac and auth else None
+        # Webhooks from the stored Validating/MutatingWebhookConfigurations, as on a cluster.
+        self.webhooks = WebhookDispatcher(self.store)
         self.engine = Engine(
             self.registry,
             self.store,
             admission=admission or TrainJobDefaulter(),
             schema_rules=schema_rules,
+            webhooks=self.webhooks,
+            escalation=self._escalation if self.policy is not None else None,
         )
         self.token = token if token is not None or not auth else self._stored_token()
         self.http = HttpApi(
@@ -147,11 +159,16 @@ class ApiServer:
             logs_dir or self.home / "logs",
             frozenset({self.token}) if auth and self.token else None,
             bookmark_interval,
-            routes=list(routes),
+            routes=[*routes, *(review_routes(self.policy) if self.policy else ())],
             authenticator=authenticator,
+            authorizer=self.policy,
         )
         self._runner: web.AppRunner | None = None
         self._cert = ensure_serving_cert(self.home / "pki") if tls else None
+
+    def _escalation(self, obj: dict[str, Any], user: Any) -> str | None:
+        assert self.policy is not None
+        return escalation(user, obj, self.policy.policy()) if isinstance(user, User) else None
 
     def _stored_token(self) -> str:
         path = self.home / "apiserver.token"
@@ -195,6 +212,8 @@ class ApiServer:
             ]
         )
         await self.engine.settle_namespaces()
+        if self.policy is not None:
+            await self.engine.ensure(bootstrap_policy())
         seeds = self._seed() if callable(self._seed) else self._seed
         await self.engine.ensure(list(seeds))
         runner = web.AppRunner(
@@ -259,6 +278,7 @@ class ApiServer:
             _abort_lingering(self.port)
             await asyncio.sleep(0)
         await self.engine.settle_controllers()
+        await self.webhooks.close()
         await self.store.close()
 
     async def __aenter__(self) -> ApiServer:

@@ -91,9 +91,13 @@ def _previous_port(files: DaemonFiles) -> int:
     return int(port) if isinstance(port, int) else 0
 
 
-async def _start_server(home: Path, port: int, host: str = "127.0.0.1") -> ApiServer:
+async def _start_server(
+    home: Path, port: int, host: str = "127.0.0.1", api_only: bool = False
+) -> ApiServer:
     from kubetrain.api.schema import crd_manifests
-    from kubetrain.local.apiserver.admission import ChainAdmission
+    from kubetrain.local.apiserver import protobuf
+    from kubetrain.local.apiserver.admission import Admission, ChainAdmission
+    from kubetrain.local.apiserver.rbac import user_from_info
     from kubetrain.local.policy import HostPathPolicy, load_engine_config
     from kubetrain.local.tokens import TokenAuthority
     from kubetrain.runtime.admission import TrainerAdmission
@@ -103,8 +107,22 @@ async def _start_server(home: Path, port: int, host: str = "127.0.0.1") -> ApiSe
 
     # TokenRequest/TokenReview, as a cluster's API server serves them: pods get bound tokens
     # for the status server, which reviews them here.
-    authority = TokenAuthority.for_home(home)
+    authority = TokenAuthority.for_home(home, protobuf=protobuf.decode)
     engine = load_engine_config(home)
+
+    # Trainer's webhooks, in-process: the same rules the cluster webhook server applies;
+    # then Katib's (Experiment defaults and validation, trial pods). Only for the default
+    # engine: with --api-only they come, as on a cluster, from the webhook configurations an
+    # install stores, which the API server calls (kubetrain.local.apiserver.webhooks).
+    # The engine's own policy (no hostPath outside engine.yaml's allowedHostPaths) always.
+    in_process: list[Admission] = (
+        []
+        if api_only
+        else [
+            TrainerAdmission(environment=Environment(max_num_nodes=engine.max_num_nodes)),
+            KatibAdmission(),
+        ]
+    )
 
     # Schemas without prose: about a second less per cold start; `kubectl explain` then shows
     # field types without descriptions.
@@ -120,19 +138,13 @@ async def _start_server(home: Path, port: int, host: str = "127.0.0.1") -> ApiSe
             host=host,
             port=candidate,
             crds=crds,
-            # Trainer's webhooks, in-process: the same rules the cluster webhook server applies;
-            # then Katib's (Experiment defaults and validation, trial pods); then the engine's
-            # own policy (no hostPath outside engine.yaml's allowedHostPaths).
-            admission=ChainAdmission(
-                [
-                    TrainerAdmission(environment=Environment(max_num_nodes=engine.max_num_nodes)),
-                    KatibAdmission(),
-                    HostPathPolicy(engine),
-                ]
-            ),
+            admission=ChainAdmission([*in_process, HostPathPolicy(engine)]),
             # What an install holds from its first start: default runtimes, public ConfigMap.
             seed_objects=install_defaults,
             routes=authority.routes(),
+            # Service-account tokens for the API server's audience authenticate their pod's
+            # service account, which RBAC then authorises (a controller run as a pod).
+            authenticator=lambda token: user_from_info(authority.authenticate(token)),
         )
         authority.attach(server.reader)
         try:
@@ -187,7 +199,9 @@ async def run_daemon(
         files.stop_request.unlink()
     files.write_atomic(files.pid, f"{os.getpid()}\n")
     started = time.time()
-    server = await _start_server(home, _previous_port(files) if port is None else port, host)
+    server = await _start_server(
+        home, _previous_port(files) if port is None else port, host, api_only
+    )
     kubeconfig = server.write_kubeconfig(files.kubeconfig)
     api = KubeApi.from_kubeconfig(kubeconfig)
     plane = None if api_only else await _start_status_plane(home, kubeconfig)
