@@ -1,4 +1,4 @@
-"""The kinds the controller reads and writes, with their REST names.
+"""The kinds the controller and the local executor read and write, with their REST names.
 
 A Plan may hold any of the kinds below; an unknown kind in a Plan is a programming error in the
 runtime layer, reported as a reconcile error rather than guessed at (guessing plurals is how
@@ -17,10 +17,12 @@ __all__ = [
     "JOBSET",
     "LEASE",
     "MUTATING_WEBHOOK_CONFIGURATION",
+    "NODE",
     "POD",
     "POD_GROUP",
     "PRIORITY_CLASS",
     "SECRET",
+    "SERVICE",
     "SUGGESTION",
     "TOKEN_REVIEW",
     "TRAINING_RUNTIME",
@@ -84,6 +86,10 @@ MUTATING_WEBHOOK_CONFIGURATION = Kind(
     False,
 )
 
+# The local executor's kubelet side: the Node it registers, the Services its pods resolve.
+NODE = Kind("v1", "Node", "nodes", False)
+SERVICE = Kind("v1", "Service", "services")
+
 _ALL = (
     TRAINJOB,
     TRAINING_RUNTIME,
@@ -103,6 +109,8 @@ _ALL = (
     TOKEN_REVIEW,
     VALIDATING_WEBHOOK_CONFIGURATION,
     MUTATING_WEBHOOK_CONFIGURATION,
+    NODE,
+    SERVICE,
 )
 _BY_TYPE = {(k.api_version, k.kind): k for k in _ALL}
 
