@@ -8,7 +8,7 @@ from typing import Any
 
 from plane_helpers import Plane, make_jobset
 
-from kubetrain.local.executor.kubeapi import PODS
+from kubetrain.kube.kinds import JOBSET, POD
 
 
 async def test_finding_4_a_jobset_whose_pods_cannot_be_created_fails_within_seconds(
@@ -18,7 +18,7 @@ async def test_finding_4_a_jobset_whose_pods_cannot_be_created_fails_within_seco
     # <name>-node-0, has 65 characters (upstream kubeflow/trainer#2735).
     name = "x" * 58
     await plane.api.create(
-        ("jobset.x-k8s.io/v1alpha2", "jobsets"), make_jobset(name, [sys.executable, "-c", "pass"])
+        JOBSET.api_version, JOBSET.plural, make_jobset(name, [sys.executable, "-c", "pass"])
     )
     jobset = await plane.terminal(name, timeout=10)
     failed = [c for c in jobset["status"]["conditions"] if c["type"] == "Failed"]
@@ -37,10 +37,10 @@ async def test_finding_4_a_bare_pod_is_told_at_once_that_the_local_engine_will_n
         "metadata": {"name": "bare", "namespace": "default"},
         "spec": {"containers": [{"name": "c", "image": "python:3.11", "command": ["true"]}]},
     }
-    await plane.api.create(PODS, pod)
+    await plane.api.create(POD.api_version, POD.plural, pod)
 
     async def scheduled_condition() -> dict[str, Any] | None:
-        got = await plane.api.get(PODS, "default", "bare")
+        got = await plane.api.get(POD.api_version, POD.plural, "bare", namespace="default")
         conds = (got.get("status") or {}).get("conditions") or []
         return next((c for c in conds if c["type"] == "PodScheduled"), None)
 
@@ -58,5 +58,5 @@ async def test_finding_4_a_bare_pod_is_told_at_once_that_the_local_engine_will_n
     (event,) = await plane.wait_for(warning, timeout=10)
     assert event["reason"] == "FailedScheduling"
     assert "runs only pods of JobSets" in event["message"]
-    got = await plane.api.get(PODS, "default", "bare")
+    got = await plane.api.get(POD.api_version, POD.plural, "bare", namespace="default")
     assert got["status"]["phase"] == "Pending"

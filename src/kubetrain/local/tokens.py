@@ -37,6 +37,8 @@ from typing import Any, Protocol
 
 from aiohttp import web
 
+from kubetrain.kube.client import KubeClient
+
 __all__ = [
     "DEFAULT_EXPIRATION_S",
     "ISSUER",
@@ -536,12 +538,8 @@ class TokenAuthority:
 # -- the kubelet's side -------------------------------------------------------------------------
 
 
-class _Creates(Protocol):
-    async def create(self, res: tuple[str, str], obj: dict[str, Any]) -> dict[str, Any]: ...
-
-
 async def request_token(
-    api: _Creates,
+    api: KubeClient,
     pod: Mapping[str, Any],
     audience: str,
     *,
@@ -549,8 +547,8 @@ async def request_token(
 ) -> str:
     """Ask the API server (TokenRequest) for a token bound to ``pod`` for ``audience``.
 
-    ``api`` is any client with ``create((api_version, plural), obj)`` (the executor's ``KubeApi``):
-    the plural carries the service account and subresource, which its URL builder joins as is.
+    The plural carries the service account and the ``token`` subresource: the client's URL
+    builder joins it as is, and TokenRequest is a create on that subresource.
     """
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
@@ -570,5 +568,5 @@ async def request_token(
             },
         },
     }
-    answer = await api.create(("v1", f"serviceaccounts/{sa}/token"), body)
+    answer = await api.create("v1", f"serviceaccounts/{sa}/token", body)
     return str((answer.get("status") or {}).get("token") or "")
