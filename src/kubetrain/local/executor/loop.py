@@ -47,12 +47,12 @@ class Executor:
         )
         self.jobsets = JobSetWorker(api, settings, self.cluster, self.kubelet, self._event)
         self._tasks: list[asyncio.Task[Any]] = []
-        self.informers = [
-            self._informer(JOBSET, None, self._on_jobset),
-            self._informer(POD, JOBSET_NAME_LABEL, self._on_pod),
-            self._informer(SERVICE, None, self._on_service),
-            self._informer(POD, f"!{JOBSET_NAME_LABEL}", self._on_bare_pod),
-        ]
+        self.informers = {
+            "jobsets": self._informer(JOBSET, None, self._on_jobset),
+            "pods": self._informer(POD, JOBSET_NAME_LABEL, self._on_pod),
+            "services": self._informer(SERVICE, None, self._on_service),
+            "bare-pods": self._informer(POD, f"!{JOBSET_NAME_LABEL}", self._on_bare_pod),
+        }
         self.ready = asyncio.Event()
 
     def _informer(self, kind: Kind, selector: str | None, handler: EventHandler) -> Informer:
@@ -68,12 +68,14 @@ class Executor:
         """Begin watching; returns once both caches are filled and leftovers are handled."""
         self._tasks = [asyncio.create_task(self._send_events(), name="executor-events")]
         self._tasks += [
-            asyncio.create_task(i.run(), name=f"executor-{i.kind.plural}") for i in self.informers
+            asyncio.create_task(informer.run(), name=f"executor-{name}")
+            for name, informer in self.informers.items()
         ]
         await asyncio.to_thread(self.kubelet.start_network)
         await self._register_node()
-        jobsets, pods = self.informers[:2]
-        await asyncio.gather(jobsets.synced.wait(), pods.synced.wait())
+        await asyncio.gather(
+            self.informers["jobsets"].synced.wait(), self.informers["pods"].synced.wait()
+        )
         # What a previous daemon left: processes of pods gone from the API end; the rest is
         # adopted, or recorded as lost, by sync_pod.
         await self.kubelet.reap_orphans()
