@@ -33,11 +33,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 
-from kubetrain.kube.client import KubeClient
+if TYPE_CHECKING:  # the API server imports this module; only the kubelet's side needs a client
+    from kubetrain.kube.client import KubeClient
 
 __all__ = [
     "DEFAULT_EXPIRATION_S",
