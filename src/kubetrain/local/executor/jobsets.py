@@ -5,7 +5,6 @@ crash never loses a restart count), then Events, pod deletions, pod creations.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 from kubetrain.api.meta import now
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.kinds import JOBSET, POD
-from kubetrain.kube.workqueue import QueueShutDown, RateLimit, WorkQueue
+from kubetrain.kube.workqueue import RateLimit, WorkQueue, work
 
 from .cache import Cluster, Key, key_of
 from .jobset_logic import creation_failed, reconcile
@@ -58,22 +57,11 @@ class JobSetWorker:
         self._queue.shut_down()
 
     async def run(self) -> None:
-        while True:
-            try:
-                key = await self._queue.get()
-            except QueueShutDown:
-                return
-            try:
-                await self.reconcile(key)
-            except asyncio.CancelledError:
-                raise
-            except Exception as err:
-                log.warning("reconcile %s/%s failed: %s", *key, err)
-                self._queue.add_rate_limited(key)
-            else:
-                self._queue.forget(key)
-            finally:
-                self._queue.done(key)
+        await work(self._queue, self.reconcile, self._failed)
+
+    @staticmethod
+    def _failed(key: Key, err: Exception) -> None:
+        log.warning("reconcile %s/%s failed: %s", *key, err)
 
     async def _still_exists(self, key: Key) -> bool:
         try:
@@ -84,16 +72,17 @@ class JobSetWorker:
             raise
         return True
 
-    async def reconcile(self, key: Key) -> None:
+    async def reconcile(self, key: Key) -> float | None:
+        """Act on one JobSet; the answer is when to look again even if nothing changes."""
         jobset = self.cluster.jobsets.get(key)
         if jobset is None or jobset["metadata"].get("deletionTimestamp"):
-            return
+            return None
         uid = str(jobset["metadata"].get("uid"))
         # Pods and JobSets arrive on separate watches: make sure lost pods were not lost to the
         # JobSet's own deletion before counting them as failures.
         if self.cluster.lost.get(uid) and not await self._still_exists(key):
             self.cluster.lost.pop(uid, None)
-            return
+            return None
         decision = reconcile(
             jobset,
             self.cluster.pods_of(jobset),
@@ -128,8 +117,7 @@ class JobSetWorker:
                     JOBSET.api_version, JOBSET.plural, name, namespace=ns,
                     propagation_policy="Foreground",
                 )  # fmt: skip
-        if decision.requeue_after is not None:
-            self.enqueue(key, after=max(0.05, decision.requeue_after))
+        return None if decision.requeue_after is None else max(0.05, decision.requeue_after)
 
     async def _create(self, jobset: dict[str, Any], pod: dict[str, Any]) -> bool:
         """Create one pod; False when it was refused for good and the JobSet marked Failed."""
