@@ -16,10 +16,9 @@ import pytest
 import yaml
 from initializers_support import EXAMPLE
 
-from kubetrain.kube.client import connect
+from kubetrain.kube.client import KubeClient, connect
 from kubetrain.kube.kinds import POD, TRAINING_RUNTIME, TRAINJOB
 from kubetrain.local.daemon import ensure_daemon, stop_daemon
-from kubetrain.local.executor import KubeClient
 from kubetrain.local.sandbox import ContainerProcess, sandbox_mode
 from kubetrain.local.sandbox.state import read_states
 from kubetrain.testing.s3 import S3Server

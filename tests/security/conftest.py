@@ -12,9 +12,8 @@ import httpx2
 import pytest
 from security_support import RUNTIME
 
-from kubetrain.kube.client import connect
+from kubetrain.kube.client import KubeClient, connect
 from kubetrain.local.daemon import DaemonInfo, ensure_daemon, stop_daemon
-from kubetrain.local.executor import KubeClient
 
 
 @pytest.fixture(scope="session")

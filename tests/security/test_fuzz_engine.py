@@ -15,10 +15,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from security_support import trainjob
 
-from kubetrain.kube.client import connect
+from kubetrain.kube.client import ApiError, connect
 from kubetrain.kube.kinds import TRAINJOB
 from kubetrain.local.daemon import DaemonInfo
-from kubetrain.local.executor import ApiError
 
 _serial = itertools.count()
 

@@ -18,11 +18,11 @@ from typing import Any
 
 import httpx2 as httpx
 import pytest
-from security_support import JOBSETS, TRAINJOBS, trainjob
+from security_support import trainjob
 
-from kubetrain.kube.kinds import POD, TRAINJOB
+from kubetrain.kube.client import ApiError, KubeClient
+from kubetrain.kube.kinds import JOBSET, POD, TRAINJOB
 from kubetrain.local.daemon import DaemonInfo
-from kubetrain.local.executor import ApiError, KubeClient
 from kubetrain.local.sandbox import sandbox_mode
 
 pytestmark = pytest.mark.skipif(
@@ -74,7 +74,7 @@ async def test_findings_1_and_2_every_attack_from_inside_a_pod_is_refused(
     await api.delete(TRAINJOB.api_version, TRAINJOB.plural, "reuse", namespace="default")
 
     async def gone() -> bool:
-        for res in (TRAINJOBS, JOBSETS):
+        for res in (TRAINJOB, JOBSET):
             try:
                 await api.get(res.api_version, res.plural, "reuse", namespace="default")
             except ApiError:
