@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from kubetrain.kube.workqueue import QueueShutDown, RateLimit, WorkQueue
+from kubetrain.kube.workqueue import QueueShutDown, RateLimit, WorkQueue, work
 
 
 async def drain(q: WorkQueue[str]) -> list[str]:
@@ -127,3 +127,27 @@ async def test_get_on_a_shut_down_queue_raises() -> None:
     q.shut_down()
     with pytest.raises(QueueShutDown):
         await waiter
+
+
+async def test_a_worker_retries_a_failure_then_runs_again_when_asked_and_stops_at_shut_down() -> (
+    None
+):
+    q: WorkQueue[str] = WorkQueue(RateLimit(base_delay=0.001, qps=1000, burst=1000))
+    seen: list[str] = []
+    failures: list[str] = []
+
+    async def reconcile(key: str) -> float | None:
+        seen.append(key)
+        if len(seen) == 1:
+            raise RuntimeError("the API server went away")
+        if len(seen) == 2:
+            assert q.failures(key) == 1, "a failure is retried rate-limited"
+            return 0.001  # look again later
+        q.shut_down()
+        return None
+
+    q.add("a")
+    await asyncio.wait_for(work(q, reconcile, lambda k, err: failures.append(f"{k}: {err}")), 1.0)
+    assert seen == ["a", "a", "a"]
+    assert failures == ["a: the API server went away"]
+    assert q.failures("a") == 0, "a success forgets the key's failures"

@@ -14,13 +14,11 @@ from typing import Any
 
 import pytest
 
+from kubetrain.kube.client import KubeClient, connect
+from kubetrain.kube.kinds import JOBSET, POD, TRAINING_RUNTIME, TRAINJOB, Kind
 from kubetrain.local.daemon import DaemonInfo, daemon_status, ensure_daemon, stop_daemon
-from kubetrain.local.executor import KubeApi
 
 PY = sys.executable
-JOBSETS = ("jobset.x-k8s.io/v1alpha2", "jobsets")
-PODS = ("v1", "pods")
-TRAINJOBS = ("trainer.kubeflow.org/v1alpha1", "trainjobs")
 
 
 def jobset(
@@ -67,16 +65,16 @@ async def wait_for(what: Any, timeout: float = 180.0) -> Any:
         await asyncio.sleep(0.1)
 
 
-async def pods_of(api: KubeApi, name: str) -> list[dict[str, Any]]:
-    items, _ = await api.list(PODS, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}")
+async def pods_of(api: KubeClient, name: str) -> list[dict[str, Any]]:
+    items, _ = await api.list(
+        POD.api_version, POD.plural, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}"
+    )
     return sorted(items, key=lambda p: p["metadata"]["name"])
 
 
-async def finished(
-    api: KubeApi, res: tuple[str, str], name: str, types: tuple[str, ...]
-) -> dict[str, Any]:
+async def finished(api: KubeClient, res: Kind, name: str, types: tuple[str, ...]) -> dict[str, Any]:
     async def check() -> dict[str, Any] | None:
-        obj = await api.get(res, "default", name)
+        obj = await api.get(res.api_version, res.plural, name, namespace="default")
         conds = (obj.get("status") or {}).get("conditions") or []
         return obj if any(c["type"] in types and c["status"] == "True" for c in conds) else None
 
@@ -129,11 +127,15 @@ async def test_after_a_stop_a_live_pod_is_adopted_and_recorded_once(home: Path, 
     home.mkdir()
     (home / "engine.yaml").write_text(f"allowedHostPaths: [{ctl}]\n")
     info = await asyncio.to_thread(ensure_daemon, home)
-    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    api = connect(info.kubeconfig)
     # Runs until the test says go.
     script = "import os,time\nwhile not os.path.exists('/ctl/go'): time.sleep(0.05)\nprint('done')"
     try:
-        await api.create(JOBSETS, jobset("adopt", [PY, "-c", script], pods=2, host_dir=ctl))
+        await api.create(
+            JOBSET.api_version,
+            JOBSET.plural,
+            jobset("adopt", [PY, "-c", script], pods=2, host_dir=ctl),
+        )
 
         async def running() -> bool:
             pods = await pods_of(api, "adopt")
@@ -150,9 +152,9 @@ async def test_after_a_stop_a_live_pod_is_adopted_and_recorded_once(home: Path, 
     (ctl / "go").write_text("go")  # the pods finish while no daemon runs
     time.sleep(0.5)
     info = await asyncio.to_thread(ensure_daemon, home)
-    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    api = connect(info.kubeconfig)
     try:
-        done = await finished(api, JOBSETS, "adopt", ("Completed", "Failed"))
+        done = await finished(api, JOBSET, "adopt", ("Completed", "Failed"))
         assert done["status"]["terminalState"] == "Completed"
         pods = await pods_of(api, "adopt")
         assert {p["metadata"]["name"] for p in pods} == before
@@ -171,10 +173,10 @@ async def test_after_a_stop_a_live_pod_is_adopted_and_recorded_once(home: Path, 
 
 async def test_after_kill_9_a_pod_that_died_meanwhile_is_recorded_failed(home: Path) -> None:
     info = await asyncio.to_thread(ensure_daemon, home)
-    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    api = connect(info.kubeconfig)
     tag = f"300.{uuid.uuid4().int % 10**9:09d}"
     try:
-        await api.create(JOBSETS, jobset("lost", ["sleep", tag], pods=1))
+        await api.create(JOBSET.api_version, JOBSET.plural, jobset("lost", ["sleep", tag], pods=1))
 
         async def running() -> bool:
             pods = await pods_of(api, "lost")
@@ -192,9 +194,9 @@ async def test_after_kill_9_a_pod_that_died_meanwhile_is_recorded_failed(home: P
         os.kill(pid, signal.SIGKILL)
     time.sleep(0.3)
     info = await asyncio.to_thread(ensure_daemon, home)
-    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    api = connect(info.kubeconfig)
     try:
-        done = await finished(api, JOBSETS, "lost", ("Completed", "Failed"))
+        done = await finished(api, JOBSET, "lost", ("Completed", "Failed"))
         failed = next(c for c in done["status"]["conditions"] if c["type"] == "Failed")
         assert failed["reason"] == "FailedJobs"
         [pod] = await pods_of(api, "lost")
@@ -215,7 +217,7 @@ def _cmd(pid: int) -> list[str]:
 
 async def test_a_trainjob_runs_through_controller_and_executor_to_complete(home: Path) -> None:
     info = await asyncio.to_thread(ensure_daemon, home)
-    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    api = connect(info.kubeconfig)
     trainjob = {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainJob",
@@ -229,8 +231,8 @@ async def test_a_trainjob_runs_through_controller_and_executor_to_complete(home:
         },
     }
     try:
-        await api.create(TRAINJOBS, trainjob)
-        done = await finished(api, TRAINJOBS, "tj", ("Complete", "Failed"))
+        await api.create(TRAINJOB.api_version, TRAINJOB.plural, trainjob)
+        done = await finished(api, TRAINJOB, "tj", ("Complete", "Failed"))
         assert [c["type"] for c in done["status"]["conditions"] if c["status"] == "True"] == [
             "Complete"
         ]
@@ -256,10 +258,10 @@ async def test_the_torch_ddp_example_trains_2_nodes_x_2_processes(home: Path) ->
         if env["name"] == "EPOCHS":
             env["value"] = "3"
     info = await asyncio.to_thread(ensure_daemon, home)
-    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    api = connect(info.kubeconfig)
     try:
-        await api.create(TRAINJOBS, trainjob)
-        done = await finished(api, TRAINJOBS, "torch-ddp", ("Complete", "Failed"))
+        await api.create(TRAINJOB.api_version, TRAINJOB.plural, trainjob)
+        done = await finished(api, TRAINJOB, "torch-ddp", ("Complete", "Failed"))
         assert [c["type"] for c in done["status"]["conditions"] if c["status"] == "True"] == [
             "Complete"
         ]
@@ -275,7 +277,7 @@ async def test_the_torch_ddp_example_trains_2_nodes_x_2_processes(home: Path) ->
 
 async def test_deleting_a_trainjob_ends_every_process_within_five_seconds(home: Path) -> None:
     info = await asyncio.to_thread(ensure_daemon, home)
-    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    api = connect(info.kubeconfig)
     tag = f"300.{uuid.uuid4().int % 10**9:09d}"
     trainjob = {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
@@ -287,7 +289,7 @@ async def test_deleting_a_trainjob_ends_every_process_within_five_seconds(home: 
         },
     }
     try:
-        await api.create(TRAINJOBS, trainjob)
+        await api.create(TRAINJOB.api_version, TRAINJOB.plural, trainjob)
 
         async def both_running() -> bool:
             return (
@@ -303,16 +305,18 @@ async def test_deleting_a_trainjob_ends_every_process_within_five_seconds(home: 
 
         await wait_for(both_running)
         start = time.monotonic()
-        await api.delete(TRAINJOBS, "default", "long")
+        await api.delete(TRAINJOB.api_version, TRAINJOB.plural, "long", namespace="default")
 
+        # The kubelet's final delete removes each Pod once its processes have ended, so the
+        # Pods go a moment after the last process: both within the five seconds.
         async def gone() -> bool:
-            return not [
+            running = [
                 p for p in os.listdir("/proc") if p.isdigit() and tag in " ".join(_cmd(int(p)))
             ]
+            return not running and await pods_of(api, "long") == []
 
         await wait_for(gone, timeout=5)
         assert time.monotonic() - start < 5
-        assert await pods_of(api, "long") == []
     finally:
         await api.close()
 
@@ -363,7 +367,7 @@ async def test_a_crashing_trainjob_is_restarted_exactly_twice_then_fails_with_jo
     home: Path,
 ) -> None:
     info = await asyncio.to_thread(ensure_daemon, home)
-    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    api = connect(info.kubeconfig)
     trainjob = {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainJob",
@@ -381,14 +385,14 @@ async def test_a_crashing_trainjob_is_restarted_exactly_twice_then_fails_with_jo
     }
     try:
         await api.create(
-            ("trainer.kubeflow.org/v1alpha1", "trainingruntimes"), crashing_runtime("crashy")
+            TRAINING_RUNTIME.api_version, TRAINING_RUNTIME.plural, crashing_runtime("crashy")
         )
-        await api.create(TRAINJOBS, trainjob)
-        done = await finished(api, TRAINJOBS, "crash", ("Complete", "Failed"))
+        await api.create(TRAINJOB.api_version, TRAINJOB.plural, trainjob)
+        done = await finished(api, TRAINJOB, "crash", ("Complete", "Failed"))
         failed = next(c for c in done["status"]["conditions"] if c["type"] == "Failed")
         assert failed["status"] == "True"
         assert failed["reason"] == "ReachedMaxRestarts"
-        js = await api.get(JOBSETS, "default", "crash")
+        js = await api.get(JOBSET.api_version, JOBSET.plural, "crash", namespace="default")
         assert (js["status"]["restarts"], js["status"]["restartsCountTowardsMax"]) == (2, 2)
         pods = await pods_of(api, "crash")
         assert {p["metadata"]["labels"]["jobset.sigs.k8s.io/restart-attempt"] for p in pods} == {
@@ -402,7 +406,7 @@ async def test_suspending_a_trainjob_stops_its_pods_and_resuming_runs_them_again
     home: Path,
 ) -> None:
     info = await asyncio.to_thread(ensure_daemon, home)
-    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    api = connect(info.kubeconfig)
     tag = f"300.{uuid.uuid4().int % 10**9:09d}"
     trainjob = {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
@@ -420,7 +424,7 @@ async def test_suspending_a_trainjob_stops_its_pods_and_resuming_runs_them_again
         )
 
     try:
-        await api.create(TRAINJOBS, trainjob)
+        await api.create(TRAINJOB.api_version, TRAINJOB.plural, trainjob)
 
         async def two() -> bool:
             return sleeping() == 2
@@ -429,14 +433,26 @@ async def test_suspending_a_trainjob_stops_its_pods_and_resuming_runs_them_again
             return sleeping() == 0 and not await pods_of(api, "pause")
 
         await wait_for(two)
-        await api.patch(TRAINJOBS, "default", "pause", {"spec": {"suspend": True}})
+        await api.patch(
+            TRAINJOB.api_version,
+            TRAINJOB.plural,
+            "pause",
+            {"spec": {"suspend": True}},
+            namespace="default",
+        )
         await wait_for(none, timeout=10)
-        js = await api.get(JOBSETS, "default", "pause")
+        js = await api.get(JOBSET.api_version, JOBSET.plural, "pause", namespace="default")
         assert js["spec"]["suspend"] is True
         assert any(
             c["type"] == "Suspended" and c["status"] == "True" for c in js["status"]["conditions"]
         )
-        await api.patch(TRAINJOBS, "default", "pause", {"spec": {"suspend": False}})
+        await api.patch(
+            TRAINJOB.api_version,
+            TRAINJOB.plural,
+            "pause",
+            {"spec": {"suspend": False}},
+            namespace="default",
+        )
         await wait_for(two)
     finally:
         await api.close()
@@ -444,7 +460,7 @@ async def test_suspending_a_trainjob_stops_its_pods_and_resuming_runs_them_again
 
 async def test_progress_reports_reach_the_trainjob_through_the_status_server(home: Path) -> None:
     info = await asyncio.to_thread(ensure_daemon, home)
-    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    api = connect(info.kubeconfig)
     # The pod reports with the bound token the executor projects and the status server's CA and
     # address the controller rendered in: the whole TrainJobStatus path of the daemon.
     script = (
@@ -462,8 +478,8 @@ async def test_progress_reports_reach_the_trainjob_through_the_status_server(hom
         },
     }
     try:
-        await api.create(TRAINJOBS, trainjob)
-        done = await finished(api, TRAINJOBS, "prog", ("Complete", "Failed"))
+        await api.create(TRAINJOB.api_version, TRAINJOB.plural, trainjob)
+        done = await finished(api, TRAINJOB, "prog", ("Complete", "Failed"))
         status = done["status"]
         assert [c["type"] for c in status["conditions"] if c["status"] == "True"] == ["Complete"]
         assert status["trainerStatus"]["progressPercentage"] == 100

@@ -11,10 +11,9 @@ from pathlib import Path
 
 from kubetrain.client.connection import connect
 from kubetrain.client.jobs import JobClient
+from kubetrain.kube import client as kube
+from kubetrain.kube.kinds import TRAINJOB
 from kubetrain.local.daemon import ensure_daemon
-from kubetrain.local.executor import KubeApi
-
-TRAINJOBS = ("trainer.kubeflow.org/v1alpha1", "trainjobs")
 
 
 def _with(tag: str) -> list[int]:
@@ -37,7 +36,7 @@ async def test_finding_10_delete_returns_only_after_processes_ignoring_sigterm_a
     home: Path,
 ) -> None:
     info = await asyncio.to_thread(ensure_daemon, home)
-    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    api = kube.connect(info.kubeconfig)
     tag = f"300.{uuid.uuid4().int % 10**9:09d}"
     # Both the shell and its child ignore SIGTERM (an ignored signal survives fork and exec):
     # only the kubelet's SIGKILL after the grace period ends them.
@@ -53,7 +52,7 @@ async def test_finding_10_delete_returns_only_after_processes_ignoring_sigterm_a
     }
     jobs = JobClient(connect(kubeconfig=info.kubeconfig, namespace="default"))
     try:
-        await api.create(TRAINJOBS, trainjob)
+        await api.create(TRAINJOB.api_version, TRAINJOB.plural, trainjob)
         deadline = time.monotonic() + 180
         while len(_with(tag)) < 3:  # the shell and its two sleeps
             assert time.monotonic() < deadline, "the pod's processes never all started"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from plane_helpers import Plane
 
+from kubetrain.kube.client import connect
 from kubetrain.local.apiserver import ApiServer
 from kubetrain.local.executor.jobset_logic import Settings
-from kubetrain.local.executor.kubeapi import KubeApi
 from kubetrain.local.executor.loop import Executor
 from kubetrain.local.executor.podrunner import RunnerSettings
 from kubetrain.local.executor.scheduling import Resources
@@ -44,7 +44,7 @@ async def _plane(
 ) -> AsyncIterator[Plane]:
     server = ApiServer(tmp_path, in_memory=True)
     await server.start()
-    api = KubeApi.from_kubeconfig(server.write_kubeconfig())
+    api = connect(server.write_kubeconfig())
     settings = ExecutorSettings(
         home=tmp_path,
         logic=Settings(pod_failure_backoff_s=0),

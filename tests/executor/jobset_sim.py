@@ -7,7 +7,8 @@ import itertools
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kubetrain.local.executor.jobset_logic import Decision, Settings, format_time, reconcile
+from kubetrain.api.meta import format_time
+from kubetrain.local.executor.jobset_logic import Decision, Settings, reconcile
 
 __all__ = ["Sim", "make_jobset", "rjob"]
 

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubetrain.kube.client import KubeClient
+from kubetrain.kube.kinds import EVENT, JOBSET, POD
 from kubetrain.local.apiserver import ApiServer
-from kubetrain.local.executor.kubeapi import JOBSETS, PODS, KubeApi
 from kubetrain.local.executor.loop import Executor
 
 
@@ -99,7 +100,7 @@ def replicated_job(
 
 @dataclass
 class Plane:
-    api: KubeApi
+    api: KubeClient
     home: Path
     executor: Executor
     server: ApiServer
@@ -116,7 +117,7 @@ class Plane:
             await asyncio.sleep(0.05)
 
     async def jobset(self, name: str) -> dict[str, Any]:
-        return await self.api.get(JOBSETS, "default", name)
+        return await self.api.get(JOBSET.api_version, JOBSET.plural, name, namespace="default")
 
     async def terminal(self, name: str, timeout: float = 30.0) -> dict[str, Any]:
         async def done() -> dict[str, Any] | None:
@@ -131,12 +132,12 @@ class Plane:
 
     async def pods(self, jobset: str) -> list[dict[str, Any]]:
         items, _ = await self.api.list(
-            PODS, label_selector=f"jobset.sigs.k8s.io/jobset-name={jobset}"
+            POD.api_version, POD.plural, label_selector=f"jobset.sigs.k8s.io/jobset-name={jobset}"
         )
         return sorted(items, key=lambda p: p["metadata"]["name"])
 
     async def events(self) -> list[dict[str, Any]]:
-        items, _ = await self.api.list(("v1", "events"))
+        items, _ = await self.api.list(EVENT.api_version, EVENT.plural)
         return items
 
 

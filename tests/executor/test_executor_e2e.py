@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from plane_helpers import PY, Plane, make_jobset, marker, processes_with, replicated_job
 
-from kubetrain.local.executor.kubeapi import JOBSETS, PODS
+from kubetrain.kube.client import connect
+from kubetrain.kube.kinds import JOBSET, POD
 
 LBL = "jobset.sigs.k8s.io/"
 
@@ -53,7 +54,7 @@ async def test_a_two_pod_jobset_completes_and_looks_as_on_a_cluster(plane: Plane
             },
         }
     ]
-    await plane.api.create(JOBSETS, js)
+    await plane.api.create(JOBSET.api_version, JOBSET.plural, js)
     done = await plane.terminal("js")
     status = done["status"]
     logs = {p.parent.name: p.read_text() for p in (plane.home / "logs").rglob("*.log")}
@@ -98,7 +99,8 @@ async def test_a_two_pod_jobset_completes_and_looks_as_on_a_cluster(plane: Plane
 
 async def test_max_restarts_two_restarts_the_set_exactly_twice_then_fails(plane: Plane) -> None:
     await plane.api.create(
-        JOBSETS,
+        JOBSET.api_version,
+        JOBSET.plural,
         make_jobset(
             "crash", [PY, "-c", "raise SystemExit(3)"], pods=2, failurePolicy={"maxRestarts": 2}
         ),
@@ -135,7 +137,7 @@ async def test_on_failure_restarts_the_container_in_place_and_counts_it(plane: P
     pod_spec = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     pod_spec["volumes"] = [{"name": "data", "emptyDir": {}}]
     pod_spec["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
-    await plane.api.create(JOBSETS, js)
+    await plane.api.create(JOBSET.api_version, JOBSET.plural, js)
     done = await plane.terminal("inplace")
     assert done["status"]["terminalState"] == "Completed"
     [pod] = await plane.pods("inplace")
@@ -148,7 +150,9 @@ async def test_on_failure_restarts_the_container_in_place_and_counts_it(plane: P
 async def test_suspend_stops_every_process_and_resume_starts_them_again(plane: Plane) -> None:
     tag = marker()
     await plane.api.create(
-        JOBSETS, make_jobset("sus", ["sh", "-c", f"exec sleep 300 # {tag}"], pods=2)
+        JOBSET.api_version,
+        JOBSET.plural,
+        make_jobset("sus", ["sh", "-c", f"exec sleep 300 # {tag}"], pods=2),
     )
 
     async def running() -> bool:
@@ -157,7 +161,9 @@ async def test_suspend_stops_every_process_and_resume_starts_them_again(plane: P
 
     await plane.wait_for(running)
     assert len(processes_with(tag)) >= 2
-    await plane.api.patch(JOBSETS, "default", "sus", {"spec": {"suspend": True}})
+    await plane.api.patch(
+        JOBSET.api_version, JOBSET.plural, "sus", {"spec": {"suspend": True}}, namespace="default"
+    )
 
     async def stopped() -> bool:
         return not await plane.pods("sus") and not processes_with(tag)
@@ -167,7 +173,9 @@ async def test_suspend_stops_every_process_and_resume_starts_them_again(plane: P
     suspended = next(c for c in js["status"]["conditions"] if c["type"] == "Suspended")
     assert (suspended["status"], suspended["reason"]) == ("True", "SuspendedJobs")
     assert js["status"]["replicatedJobsStatus"][0]["suspended"] == 1
-    await plane.api.patch(JOBSETS, "default", "sus", {"spec": {"suspend": False}})
+    await plane.api.patch(
+        JOBSET.api_version, JOBSET.plural, "sus", {"spec": {"suspend": False}}, namespace="default"
+    )
     await plane.wait_for(running)
     js = await plane.jobset("sus")
     resumed = next(c for c in js["status"]["conditions"] if c["type"] == "Suspended")
@@ -179,7 +187,7 @@ async def test_deleting_the_jobset_kills_every_process_within_five_seconds(plane
     # the (capped) grace period ends them. The odd sleep length marks their command lines.
     tag = f"300.{uuid.uuid4().int % 10**9:09d}"
     command = ["sh", "-c", f"trap '' TERM; sleep {tag} & sleep {tag}; wait"]
-    await plane.api.create(JOBSETS, make_jobset("del", command, pods=2))
+    await plane.api.create(JOBSET.api_version, JOBSET.plural, make_jobset("del", command, pods=2))
 
     async def running() -> bool:
         pods = await plane.pods("del")
@@ -191,7 +199,7 @@ async def test_deleting_the_jobset_kills_every_process_within_five_seconds(plane
     await plane.wait_for(running)
     await plane.wait_for(four_sleeps)
     start = time.monotonic()
-    await plane.api.delete(JOBSETS, "default", "del")
+    await plane.api.delete(JOBSET.api_version, JOBSET.plural, "del", namespace="default")
 
     async def pods_gone() -> bool:
         return await plane.pods("del") == []
@@ -212,7 +220,7 @@ async def test_depends_on_starts_nodes_only_after_the_initializer_completes(plan
     )
     js: dict[str, Any] = make_jobset("dep", [PY, "-c", "pass"], extra_rjobs=[init])
     js["spec"]["replicatedJobs"][1] = node
-    await plane.api.create(JOBSETS, js)
+    await plane.api.create(JOBSET.api_version, JOBSET.plural, js)
     done = await plane.terminal("dep")
     assert done["status"]["terminalState"] == "Completed"
     pods = await plane.pods("dep")
@@ -232,7 +240,8 @@ async def test_a_pod_deleted_through_the_api_is_killed_counted_as_failed_and_rep
 ) -> None:
     tag = marker()
     await plane.api.create(
-        JOBSETS,
+        JOBSET.api_version,
+        JOBSET.plural,
         make_jobset("rep", ["sh", "-c", f"exec sleep 300 # {tag}"], pods=1, backoff_limit=1),
     )
 
@@ -242,13 +251,17 @@ async def test_a_pod_deleted_through_the_api_is_killed_counted_as_failed_and_rep
 
     [pod] = await plane.wait_for(one_running)
     old_pids = set(processes_with(tag))
-    await plane.api.delete(PODS, "default", pod["metadata"]["name"])
+    await plane.api.delete(
+        POD.api_version, POD.plural, pod["metadata"]["name"], namespace="default"
+    )
     await plane.wait_for(lambda: _new_pod(plane, pod["metadata"]["name"]))
     [now_running] = await plane.wait_for(one_running)
     assert now_running["spec"]["hostname"] == pod["spec"]["hostname"]
     assert processes_with(tag) and not old_pids & set(processes_with(tag))
     # The Job counted the deleted pod as a failure: one more exceeds backoffLimit 1.
-    await plane.api.delete(PODS, "default", now_running["metadata"]["name"])
+    await plane.api.delete(
+        POD.api_version, POD.plural, now_running["metadata"]["name"], namespace="default"
+    )
     done = await plane.terminal("rep")
     failed = next(c for c in done["status"]["conditions"] if c["type"] == "Failed")
     assert failed["reason"] == "FailedJobs"
@@ -259,7 +272,7 @@ async def test_deleting_a_pod_restarts_the_whole_jobset_under_max_restarts(plane
     js = make_jobset(
         "ft", ["sh", "-c", f"exec sleep 300 # {tag}"], pods=2, failurePolicy={"maxRestarts": 1}
     )
-    await plane.api.create(JOBSETS, js)
+    await plane.api.create(JOBSET.api_version, JOBSET.plural, js)
 
     async def attempt_running(attempt: str) -> list[dict[str, Any]]:
         pods = [
@@ -271,7 +284,9 @@ async def test_deleting_a_pod_restarts_the_whole_jobset_under_max_restarts(plane
         return pods if len(pods) == 2 else []
 
     first = await plane.wait_for(lambda: attempt_running("0"))
-    await plane.api.delete(PODS, "default", first[1]["metadata"]["name"])
+    await plane.api.delete(
+        POD.api_version, POD.plural, first[1]["metadata"]["name"], namespace="default"
+    )
     await plane.wait_for(lambda: attempt_running("1"))
     js_now = await plane.jobset("ft")
     assert js_now["status"]["restarts"] == 1
@@ -302,7 +317,9 @@ async def test_without_a_pod_network_a_jobset_waits_while_another_holds_a_port_i
     plane = host_plane
     port = _free_port()
     await plane.api.create(
-        JOBSETS, _with_port(make_jobset("first", ["sleep", "1.5"], pods=1), port)
+        JOBSET.api_version,
+        JOBSET.plural,
+        _with_port(make_jobset("first", ["sleep", "1.5"], pods=1), port),
     )
 
     async def first_running() -> bool:
@@ -310,7 +327,9 @@ async def test_without_a_pod_network_a_jobset_waits_while_another_holds_a_port_i
         return bool(pods) and pods[0]["status"].get("phase") == "Running"
 
     await plane.wait_for(first_running)
-    await plane.api.create(JOBSETS, _with_port(make_jobset("second", ["true"], pods=1), port))
+    await plane.api.create(
+        JOBSET.api_version, JOBSET.plural, _with_port(make_jobset("second", ["true"], pods=1), port)
+    )
 
     async def second_unschedulable() -> dict[str, Any] | None:
         pods = await plane.pods("second")
@@ -342,7 +361,11 @@ async def test_without_a_pod_network_a_pod_waits_while_another_process_listens_o
     listener.bind(("0.0.0.0", port))
     listener.listen()
     try:
-        await plane.api.create(JOBSETS, _with_port(make_jobset("blocked", ["true"], pods=1), port))
+        await plane.api.create(
+            JOBSET.api_version,
+            JOBSET.plural,
+            _with_port(make_jobset("blocked", ["true"], pods=1), port),
+        )
 
         async def waiting() -> bool:
             pods = await plane.pods("blocked")
@@ -358,7 +381,7 @@ async def test_without_a_pod_network_a_pod_waits_while_another_process_listens_o
 
 async def test_a_pod_the_refusal_hook_rejects_fails_with_its_message(tmp_path: Path) -> None:
     from kubetrain.local.apiserver import ApiServer
-    from kubetrain.local.executor import Executor, ExecutorSettings, KubeApi
+    from kubetrain.local.executor import Executor, ExecutorSettings
 
     def refuse(pod: Any, mode: str, why: str) -> str | None:
         names = [c["name"] for c in pod["spec"]["containers"]]
@@ -366,12 +389,12 @@ async def test_a_pod_the_refusal_hook_rejects_fails_with_its_message(tmp_path: P
 
     server = ApiServer(tmp_path, in_memory=True)
     await server.start()
-    api = KubeApi.from_kubeconfig(server.write_kubeconfig())
+    api = connect(server.write_kubeconfig())
     executor = Executor(api, ExecutorSettings(home=tmp_path, refusal=refuse))
     await executor.start()
     try:
         js = make_jobset("flux", ["true"], pods=1, backoff_limit=6, rjob="flux")
-        await api.create(JOBSETS, js)
+        await api.create(JOBSET.api_version, JOBSET.plural, js)
         plane = Plane(api, tmp_path, executor, server)
         done = await plane.terminal("flux")
         assert done["status"]["terminalState"] == "Failed"

@@ -12,7 +12,7 @@ import time
 
 from plane_helpers import PY, Plane, make_jobset
 
-from kubetrain.local.executor.kubeapi import JOBSETS
+from kubetrain.kube.kinds import JOBSET
 
 MANY = 800
 BOUND_S = 15.0
@@ -23,7 +23,9 @@ async def test_finding_10_deleting_800_suspended_jobsets_one_by_one_takes_second
 ) -> None:
     names = [f"held-{i:03d}" for i in range(MANY)]
     for name in names:
-        await plane.api.create(JOBSETS, make_jobset(name, [PY, "-c", "pass"], suspend=True))
+        await plane.api.create(
+            JOBSET.api_version, JOBSET.plural, make_jobset(name, [PY, "-c", "pass"], suspend=True)
+        )
 
     async def all_seen() -> bool:
         return len(plane.executor.cluster.jobsets) == MANY
@@ -31,10 +33,13 @@ async def test_finding_10_deleting_800_suspended_jobsets_one_by_one_takes_second
     await plane.wait_for(all_seen, timeout=60)
     start = time.monotonic()
     for name in names:
-        await plane.api.delete(JOBSETS, "default", name)
+        await plane.api.delete(JOBSET.api_version, JOBSET.plural, name, namespace="default")
 
     async def all_gone() -> bool:
-        return not plane.executor.cluster.jobsets and not (await plane.api.list(JOBSETS))[0]
+        return (
+            not plane.executor.cluster.jobsets
+            and not (await plane.api.list(JOBSET.api_version, JOBSET.plural))[0]
+        )
 
     await plane.wait_for(all_gone, timeout=60)
     took = time.monotonic() - start

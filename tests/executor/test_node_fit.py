@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from plane_helpers import PY, Plane, make_jobset
 
-from kubetrain.local.executor.kubeapi import JOBSETS
+from kubetrain.kube.kinds import JOBSET, NODE
 
 pytestmark = pytest.mark.filterwarnings("ignore:shutdown_timeout should be set:DeprecationWarning")
 
@@ -29,7 +29,9 @@ async def test_a_pod_that_does_not_fit_waits_pending_until_the_cpu_is_free(
 ) -> None:
     plane = small_node_plane
     await plane.api.create(
-        JOBSETS, _requesting(make_jobset("first", ["sleep", "1.5"], pods=1), {"cpu": "1"})
+        JOBSET.api_version,
+        JOBSET.plural,
+        _requesting(make_jobset("first", ["sleep", "1.5"], pods=1), {"cpu": "1"}),
     )
 
     async def first_running() -> bool:
@@ -38,7 +40,9 @@ async def test_a_pod_that_does_not_fit_waits_pending_until_the_cpu_is_free(
 
     await plane.wait_for(first_running)
     await plane.api.create(
-        JOBSETS, _requesting(make_jobset("second", ["true"], pods=1), {"cpu": "500m"})
+        JOBSET.api_version,
+        JOBSET.plural,
+        _requesting(make_jobset("second", ["true"], pods=1), {"cpu": "500m"}),
     )
 
     async def second_unschedulable() -> dict[str, Any] | None:
@@ -67,9 +71,11 @@ async def test_gpus_go_to_pods_as_whole_devices_and_a_pod_without_any_sees_none(
         "import os; print(repr(os.environ['CUDA_VISIBLE_DEVICES']), os.environ['NVIDIA_VISIBLE_DEVICES'])",
     ]
     await plane.api.create(
-        JOBSETS, _requesting(make_jobset("gpu", show, pods=2), {"nvidia.com/gpu": 1})
+        JOBSET.api_version,
+        JOBSET.plural,
+        _requesting(make_jobset("gpu", show, pods=2), {"nvidia.com/gpu": 1}),
     )
-    await plane.api.create(JOBSETS, make_jobset("cpu", show, pods=1))
+    await plane.api.create(JOBSET.api_version, JOBSET.plural, make_jobset("cpu", show, pods=1))
     logs = {}
     for name in ("gpu", "cpu"):
         done = await plane.terminal(name)
@@ -84,7 +90,7 @@ async def test_gpus_go_to_pods_as_whole_devices_and_a_pod_without_any_sees_none(
 async def test_the_node_is_registered_with_its_allocatable_resources(
     small_node_plane: Plane,
 ) -> None:
-    node = await small_node_plane.api.get(("v1", "nodes"), None, "kubetrain")
+    node = await small_node_plane.api.get(NODE.api_version, NODE.plural, "kubetrain")
     assert node["status"]["allocatable"] == {
         "cpu": "1000m", "memory": str(8 * 1024**3), "nvidia.com/gpu": "2",
     }  # fmt: skip

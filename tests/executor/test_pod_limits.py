@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from plane_helpers import PY, Plane, make_jobset
 
-from kubetrain.local.executor.kubeapi import JOBSETS
+from kubetrain.kube.kinds import JOBSET
 from kubetrain.local.sandbox import cgroup_probe
 
 pytestmark = [
@@ -32,7 +32,11 @@ async def test_a_container_over_its_memory_limit_is_oom_killed_with_exit_code_13
 ) -> None:
     # Touches 512 MB (a str is written, not just reserved) under a 64Mi limit.
     hog = [PY, "-c", "x = ' ' * (512 * 1024 * 1024); print('survived')"]
-    await plane.api.create(JOBSETS, _limited(make_jobset("hog", hog, pods=1), {"memory": "64Mi"}))
+    await plane.api.create(
+        JOBSET.api_version,
+        JOBSET.plural,
+        _limited(make_jobset("hog", hog, pods=1), {"memory": "64Mi"}),
+    )
     done = await plane.terminal("hog", timeout=60)
     assert done["status"]["terminalState"] == "Failed"
     [pod] = await plane.pods("hog")
@@ -60,7 +64,7 @@ else:
     js = _limited(
         make_jobset("capped", [PY, "-c", script], pods=1), {"memory": "96Mi", "cpu": "250m"}
     )
-    await plane.api.create(JOBSETS, js)
+    await plane.api.create(JOBSET.api_version, JOBSET.plural, js)
     done = await plane.terminal("capped", timeout=60)
     [pod] = await plane.pods("capped")
     log = (plane.home / "logs" / "default" / pod["metadata"]["name"] / "node.log").read_text()

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from plane_helpers import PY, Plane, make_jobset
 
-from kubetrain.local.executor.kubeapi import JOBSETS
+from kubetrain.kube.kinds import JOBSET, SERVICE
 
 pytestmark = pytest.mark.filterwarnings("ignore:shutdown_timeout should be set:DeprecationWarning")
 
@@ -72,7 +72,7 @@ async def test_two_jobsets_bind_the_same_port_at_once_and_reach_each_other_by_na
     targets = {"red": "blue-node-0-0.blue.default.svc.cluster.local", "blue": "red"}
     for name, target in targets.items():
         js = make_jobset(name, [PY, "-c", SERVER_AND_VISITOR, target], pods=2)
-        await plane.api.create(JOBSETS, _index_env(js))
+        await plane.api.create(JOBSET.api_version, JOBSET.plural, _index_env(js))
     done = await asyncio.gather(*(plane.terminal(n, timeout=60) for n in targets))
     assert [d["status"]["terminalState"] for d in done] == ["Completed", "Completed"]
     red, blue = (await plane.pods("red")), (await plane.pods("blue"))
@@ -120,7 +120,9 @@ async def test_a_pod_reaches_the_hosts_loopback_and_the_api_server_by_name(
         "ctx = ssl.create_default_context(cadata=sys.argv[1])\n"
         f"print(u.urlopen('https://kubernetes.default.svc:{api_port}/version', timeout=10, context=ctx).status)\n"
     )
-    await plane.api.create(JOBSETS, make_jobset("egress", [PY, "-c", script, ca], pods=1))
+    await plane.api.create(
+        JOBSET.api_version, JOBSET.plural, make_jobset("egress", [PY, "-c", script, ca], pods=1)
+    )
     done = await plane.terminal("egress", timeout=60)
     [pod] = await plane.pods("egress")
     assert done["status"]["terminalState"] == "Completed", _log(plane, pod)
@@ -132,7 +134,8 @@ async def test_a_service_name_resolves_to_its_ready_endpoints_for_pods_of_other_
 ) -> None:
     _need_network(plane)
     await plane.api.create(
-        ("v1", "services"),
+        SERVICE.api_version,
+        SERVICE.plural,
         {
             "apiVersion": "v1",
             "kind": "Service",
@@ -159,8 +162,10 @@ async def test_a_service_name_resolves_to_its_ready_endpoints_for_pods_of_other_
     js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"] = {
         "labels": {"app": "cache"}
     }
-    await plane.api.create(JOBSETS, make_jobset("reader", [PY, "-c", client], pods=1))
-    await plane.api.create(JOBSETS, js)
+    await plane.api.create(
+        JOBSET.api_version, JOBSET.plural, make_jobset("reader", [PY, "-c", client], pods=1)
+    )
+    await plane.api.create(JOBSET.api_version, JOBSET.plural, js)
     done = await asyncio.gather(
         *(plane.terminal(n, timeout=60) for n in ("reader", "cache-server"))
     )

@@ -8,6 +8,8 @@ import sys
 
 from plane_helpers import Plane, make_jobset
 
+from kubetrain.kube.kinds import JOBSET
+
 
 async def test_finding_4_a_jobset_whose_pods_cannot_be_created_fails_within_seconds(
     plane: Plane,
@@ -16,7 +18,7 @@ async def test_finding_4_a_jobset_whose_pods_cannot_be_created_fails_within_seco
     # <name>-node-0, has 65 characters (upstream kubeflow/trainer#2735).
     name = "x" * 58
     await plane.api.create(
-        ("jobset.x-k8s.io/v1alpha2", "jobsets"), make_jobset(name, [sys.executable, "-c", "pass"])
+        JOBSET.api_version, JOBSET.plural, make_jobset(name, [sys.executable, "-c", "pass"])
     )
     jobset = await plane.terminal(name, timeout=10)
     failed = [c for c in jobset["status"]["conditions"] if c["type"] == "Failed"]

@@ -19,8 +19,9 @@ import pytest
 import yaml
 from frameworks_plane import bwrap_usable, default_runtime, wait_wildcard_port
 
+from kubetrain.kube.client import connect
+from kubetrain.kube.kinds import POD, TRAINING_RUNTIME, TRAINJOB
 from kubetrain.local.daemon import ensure_daemon, stop_daemon
-from kubetrain.local.executor import KubeApi
 
 pytestmark = [
     pytest.mark.slow,
@@ -28,9 +29,6 @@ pytestmark = [
 ]
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-PODS = ("v1", "pods")
-TRAINJOBS = ("trainer.kubeflow.org/v1alpha1", "trainjobs")
-RUNTIMES = ("trainer.kubeflow.org/v1alpha1", "trainingruntimes")
 
 
 @pytest.fixture
@@ -75,15 +73,15 @@ async def run(
     """Submit (with ``runtime`` first, if any), wait for Complete or Failed;
     (TrainJob, all pod logs, seconds from submission)."""
     info = await asyncio.to_thread(ensure_daemon, home)
-    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    api = connect(info.kubeconfig)
     name = trainjob["metadata"]["name"]
     try:
         if runtime is not None:
-            await api.create(RUNTIMES, runtime)
+            await api.create(TRAINING_RUNTIME.api_version, TRAINING_RUNTIME.plural, runtime)
         start = time.monotonic()
-        await api.create(TRAINJOBS, trainjob)
+        await api.create(TRAINJOB.api_version, TRAINJOB.plural, trainjob)
         while True:
-            obj = await api.get(TRAINJOBS, "default", name)
+            obj = await api.get(TRAINJOB.api_version, TRAINJOB.plural, name, namespace="default")
             conds = (obj.get("status") or {}).get("conditions") or []
             if any(c["type"] in ("Complete", "Failed") and c["status"] == "True" for c in conds):
                 break
@@ -139,24 +137,26 @@ async def test_a_crashing_worker_fails_the_trainjob_within_30_s(home: Path, name
     ]  # fmt: skip
     runtime = no_retries(job)
     info = await asyncio.to_thread(ensure_daemon, home)
-    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    api = connect(info.kubeconfig)
     try:
-        await api.create(RUNTIMES, runtime)
+        await api.create(TRAINING_RUNTIME.api_version, TRAINING_RUNTIME.plural, runtime)
         submitted = time.monotonic()
-        await api.create(TRAINJOBS, job)
+        await api.create(TRAINJOB.api_version, TRAINJOB.plural, job)
         # Timed from the first running pod (or submission, if none was seen running): in a loaded suite a pod may first wait for port
         # 29500, held by another test's job (the local engine's shared port space).
         started: float | None = None
         deadline = time.monotonic() + 90
         while True:
             assert time.monotonic() < deadline, "the TrainJob did not fail within 90 s"
-            obj = await api.get(TRAINJOBS, "default", name)
+            obj = await api.get(TRAINJOB.api_version, TRAINJOB.plural, name, namespace="default")
             conds = (obj.get("status") or {}).get("conditions") or []
             if any(c["type"] in ("Complete", "Failed") and c["status"] == "True" for c in conds):
                 break
             if started is None:
                 pods, _ = await api.list(
-                    PODS, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}"
+                    POD.api_version,
+                    POD.plural,
+                    label_selector=f"jobset.sigs.k8s.io/jobset-name={name}",
                 )
                 if any((p.get("status") or {}).get("phase") == "Running" for p in pods):
                     started = time.monotonic()
@@ -172,11 +172,13 @@ async def test_a_crashing_worker_fails_the_trainjob_within_30_s(home: Path, name
 
 async def _no_live_pods(home: Path, name: str) -> None:
     info = await asyncio.to_thread(ensure_daemon, home)
-    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    api = connect(info.kubeconfig)
     try:
         deadline = time.monotonic() + 10
         while True:
-            items, _ = await api.list(PODS, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}")
+            items, _ = await api.list(
+                POD.api_version, POD.plural, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}"
+            )
             if all((p.get("status") or {}).get("phase") in ("Succeeded", "Failed") for p in items):
                 return
             assert time.monotonic() < deadline, [p["status"].get("phase") for p in items]

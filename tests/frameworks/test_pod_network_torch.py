@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 from frameworks_plane import bwrap_usable
 
+from kubetrain.kube.client import connect
+from kubetrain.kube.kinds import TRAINJOB
 from kubetrain.local.daemon import ensure_daemon, stop_daemon
-from kubetrain.local.executor import KubeApi
 from kubetrain.local.sandbox import network_probe
 
 pytestmark = [
@@ -28,7 +29,6 @@ pytestmark = [
     pytest.mark.skipif(not network_probe().available, reason=network_probe().reason),
 ]
 
-TRAINJOBS = ("trainer.kubeflow.org/v1alpha1", "trainjobs")
 JOBS = ("red", "green", "blue")
 
 SCRIPT = textwrap.dedent(
@@ -100,12 +100,17 @@ async def test_three_torch_jobs_on_port_29500_run_at_the_same_time_and_complete(
     home: Path,
 ) -> None:
     info = await asyncio.to_thread(ensure_daemon, home)
-    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    api = connect(info.kubeconfig)
     try:
-        await asyncio.gather(*(api.create(TRAINJOBS, trainjob(n)) for n in JOBS))
+        await asyncio.gather(
+            *(api.create(TRAINJOB.api_version, TRAINJOB.plural, trainjob(n)) for n in JOBS)
+        )
         deadline = time.monotonic() + 120
         while True:
-            objs = [await api.get(TRAINJOBS, "default", n) for n in JOBS]
+            objs = [
+                await api.get(TRAINJOB.api_version, TRAINJOB.plural, n, namespace="default")
+                for n in JOBS
+            ]
             ends = [_finished(o) for o in objs]
             if all(ends) or time.monotonic() > deadline:
                 break

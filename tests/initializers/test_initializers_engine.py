@@ -16,8 +16,9 @@ import pytest
 import yaml
 from initializers_support import EXAMPLE
 
+from kubetrain.kube.client import KubeClient, connect
+from kubetrain.kube.kinds import POD, TRAINING_RUNTIME, TRAINJOB
 from kubetrain.local.daemon import ensure_daemon, stop_daemon
-from kubetrain.local.executor import KubeApi
 from kubetrain.local.sandbox import ContainerProcess, sandbox_mode
 from kubetrain.local.sandbox.state import read_states
 from kubetrain.testing.s3 import S3Server
@@ -26,10 +27,6 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(sandbox_mode().mode != "bwrap", reason="needs bubblewrap"),
 ]
-
-PODS = ("v1", "pods")
-TRAINJOBS = ("trainer.kubeflow.org/v1alpha1", "trainjobs")
-RUNTIMES = ("trainer.kubeflow.org/v1alpha1", "trainingruntimes")
 
 
 @pytest.fixture
@@ -57,10 +54,10 @@ def _example(s3: S3Server, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
     return runtime, job
 
 
-async def _finish(api: KubeApi, name: str, timeout: float) -> tuple[dict[str, Any], float]:
+async def _finish(api: KubeClient, name: str, timeout: float) -> tuple[dict[str, Any], float]:
     start = time.monotonic()
     while True:
-        obj = await api.get(TRAINJOBS, "default", name)
+        obj = await api.get(TRAINJOB.api_version, TRAINJOB.plural, name, namespace="default")
         conds = (obj.get("status") or {}).get("conditions") or []
         if any(c["type"] in ("Complete", "Failed") and c["status"] == "True" for c in conds):
             return obj, time.monotonic() - start
@@ -98,15 +95,17 @@ async def test_the_example_fetches_then_trains_and_a_second_run_fetches_nothing(
     home: Path, example_data: S3Server
 ) -> None:
     info = await asyncio.to_thread(ensure_daemon, home)
-    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    api = connect(info.kubeconfig)
     try:
         runtime, job = _example(example_data, "first")
-        await api.create(RUNTIMES, runtime)
-        await api.create(TRAINJOBS, job)
+        await api.create(TRAINING_RUNTIME.api_version, TRAINING_RUNTIME.plural, runtime)
+        await api.create(TRAINJOB.api_version, TRAINJOB.plural, job)
         obj, _ = await _finish(api, "first", 180)
         logs = _logs(home, "first-")
         assert _condition(obj)["type"] == "Complete", (obj["status"], logs)
-        pods, _ = await api.list(PODS, label_selector="jobset.sigs.k8s.io/jobset-name=first")
+        pods, _ = await api.list(
+            POD.api_version, POD.plural, label_selector="jobset.sigs.k8s.io/jobset-name=first"
+        )
 
         def times(step: str, key: str) -> list[str]:
             return [
@@ -132,7 +131,7 @@ async def test_the_example_fetches_then_trains_and_a_second_run_fetches_nothing(
         # everything comes from the cache.
         _, again = _example(example_data, "second")
         again["spec"]["trainer"]["command"] = ["ls", "-R", "/workspace"]
-        await api.create(TRAINJOBS, again)
+        await api.create(TRAINJOB.api_version, TRAINJOB.plural, again)
         obj, _ = await _finish(api, "second", 180)
         logs = _logs(home, "second-")
         assert _condition(obj)["type"] == "Complete", (obj["status"], logs)
@@ -187,9 +186,13 @@ def plane(tmp_path_factory: pytest.TempPathFactory, example_data: S3Server) -> I
 
     async def setup() -> None:
         info = await asyncio.to_thread(ensure_daemon, home)
-        api = KubeApi.from_kubeconfig(info.kubeconfig)
+        api = connect(info.kubeconfig)
         try:
-            await api.create(RUNTIMES, _example(example_data, "x")[0])
+            await api.create(
+                TRAINING_RUNTIME.api_version,
+                TRAINING_RUNTIME.plural,
+                _example(example_data, "x")[0],
+            )
         finally:
             await api.close()
 
@@ -205,18 +208,20 @@ async def test_a_bad_source_fails_the_trainjob_within_30_s_with_the_uri_and_the_
     plane: Path, example_data: S3Server, what: str, cause: str
 ) -> None:
     info = await asyncio.to_thread(ensure_daemon, plane)
-    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    api = connect(info.kubeconfig)
     name = f"broken-{what}"
     try:
         _, job = _example(example_data, name)
         uri = _break(job, what)
-        await api.create(TRAINJOBS, job)
+        await api.create(TRAINJOB.api_version, TRAINJOB.plural, job)
         obj, elapsed = await _finish(api, name, 60)
         cond = _condition(obj)
         assert cond["type"] == "Failed", obj["status"]
         assert f"{uri}: {cause}" in cond["message"], cond
         assert elapsed < 30, elapsed
-        pods, _ = await api.list(PODS, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}")
+        pods, _ = await api.list(
+            POD.api_version, POD.plural, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}"
+        )
         steps = [p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] for p in pods]
         # One try, no replacement pod, and the trainer never started.
         assert steps.count("dataset-initializer") == 1 and "node" not in steps, steps

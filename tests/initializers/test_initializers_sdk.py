@@ -14,8 +14,9 @@ import pytest
 import yaml
 from initializers_support import EXAMPLE
 
+from kubetrain.kube.client import connect
+from kubetrain.kube.kinds import CLUSTER_TRAINING_RUNTIME
 from kubetrain.local.daemon import ensure_daemon, stop_daemon
-from kubetrain.local.executor import KubeApi
 from kubetrain.local.sandbox import sandbox_mode
 from kubetrain.testing.s3 import S3Server
 
@@ -57,9 +58,11 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
     async def create() -> None:
         info = await asyncio.to_thread(ensure_daemon, home)
-        api = KubeApi.from_kubeconfig(info.kubeconfig)
+        api = connect(info.kubeconfig)
         try:
-            await api.create(("trainer.kubeflow.org/v1alpha1", "clustertrainingruntimes"), runtime)
+            await api.create(
+                CLUSTER_TRAINING_RUNTIME.api_version, CLUSTER_TRAINING_RUNTIME.plural, runtime
+            )
         finally:
             await api.close()
 

@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
+from kubetrain.kube.client import KubeClient, connect
+from kubetrain.kube.kinds import TRAINING_RUNTIME, TRAINJOB
 from kubetrain.local.daemon import ensure_daemon, stop_daemon
-from kubetrain.local.executor import KubeApi
 
-TRAINJOBS = ("trainer.kubeflow.org/v1alpha1", "trainjobs")
 REPO = Path(__file__).resolve().parents[2]
 
 REPORTING = """
@@ -89,7 +89,6 @@ RUNTIME = {
         },
     },
 }
-RUNTIMES = ("trainer.kubeflow.org/v1alpha1", "trainingruntimes")
 
 
 def trainjob(name: str, code: str, **env: str) -> dict[str, Any]:
@@ -112,10 +111,10 @@ def trainjob(name: str, code: str, **env: str) -> dict[str, Any]:
     }
 
 
-async def finished(api: KubeApi, name: str, timeout: float = 180) -> dict[str, Any]:
+async def finished(api: KubeClient, name: str, timeout: float = 180) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        obj = await api.get(TRAINJOBS, "default", name)
+        obj = await api.get(TRAINJOB.api_version, TRAINJOB.plural, name, namespace="default")
         conds = (obj.get("status") or {}).get("conditions") or []
         if any(c["type"] in ("Complete", "Failed") and c["status"] == "True" for c in conds):
             return obj
@@ -163,11 +162,13 @@ async def test_a_training_pod_reports_progress_that_kubetrain_get_and_metrics_sh
     home: Path,
 ) -> None:
     info = await asyncio.to_thread(ensure_daemon, home)
-    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    api = connect(info.kubeconfig)
     try:
-        await api.create(RUNTIMES, RUNTIME)
+        await api.create(TRAINING_RUNTIME.api_version, TRAINING_RUNTIME.plural, RUNTIME)
         await api.create(
-            TRAINJOBS, trainjob("reporting", REPORTING, KUBETRAIN_PROGRESS_INTERVAL="0.3")
+            TRAINJOB.api_version,
+            TRAINJOB.plural,
+            trainjob("reporting", REPORTING, KUBETRAIN_PROGRESS_INTERVAL="0.3"),
         )
         done = await finished(api, "reporting")
         assert _conditions(done) == ["Complete"], log_of(home, "reporting")
@@ -191,10 +192,10 @@ async def test_a_training_pod_reports_progress_that_kubetrain_get_and_metrics_sh
 async def test_the_official_sdk_helper_works_from_inside_a_local_trainjob(home: Path) -> None:
     pytest.importorskip("kubeflow.trainer", reason="the official kubeflow SDK is a test dependency")
     info = await asyncio.to_thread(ensure_daemon, home)
-    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    api = connect(info.kubeconfig)
     try:
-        await api.create(RUNTIMES, RUNTIME)
-        await api.create(TRAINJOBS, trainjob("sdk", OFFICIAL_SDK))
+        await api.create(TRAINING_RUNTIME.api_version, TRAINING_RUNTIME.plural, RUNTIME)
+        await api.create(TRAINJOB.api_version, TRAINJOB.plural, trainjob("sdk", OFFICIAL_SDK))
         done = await finished(api, "sdk")
         assert _conditions(done) == ["Complete"], log_of(home, "sdk")
         status = done["status"]["trainerStatus"]

@@ -60,10 +60,10 @@ async def test_the_plane_serves_tls_for_the_service_names_on_a_remembered_port(
 
 
 async def test_the_token_provider_asks_the_api_server_for_a_pod_bound_token(plane: Plane) -> None:
-    from kubetrain.local.executor import KubeApi
+    from kubetrain.kube.client import connect
 
     pod = await plane.create_pod("job-node-0-0")
-    api = KubeApi.from_kubeconfig(plane.server.write_kubeconfig(plane.home / "kc"))
+    api = connect(plane.server.write_kubeconfig(plane.home / "kc"))
     try:
         token = await token_provider(api)(pod, status_audience(NAMESPACE, "job"))
     finally:
@@ -75,13 +75,12 @@ async def test_the_token_provider_asks_the_api_server_for_a_pod_bound_token(plan
 
 
 async def test_a_token_for_a_missing_pod_is_refused(plane: Plane) -> None:
-    from kubetrain.local.executor import KubeApi
-    from kubetrain.local.executor.kubeapi import KubeApiError
+    from kubetrain.kube.client import ApiError, connect
 
     ghost = {"metadata": {"name": "ghost", "namespace": NAMESPACE, "uid": "u"}, "spec": {}}
-    api = KubeApi.from_kubeconfig(plane.server.write_kubeconfig(plane.home / "kc"))
+    api = connect(plane.server.write_kubeconfig(plane.home / "kc"))
     try:
-        with pytest.raises(KubeApiError) as refused:
+        with pytest.raises(ApiError) as refused:
             await token_provider(api)(ghost, status_audience(NAMESPACE, "job"))
     finally:
         await api.close()

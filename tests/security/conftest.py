@@ -12,8 +12,8 @@ import httpx2
 import pytest
 from security_support import RUNTIME
 
+from kubetrain.kube.client import KubeClient, connect
 from kubetrain.local.daemon import DaemonInfo, ensure_daemon, stop_daemon
-from kubetrain.local.executor import KubeApi
 
 
 @pytest.fixture(scope="session")
@@ -33,8 +33,8 @@ def engine() -> Iterator[tuple[Path, DaemonInfo]]:
 
 
 @pytest.fixture
-async def api(engine: tuple[Path, DaemonInfo]) -> AsyncIterator[KubeApi]:
-    api = KubeApi.from_kubeconfig(engine[1].kubeconfig)
+async def api(engine: tuple[Path, DaemonInfo]) -> AsyncIterator[KubeClient]:
+    api = connect(engine[1].kubeconfig)
     try:
         yield api
     finally:

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-TRAINJOBS = ("trainer.kubeflow.org/v1alpha1", "trainjobs")
-RUNTIMES = ("trainer.kubeflow.org/v1alpha1", "trainingruntimes")
-PODS = ("v1", "pods")
-JOBSETS = ("jobset.x-k8s.io/v1alpha2", "jobsets")
 # A runtime with no framework: no ports, so these jobs never queue behind other torch jobs.
 RUNTIME = {
     "apiVersion": "trainer.kubeflow.org/v1alpha1",

@@ -13,10 +13,11 @@ from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from security_support import TRAINJOBS, trainjob
+from security_support import trainjob
 
+from kubetrain.kube.client import ApiError, connect
+from kubetrain.kube.kinds import TRAINJOB
 from kubetrain.local.daemon import DaemonInfo
-from kubetrain.local.executor import KubeApi, KubeApiError
 
 _serial = itertools.count()
 
@@ -30,17 +31,17 @@ codes = st.sampled_from(["pass", "raise SystemExit(3)", "print('$(HOME) $$ ok')"
 
 
 async def _outcome(info: DaemonInfo, job: dict[str, Any]) -> str:
-    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    api = connect(info.kubeconfig)
     try:
         try:
-            await api.create(TRAINJOBS, job)
-        except KubeApiError as err:
+            await api.create(TRAINJOB.api_version, TRAINJOB.plural, job)
+        except ApiError as err:
             assert 400 <= err.code < 500 and err.message, err
             return "refused"
         name = job["metadata"]["name"]
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            obj = await api.get(TRAINJOBS, "default", name)
+            obj = await api.get(TRAINJOB.api_version, TRAINJOB.plural, name, namespace="default")
             conds = (obj.get("status") or {}).get("conditions") or []
             ended = [
                 c["type"]

@@ -18,10 +18,11 @@ from typing import Any
 
 import httpx2 as httpx
 import pytest
-from security_support import JOBSETS, PODS, TRAINJOBS, trainjob
+from security_support import trainjob
 
+from kubetrain.kube.client import ApiError, KubeClient
+from kubetrain.kube.kinds import JOBSET, POD, TRAINJOB
 from kubetrain.local.daemon import DaemonInfo
-from kubetrain.local.executor import KubeApi, KubeApiError
 from kubetrain.local.sandbox import sandbox_mode
 
 pytestmark = pytest.mark.skipif(
@@ -44,12 +45,14 @@ async def _until(what: Any, timeout: float = 120) -> Any:
     raise TimeoutError("condition not reached")
 
 
-async def _pod(api: KubeApi, job: str, phases: tuple[str, ...]) -> dict[str, Any] | None:
-    items, _ = await api.list(PODS, label_selector=f"jobset.sigs.k8s.io/jobset-name={job}")
+async def _pod(api: KubeClient, job: str, phases: tuple[str, ...]) -> dict[str, Any] | None:
+    items, _ = await api.list(
+        POD.api_version, POD.plural, label_selector=f"jobset.sigs.k8s.io/jobset-name={job}"
+    )
     return next((p for p in items if (p.get("status") or {}).get("phase") in phases), None)
 
 
-async def _log(api: KubeApi, home: Path, job: str, marker: str) -> str:
+async def _log(api: KubeClient, home: Path, job: str, marker: str) -> str:
     async def line() -> str | None:
         pod = await _pod(api, job, ("Succeeded", "Failed"))
         if pod is None:
@@ -63,24 +66,24 @@ async def _log(api: KubeApi, home: Path, job: str, marker: str) -> str:
 
 
 async def test_findings_1_and_2_every_attack_from_inside_a_pod_is_refused(
-    engine: tuple[Path, DaemonInfo], api: KubeApi
+    engine: tuple[Path, DaemonInfo], api: KubeClient
 ) -> None:
     home, info = engine
-    await api.create(TRAINJOBS, trainjob("reuse", PRINT_TOKEN))
+    await api.create(TRAINJOB.api_version, TRAINJOB.plural, trainjob("reuse", PRINT_TOKEN))
     old_token = await _log(api, home, "reuse", "TOKEN")
-    await api.delete(TRAINJOBS, "default", "reuse")
+    await api.delete(TRAINJOB.api_version, TRAINJOB.plural, "reuse", namespace="default")
 
     async def gone() -> bool:
-        for res in (TRAINJOBS, JOBSETS):
+        for res in (TRAINJOB, JOBSET):
             try:
-                await api.get(res, "default", "reuse")
-            except KubeApiError:
+                await api.get(res.api_version, res.plural, "reuse", namespace="default")
+            except ApiError:
                 continue
             return False
         return await _pod(api, "reuse", ("Pending", "Running", "Succeeded", "Failed")) is None
 
     await _until(gone)
-    await api.create(TRAINJOBS, trainjob("reuse", RUN_A_WHILE))
+    await api.create(TRAINJOB.api_version, TRAINJOB.plural, trainjob("reuse", RUN_A_WHILE))
     await _until(lambda: _pod(api, "reuse", ("Running",)))
 
     secrets = sorted(
@@ -93,7 +96,7 @@ async def test_findings_1_and_2_every_attack_from_inside_a_pod_is_refused(
         "ENGINE_HOME": str(home), "SECRET_FILES": ":".join(secrets), "VICTIM": "reuse",
         "OLD_TOKEN": old_token, "API_URL": info.url,
     }  # fmt: skip
-    await api.create(TRAINJOBS, trainjob("attacker", PROBE, **env))
+    await api.create(TRAINJOB.api_version, TRAINJOB.plural, trainjob("attacker", PROBE, **env))
     seen = json.loads(await _log(api, home, "attacker", "PROBE"))
 
     assert seen.pop("report own progress (control)") == 200
@@ -109,12 +112,12 @@ async def test_findings_1_and_2_every_attack_from_inside_a_pod_is_refused(
         "forge the victim's progress with a deleted pod's token": 403,
         "create a TrainJob with the pod's token": 401,
     }
-    victim = await api.get(TRAINJOBS, "default", "reuse")
+    victim = await api.get(TRAINJOB.api_version, TRAINJOB.plural, "reuse", namespace="default")
     assert "trainerStatus" not in (victim.get("status") or {})
 
 
 async def test_finding_1_a_host_path_job_is_refused_naming_the_path_and_the_setting(
-    engine: tuple[Path, DaemonInfo], api: KubeApi
+    engine: tuple[Path, DaemonInfo], api: KubeClient
 ) -> None:
     home, info = engine
     job = trainjob("escape", "print('never')")

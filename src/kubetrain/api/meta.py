@@ -10,10 +10,22 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["condition_true", "find_condition", "format_time", "parse_time", "set_condition"]
+__all__ = [
+    "condition_true",
+    "find_condition",
+    "format_time",
+    "now",
+    "parse_time",
+    "set_condition",
+]
 
 Obj = dict[str, Any]
 _WIRE = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def now() -> datetime:
+    """The wall clock in UTC: what loops read where no clock is injected."""
+    return datetime.now(UTC)
 
 
 def format_time(t: datetime) -> str:

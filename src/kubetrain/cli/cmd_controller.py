@@ -147,10 +147,6 @@ def run(args: argparse.Namespace) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    if not args.verbose:
-        # The HTTP client logs every request at INFO: thousands of lines a second at scale.
-        for noisy in ("httpx2", "httpx", "httpcore"):
-            logging.getLogger(noisy).setLevel(logging.WARNING)
     rules = admission_rules()
 
     async def main() -> int:

@@ -535,9 +535,12 @@ class KubeClient:
         namespace: str | None = None,
         propagation_policy: str | None = None,
         uid: str | None = None,
+        grace_period_seconds: int | None = None,
     ) -> None:
         """Delete ``name``; with ``uid``, only that incarnation of it (a precondition)."""
         body: Obj = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if grace_period_seconds is not None:
+            body["gracePeriodSeconds"] = grace_period_seconds
         if propagation_policy:
             body["propagationPolicy"] = propagation_policy
         if uid:

@@ -1,4 +1,4 @@
-"""The kinds the controller reads and writes, with their REST names.
+"""The kinds the controller and the local executor read and write, with their REST names.
 
 A Plan may hold any of the kinds below; an unknown kind in a Plan is a programming error in the
 runtime layer, reported as a reconcile error rather than guessed at (guessing plurals is how

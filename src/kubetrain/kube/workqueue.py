@@ -7,6 +7,8 @@ Semantics follow the queue every Kubernetes controller relies on:
 - ``add_after`` keeps only the earliest pending time per key;
 - ``add_rate_limited`` waits ``max(per-key exponential backoff, overall token bucket)``, and
   ``forget`` resets the key's failure count after a success.
+
+``work`` is one worker over such a queue, for loops that need nothing more around a reconcile.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-__all__ = ["QueueShutDown", "RateLimit", "WorkQueue"]
+__all__ = ["QueueShutDown", "RateLimit", "WorkQueue", "work"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -154,3 +156,31 @@ class WorkQueue(Generic[K]):
 
     def _wake(self) -> None:
         self._ready.set()
+
+
+async def work(
+    queue: WorkQueue[K],
+    reconcile: Callable[[K], Awaitable[float | None]],
+    failed: Callable[[K, Exception], None],
+) -> None:
+    """Reconcile the keys ``queue`` hands out until it shuts down.
+
+    A reconcile that raises is reported to ``failed`` and its key retried rate-limited; one that
+    succeeds resets the key's backoff and, when it answers a delay, runs again after it.
+    """
+    while True:
+        try:
+            key = await queue.get()
+        except QueueShutDown:
+            return
+        try:
+            again = await reconcile(key)
+        except Exception as err:
+            failed(key, err)
+            queue.add_rate_limited(key)
+        else:
+            queue.forget(key)
+            if again is not None:
+                queue.add_after(key, again)
+        finally:
+            queue.done(key)

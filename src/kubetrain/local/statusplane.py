@@ -125,7 +125,7 @@ def _previous_port(folder: Path) -> int | None:
         return None
 
 
-def token_provider(api: Any) -> Callable[[dict[str, Any], str], Awaitable[str]]:
+def token_provider(api: KubeClient) -> Callable[[dict[str, Any], str], Awaitable[str]]:
     """The executor's ``TokenProvider``: a TokenRequest bound to the pod, through ``api``."""
 
     async def provide(pod: dict[str, Any], audience: str) -> str:

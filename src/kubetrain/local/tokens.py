@@ -33,9 +33,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
+
+if TYPE_CHECKING:  # the API server imports this module; only the kubelet's side needs a client
+    from kubetrain.kube.client import KubeClient
 
 __all__ = [
     "DEFAULT_EXPIRATION_S",
@@ -579,12 +582,8 @@ class TokenAuthority:
 # -- the kubelet's side -------------------------------------------------------------------------
 
 
-class _Creates(Protocol):
-    async def create(self, res: tuple[str, str], obj: dict[str, Any]) -> dict[str, Any]: ...
-
-
 async def request_token(
-    api: _Creates,
+    api: KubeClient,
     pod: Mapping[str, Any],
     audience: str,
     *,
@@ -592,8 +591,8 @@ async def request_token(
 ) -> str:
     """Ask the API server (TokenRequest) for a token bound to ``pod`` for ``audience``.
 
-    ``api`` is any client with ``create((api_version, plural), obj)`` (the executor's ``KubeApi``):
-    the plural carries the service account and subresource, which its URL builder joins as is.
+    The plural carries the service account and the ``token`` subresource: the client's URL
+    builder joins it as is, and TokenRequest is a create on that subresource.
     """
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
@@ -613,5 +612,5 @@ async def request_token(
             },
         },
     }
-    answer = await api.create(("v1", f"serviceaccounts/{sa}/token"), body)
+    answer = await api.create("v1", f"serviceaccounts/{sa}/token", body)
     return str((answer.get("status") or {}).get("token") or "")

@@ -27,8 +27,6 @@ def main(argv: list[str] | None = None) -> int:
         level=logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    # One line per HTTP request would drown the daemon log.
-    logging.getLogger("httpx2").setLevel(logging.WARNING)
     home = (args.home or default_home()).expanduser().resolve()
     try:
         return asyncio.run(run_daemon(home))

@@ -26,8 +26,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kubetrain.kube.client import KubeClient, connect
 from kubetrain.local.apiserver import ApiServer
-from kubetrain.local.executor import Executor, ExecutorSettings, KubeApi
+from kubetrain.local.executor import Executor, ExecutorSettings
 
 from .files import DaemonFiles
 
@@ -203,7 +204,7 @@ async def run_daemon(
         home, _previous_port(files) if port is None else port, host, api_only
     )
     kubeconfig = server.write_kubeconfig(files.kubeconfig)
-    api = KubeApi.from_kubeconfig(kubeconfig)
+    api = connect(kubeconfig)
     plane = None if api_only else await _start_status_plane(home, kubeconfig)
     executor = (
         None
@@ -285,7 +286,7 @@ async def _start_status_plane(home: Path, kubeconfig: Path) -> StatusPlane | Non
 
 
 def _executor_settings(
-    home: Path, api: KubeApi, plane: StatusPlane | None, allocatable: Resources
+    home: Path, api: KubeClient, plane: StatusPlane | None, allocatable: Resources
 ) -> ExecutorSettings:
     from kubetrain.local.frameworks import (
         engine_overlay,

@@ -2,10 +2,10 @@
 
 ``jobset_logic.reconcile`` is the pure decision (what a cluster would do next); `Executor`
 watches JobSets and Pods through the API server, applies those decisions and runs each pod as a
-sandboxed process::
+sandboxed process, talking to the API server through :mod:`kubetrain.kube`::
 
-    api = KubeApi.from_kubeconfig(home / "kubeconfig")
-    executor = Executor(api, ExecutorSettings(home=home))
+    client = kubetrain.kube.client.connect(home / "kubeconfig")
+    executor = Executor(client, ExecutorSettings(home=home))
     await executor.start()        # caches filled, leftover pods adopted or recorded
     ...
     await executor.stop()         # pods keep running for the next daemon (kill_pods=True ends them)
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from .decision import Decision, Settings
 from .jobset_logic import reconcile
-from .kubeapi import KubeApi, KubeApiError
 from .loop import Executor
 from .podrunner import RunnerSettings
 from .settings import ExecutorSettings, TokenProvider
@@ -24,8 +23,6 @@ __all__ = [
     "Decision",
     "Executor",
     "ExecutorSettings",
-    "KubeApi",
-    "KubeApiError",
     "RunnerSettings",
     "Settings",
     "TokenProvider",

@@ -12,13 +12,12 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
-from .decision import format_time
-from .labels import JOBSET_NAME, RESTART_ATTEMPT
+from kubetrain.api.labels import JOBSET_NAME_LABEL, RESTART_ATTEMPT_LABEL
+from kubetrain.api.meta import format_time, now
 
-__all__ = ["Cluster", "Key", "jobset_key_of", "key_of", "now", "rv_of"]
+__all__ = ["Cluster", "Key", "jobset_key_of", "key_of", "rv_of"]
 
 Key = tuple[str, str]  # (namespace, name)
 Obj = dict[str, Any]
@@ -31,7 +30,7 @@ def key_of(obj: Mapping[str, Any]) -> Key:
 
 def jobset_key_of(pod: Mapping[str, Any]) -> Key | None:
     meta = pod.get("metadata") or {}
-    name = (meta.get("labels") or {}).get(JOBSET_NAME)
+    name = (meta.get("labels") or {}).get(JOBSET_NAME_LABEL)
     return (str(meta.get("namespace") or "default"), str(name)) if name else None
 
 
@@ -40,10 +39,6 @@ def rv_of(obj: Mapping[str, Any]) -> int:
         return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
     except ValueError:
         return 0
-
-
-def now() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass
@@ -84,7 +79,7 @@ class Cluster:
         out += [
             g
             for g in self.lost.get(uid, [])
-            if g["metadata"]["labels"].get(RESTART_ATTEMPT) == attempt
+            if g["metadata"]["labels"].get(RESTART_ATTEMPT_LABEL) == attempt
         ]
         for pod_uid, pod in self.terminating.items():
             if pod_uid not in seen and jobset_key_of(pod) == key:

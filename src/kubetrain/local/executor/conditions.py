@@ -10,11 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kubetrain.api.meta import condition_true
-
 from .labels import COND_STARTUP_COMPLETED, COND_STARTUP_IN_PROGRESS
 
-__all__ = ["EventSpec", "is_true", "set_condition"]
+__all__ = ["EventSpec", "set_condition"]
 
 
 @dataclass(frozen=True)
@@ -30,10 +28,6 @@ _EXCLUSIVE = {
     (COND_STARTUP_IN_PROGRESS, COND_STARTUP_COMPLETED),
     (COND_STARTUP_COMPLETED, COND_STARTUP_IN_PROGRESS),
 }
-
-
-def is_true(conditions: list[dict[str, Any]], ctype: str) -> bool:
-    return condition_true(conditions, ctype)
 
 
 def set_condition(

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
-
-from kubetrain.api.meta import format_time, parse_time
 
 from .conditions import EventSpec
 
-__all__ = ["Decision", "PodDeletion", "Settings", "format_time", "parse_or", "parse_time"]
+__all__ = ["Decision", "PodDeletion", "Settings"]
 
 
 @dataclass(frozen=True)
@@ -43,8 +40,3 @@ class Decision:
     requeue_after: float | None = None
     # ttlSecondsAfterFinished ran out: delete the JobSet itself.
     delete_jobset: bool = False
-
-
-def parse_or(value: str, now: datetime) -> datetime:
-    """``value`` as a time, ``now`` when it is not one."""
-    return parse_time(value) or now

@@ -11,14 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .labels import (
-    BACKOFF_LIMIT_EXCEEDED_MESSAGE,
-    BACKOFF_LIMIT_EXCEEDED_REASON,
+from kubetrain.api.labels import (
     JOB_COMPLETION_INDEX,
-    JOB_INDEX,
-    REPLICATED_JOB_NAME,
-    RESTART_ATTEMPT,
+    JOB_INDEX_LABEL,
+    REPLICATED_JOB_NAME_LABEL,
+    RESTART_ATTEMPT_LABEL,
 )
+
+from .labels import BACKOFF_LIMIT_EXCEEDED_MESSAGE, BACKOFF_LIMIT_EXCEEDED_REASON
 from .spec import ReplicatedJob
 
 # A pod the local engine refused to run (see `settings.Refusal`); spelled here too because
@@ -65,15 +65,15 @@ def _int_label(pod: dict[str, Any], key: str) -> int:
 
 
 def pod_rjob(pod: dict[str, Any]) -> str:
-    return _labels(pod).get(REPLICATED_JOB_NAME, "")
+    return _labels(pod).get(REPLICATED_JOB_NAME_LABEL, "")
 
 
 def pod_job_index(pod: dict[str, Any]) -> int:
-    return _int_label(pod, JOB_INDEX)
+    return _int_label(pod, JOB_INDEX_LABEL)
 
 
 def pod_attempt(pod: dict[str, Any]) -> int:
-    return _int_label(pod, RESTART_ATTEMPT)
+    return _int_label(pod, RESTART_ATTEMPT_LABEL)
 
 
 def pod_completion_index(pod: dict[str, Any]) -> int:

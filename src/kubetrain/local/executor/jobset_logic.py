@@ -23,9 +23,11 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from kubetrain.api.meta import condition_true, format_time, parse_time
+
 from . import labels as L
-from .conditions import is_true, set_condition
-from .decision import Decision, PodDeletion, Settings, format_time, parse_or, parse_time
+from .conditions import set_condition
+from .decision import Decision, PodDeletion, Settings
 from .jobs import JobView, is_terminal, pod_completion_index, pod_job_index, pod_rjob
 from .passes import Pass, all_started, deps_reached, group_pods
 from .podbuild import build_pod
@@ -43,8 +45,6 @@ __all__ = [
     "PodDeletion",
     "Settings",
     "creation_failed",
-    "format_time",
-    "parse_time",
     "reconcile",
 ]
 
@@ -67,7 +67,7 @@ def _sync_job_pods(p: Pass, job: JobView, suffix: Callable[[], str]) -> None:
             p.settings.pod_failure_backoff_s * 2 ** (job.failed - 1),
             p.settings.pod_failure_backoff_max_s,
         )
-        last = parse_or(job.failure_time(), p.now)
+        last = parse_time(job.failure_time()) or p.now
         wait = delay - (p.now - last).total_seconds()
         if wait > 0:
             cur = p.decision.requeue_after
@@ -176,7 +176,7 @@ def reconcile(
     jobs, previous = group_pods(spec, pods, attempt)
     p = Pass(spec, now, settings or Settings(), status, jobs, previous, Decision(status=status))
 
-    if is_true(p.conditions, L.COND_COMPLETED) or is_true(p.conditions, L.COND_FAILED):
+    if any(condition_true(p.conditions, t) for t in (L.COND_COMPLETED, L.COND_FAILED)):
         cleanup_finished(p)
         ttl_after_finished(p)
         return _finish_status(p, old)

@@ -5,14 +5,17 @@ crash never loses a restart count), then Events, pod deletions, pod creations.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from typing import Any
 
-from .cache import Cluster, Key, key_of, now
+from kubetrain.api.meta import now
+from kubetrain.kube.client import ApiError, KubeClient
+from kubetrain.kube.kinds import JOBSET, POD
+from kubetrain.kube.workqueue import RateLimit, WorkQueue, work
+
+from .cache import Cluster, Key, key_of
 from .jobset_logic import creation_failed, reconcile
-from .kubeapi import JOBSETS, PODS, KubeApi, KubeApiError
 from .kubelet import EventSink, Kubelet
 from .objects import random_suffix
 from .settings import ExecutorSettings
@@ -23,12 +26,15 @@ log = logging.getLogger(__name__)
 
 # Answers that a retry would get again: Bad Request, Forbidden (admission), Invalid.
 _REFUSED_FOR_GOOD = (400, 403, 422)
+# A failed reconcile is tried again soon, and never later than a second after the last try: the
+# engine's API server is local, so what failed is usually a moment's restart.
+_RETRY = RateLimit(base_delay=0.05, max_delay=1.0)
 
 
 class JobSetWorker:
     def __init__(
         self,
-        api: KubeApi,
+        api: KubeClient,
         settings: ExecutorSettings,
         cluster: Cluster,
         kubelet: Kubelet,
@@ -39,48 +45,44 @@ class JobSetWorker:
         self.cluster = cluster
         self.kubelet = kubelet
         self.event = event
-        self._queue: asyncio.Queue[Key] = asyncio.Queue()
-        self._queued: set[Key] = set()
+        self._queue: WorkQueue[Key] = WorkQueue(_RETRY)
 
     def enqueue(self, key: Key, after: float | None = None) -> None:
         if after:
-            asyncio.get_running_loop().call_later(after, self.enqueue, key)
-            return
-        if key not in self._queued:
-            self._queued.add(key)
-            self._queue.put_nowait(key)
+            self._queue.add_after(key, after)
+        else:
+            self._queue.add(key)
+
+    def shut_down(self) -> None:
+        self._queue.shut_down()
 
     async def run(self) -> None:
-        while True:
-            key = await self._queue.get()
-            self._queued.discard(key)
-            try:
-                await self.reconcile(key)
-            except asyncio.CancelledError:
-                raise
-            except Exception as err:
-                log.warning("reconcile %s/%s failed: %s", *key, err)
-                self.enqueue(key, after=1.0)
+        await work(self._queue, self.reconcile, self._failed)
+
+    @staticmethod
+    def _failed(key: Key, err: Exception) -> None:
+        log.warning("reconcile %s/%s failed: %s", *key, err)
 
     async def _still_exists(self, key: Key) -> bool:
         try:
-            await self.api.get(JOBSETS, key[0], key[1])
-        except KubeApiError as err:
-            if err.code == 404:
+            await self.api.get(JOBSET.api_version, JOBSET.plural, key[1], namespace=key[0])
+        except ApiError as err:
+            if err.not_found:
                 return False
             raise
         return True
 
-    async def reconcile(self, key: Key) -> None:
+    async def reconcile(self, key: Key) -> float | None:
+        """Act on one JobSet; the answer is when to look again even if nothing changes."""
         jobset = self.cluster.jobsets.get(key)
         if jobset is None or jobset["metadata"].get("deletionTimestamp"):
-            return
+            return None
         uid = str(jobset["metadata"].get("uid"))
         # Pods and JobSets arrive on separate watches: make sure lost pods were not lost to the
         # JobSet's own deletion before counting them as failures.
         if self.cluster.lost.get(uid) and not await self._still_exists(key):
             self.cluster.lost.pop(uid, None)
-            return
+            return None
         decision = reconcile(
             jobset,
             self.cluster.pods_of(jobset),
@@ -91,8 +93,9 @@ class JobSetWorker:
         ns, name = key
         if decision.status_changed:
             updated = await self.api.patch(
-                JOBSETS, ns, name, {"status": decision.status}, subresource="status"
-            )
+                JOBSET.api_version, JOBSET.plural, name, {"status": decision.status},
+                namespace=ns, subresource="status",
+            )  # fmt: skip
             self.cluster.jobsets[key] = updated
         for ev in decision.events:
             await self.event(jobset, ev.type, ev.reason, ev.message, "jobset-controller")
@@ -100,8 +103,8 @@ class JobSetWorker:
             pod = self.cluster.pods.get((ns, deletion.name))
             if pod is not None:
                 self.cluster.own_deletions.add(str(pod["metadata"].get("uid")))
-            with contextlib.suppress(KubeApiError):
-                await self.api.delete(PODS, ns, deletion.name)
+            with contextlib.suppress(ApiError):
+                await self.api.delete(POD.api_version, POD.plural, deletion.name, namespace=ns)
             if pod is not None:
                 self.cluster.pods.pop((ns, deletion.name), None)
                 self.kubelet.pod_gone(pod)
@@ -109,16 +112,18 @@ class JobSetWorker:
             if not await self._create(jobset, pod):
                 break  # the JobSet has failed: the others would be refused alike
         if decision.delete_jobset:
-            with contextlib.suppress(KubeApiError):
-                await self.api.delete(JOBSETS, ns, name, propagation="Foreground")
-        if decision.requeue_after is not None:
-            self.enqueue(key, after=max(0.05, decision.requeue_after))
+            with contextlib.suppress(ApiError):
+                await self.api.delete(
+                    JOBSET.api_version, JOBSET.plural, name, namespace=ns,
+                    propagation_policy="Foreground",
+                )  # fmt: skip
+        return None if decision.requeue_after is None else max(0.05, decision.requeue_after)
 
     async def _create(self, jobset: dict[str, Any], pod: dict[str, Any]) -> bool:
         """Create one pod; False when it was refused for good and the JobSet marked Failed."""
         try:
-            created = await self.api.create(PODS, pod)
-        except KubeApiError as err:
+            created = await self.api.create(POD.api_version, POD.plural, pod)
+        except ApiError as err:
             await self.event(
                 jobset,
                 "Warning",
@@ -132,10 +137,10 @@ class JobSetWorker:
                 status = creation_failed(
                     jobset, f"pod {name} cannot be created: {err.message}"[:1024], now=now()
                 )
-                with contextlib.suppress(KubeApiError):
+                with contextlib.suppress(ApiError):
                     updated = await self.api.patch(
-                        JOBSETS, meta["namespace"], meta["name"], {"status": status},
-                        subresource="status",
+                        JOBSET.api_version, JOBSET.plural, meta["name"], {"status": status},
+                        namespace=meta["namespace"], subresource="status",
                     )  # fmt: skip
                     self.cluster.jobsets[key_of(updated)] = updated
                 return False

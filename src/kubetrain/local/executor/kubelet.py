@@ -20,6 +20,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from kubetrain.api.meta import format_time, now
+from kubetrain.kube.client import ApiError, KubeClient
+from kubetrain.kube.kinds import CONFIGMAP, POD, SECRET
 from kubetrain.local.sandbox import (
     HOST_LOOPBACK,
     ContainerProcess,
@@ -36,10 +39,8 @@ from kubetrain.local.sandbox import (
 from kubetrain.local.sandbox.state import read_states
 
 from .addresses import AddressBook
-from .cache import Cluster, Key, jobset_key_of, key_of, now
-from .decision import format_time
+from .cache import Cluster, Key, jobset_key_of, key_of
 from .endpoints import service_endpoints
-from .kubeapi import PODS, KubeApi, KubeApiError
 from .labels import JOBSET_UID
 from .node import machine_allocatable
 from .objects import pod_references
@@ -74,7 +75,7 @@ EventSink = Callable[[Obj, str, str, str, str], Awaitable[None]]
 class Kubelet:
     def __init__(
         self,
-        api: KubeApi,
+        api: KubeClient,
         settings: ExecutorSettings,
         cluster: Cluster,
         *,
@@ -349,12 +350,13 @@ class Kubelet:
         ns, name = key_of(pod)
         try:
             await self.api.patch(
-                PODS,
-                ns,
+                POD.api_version,
+                POD.plural,
                 name,
                 {"metadata": {"uid": uid}, "spec": {"nodeName": self.settings.node_name}},
+                namespace=ns,
             )
-        except KubeApiError as err:
+        except ApiError as err:
             self._release_node(uid)
             if err.code != 404:
                 log.warning("pod %s/%s not bound: %s", ns, name, err)
@@ -454,10 +456,11 @@ class Kubelet:
             return  # deleted meanwhile: a cluster's kubelet has nothing to report either
         try:
             updated = await self.api.patch(
-                PODS, key[0], key[1], {"status": status}, subresource="status"
-            )
-        except KubeApiError as err:
-            if err.code != 404:
+                POD.api_version, POD.plural, key[1], {"status": status}, namespace=key[0],
+                subresource="status",
+            )  # fmt: skip
+        except ApiError as err:
+            if not err.not_found:
                 log.warning("pod %s/%s: status update failed: %s", *key, err)
             return
         if (self.cluster.pods.get(key) or {}).get("metadata", {}).get("uid") == uid:
@@ -590,8 +593,11 @@ class Kubelet:
             # (the API server keeps a deleted pod of a node until then, so that whoever waits
             # for the pod to go waits for its processes). Already gone: a 404, ignored.
             ns, name = key_of(pod)
-            with contextlib.suppress(KubeApiError):
-                await self.api.delete(PODS, ns, name, grace_seconds=0, uid=uid)
+            with contextlib.suppress(ApiError):
+                await self.api.delete(
+                    POD.api_version, POD.plural, name, namespace=ns, uid=uid,
+                    grace_period_seconds=0,
+                )  # fmt: skip
             await asyncio.to_thread(self._remove_files, uid, ns, name)
         finally:
             if jobset_key_of(pod) is None:
@@ -682,15 +688,15 @@ class Kubelet:
         # Missing ones are left out: the sandbox then fails the way a kubelet does (or skips
         # them when the reference is optional).
         for name in cm_names:
-            with contextlib.suppress(KubeApiError):
-                cm = await self.api.get(("v1", "configmaps"), ns, name)
+            with contextlib.suppress(ApiError):
+                cm = await self.api.get(CONFIGMAP.api_version, CONFIGMAP.plural, name, namespace=ns)
                 data = dict(cm.get("data") or {})
                 for k, v in (cm.get("binaryData") or {}).items():
                     data[k] = base64.b64decode(v).decode(errors="replace")
                 config_maps[name] = data
         for name in secret_names:
-            with contextlib.suppress(KubeApiError):
-                sec = await self.api.get(("v1", "secrets"), ns, name)
+            with contextlib.suppress(ApiError):
+                sec = await self.api.get(SECRET.api_version, SECRET.plural, name, namespace=ns)
                 decoded = {k: base64.b64decode(v) for k, v in (sec.get("data") or {}).items()}
                 decoded.update(
                     {k: str(v).encode() for k, v in (sec.get("stringData") or {}).items()}

@@ -1,13 +1,12 @@
 """Labels, annotations, reasons and messages that JobSet and the Job controller write.
 
 Clients (the official SDK, kubectl users, Trainer's own status code) select pods and read
-conditions by these exact strings, so they are spelled once here, as JobSet v0.12 and
-Kubernetes 1.3x spell them.
+conditions by these exact strings, so they are spelled once, as JobSet v0.12 and Kubernetes
+1.3x spell them: here the ones only the executor writes; in :mod:`kubetrain.api.labels` the
+ones Trainer writes or reads too (JobSet name, replicated job, indexes, restart attempt).
 """
 
 from __future__ import annotations
-
-from kubetrain.api import labels as _api
 
 __all__ = [
     "ALL_JOBS_COMPLETED_MESSAGE",
@@ -22,7 +21,6 @@ __all__ = [
     "COND_SUSPENDED",
     "CONTROLLER_UID",
     "CONTROLLER_UID_LEGACY",
-    "COORDINATOR",
     "FAILED_JOBS_MESSAGE",
     "FAILED_JOBS_REASON",
     "FAIL_JOBSET_ACTION_MESSAGE",
@@ -34,22 +32,12 @@ __all__ = [
     "INORDER_COMPLETED_REASON",
     "INORDER_IN_PROGRESS_MESSAGE",
     "INORDER_IN_PROGRESS_REASON",
-    "JOBSET_API_VERSION",
-    "JOBSET_CONTROLLER_NAME",
-    "JOBSET_KIND",
-    "JOBSET_NAME",
     "JOBSET_UID",
-    "JOB_COMPLETION_INDEX",
-    "JOB_GLOBAL_INDEX",
     "JOB_GROUP_INDEX",
-    "JOB_INDEX",
     "JOB_KEY",
-    "JOB_NAME",
     "JOB_NAME_LEGACY",
     "REACHED_MAX_RESTARTS_MESSAGE",
     "REACHED_MAX_RESTARTS_REASON",
-    "REPLICATED_JOB_NAME",
-    "REPLICATED_JOB_REPLICAS",
     "RESTARTING_DEFAULT_POLICY_REASON",
     "RESTARTING_JOBSET_COMPLETED_REASON",
     "RESTARTING_JOBSET_FAILED_MESSAGE",
@@ -57,7 +45,6 @@ __all__ = [
     "RESTARTING_JOBSET_SUSPENDED_REASON",
     "RESTARTING_JOBS_READY_MESSAGE",
     "RESTARTING_JOBS_READY_REASON",
-    "RESTART_ATTEMPT",
     "RESTART_IGNORE_MAX_ACTION_MESSAGE",
     "RESTART_IGNORE_MAX_ACTION_REASON",
     "RESTART_JOBSET_ACTION_MESSAGE",
@@ -68,20 +55,6 @@ __all__ = [
     "SUSPENDED_REASON",
 ]
 
-
-# The strings Trainer also writes or reads are spelled once, in kubetrain.api.labels.
-COORDINATOR = _api.COORDINATOR_LABEL
-JOBSET_API_VERSION = _api.JOBSET_API_VERSION
-JOBSET_CONTROLLER_NAME = _api.JOBSET_CONTROLLER
-JOBSET_KIND = _api.JOBSET_KIND
-JOBSET_NAME = _api.JOBSET_NAME_LABEL
-JOB_COMPLETION_INDEX = _api.JOB_COMPLETION_INDEX
-JOB_GLOBAL_INDEX = _api.JOB_GLOBAL_INDEX_LABEL
-JOB_INDEX = _api.JOB_INDEX_LABEL
-JOB_NAME = _api.JOB_NAME_LABEL
-REPLICATED_JOB_NAME = _api.REPLICATED_JOB_NAME_LABEL
-REPLICATED_JOB_REPLICAS = _api.REPLICATED_JOB_REPLICAS_LABEL
-RESTART_ATTEMPT = _api.RESTART_ATTEMPT_LABEL
 
 # --- written by JobSet on Jobs and their pod templates (labels and annotations alike) -------
 JOBSET_UID = "jobset.sigs.k8s.io/jobset-uid"

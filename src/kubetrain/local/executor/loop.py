@@ -1,9 +1,9 @@
 """The executor: watch JobSets and Pods, apply the pure decisions, run the pods.
 
-`Executor` wires three parts around one `cache.Cluster`: informers (list + watch of JobSets,
-of every Pod and of Services), the JobSet half (`jobsets.JobSetWorker`) and the kubelet half
-(`kubelet.Kubelet`, which also binds pods created without a node), plus one sender that writes
-Events in order.
+`Executor` wires three parts around one `cache.Cluster`: the informers of
+:mod:`kubetrain.kube.informer` (JobSets, every Pod, Services) feeding it, the JobSet half
+(`jobsets.JobSetWorker`) and the kubelet half (`kubelet.Kubelet`, which also binds pods
+created without a node), plus one sender that writes Events in order.
 """
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
 from typing import Any
 
-import httpx2
+from kubetrain.api.meta import format_time, now
+from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
+from kubetrain.kube.informer import EventHandler, Informer
+from kubetrain.kube.kinds import EVENT, JOBSET, NODE, POD, SERVICE, Kind
 
-from .cache import Cluster, jobset_key_of, key_of, now, rv_of
-from .decision import format_time
+from .cache import Cluster, jobset_key_of, key_of, rv_of
 from .jobsets import JobSetWorker
-from .kubeapi import EVENTS, JOBSETS, PODS, SERVICES, KubeApi, KubeApiError, Resource
 from .kubelet import Kubelet
 from .node import node_object
 from .objects import make_event
@@ -27,18 +27,15 @@ from .settings import ExecutorSettings
 
 __all__ = ["Executor"]
 
-NODES: Resource = ("v1", "nodes")
-
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
-Handler = Callable[[str, Obj], None]
 
 
 class Executor:
     """JobSet controller + Job controller + kubelet for one KUBETRAIN_HOME."""
 
-    def __init__(self, api: KubeApi, settings: ExecutorSettings) -> None:
+    def __init__(self, api: KubeClient, settings: ExecutorSettings) -> None:
         self.api = api
         self.settings = settings
         self.cluster = Cluster()
@@ -48,8 +45,18 @@ class Executor:
         )
         self.jobsets = JobSetWorker(api, settings, self.cluster, self.kubelet, self._event)
         self._tasks: list[asyncio.Task[Any]] = []
-        self._synced = {PODS: asyncio.Event(), JOBSETS: asyncio.Event()}
+        self.informers = {
+            "jobsets": self._informer(JOBSET, None, self._on_jobset),
+            # Every Pod: a JobSet's, or one created directly or by a workload controller.
+            "pods": self._informer(POD, None, self._on_pod),
+            "services": self._informer(SERVICE, None, self._on_service),
+        }
         self.ready = asyncio.Event()
+
+    def _informer(self, kind: Kind, selector: str | None, handler: EventHandler) -> Informer:
+        informer = Informer(self.api, kind, label_selector=selector)
+        informer.add_handler(handler)
+        return informer
 
     def _enqueue(self, key: tuple[str, str]) -> None:
         self.jobsets.enqueue(key)
@@ -57,20 +64,16 @@ class Executor:
     # --- start / stop -------------------------------------------------------------------
     async def start(self) -> None:
         """Begin watching; returns once both caches are filled and leftovers are handled."""
-        self._tasks = [
-            asyncio.create_task(self._send_events(), name="executor-events"),
-            asyncio.create_task(
-                self._informer(JOBSETS, None, self._on_jobset), name="executor-jobsets"
-            ),
-            # Every Pod: a JobSet's, or one created directly or by a workload controller.
-            asyncio.create_task(self._informer(PODS, None, self._on_pod), name="executor-pods"),
-            asyncio.create_task(
-                self._informer(SERVICES, None, self._on_service), name="executor-services"
-            ),
+        self._tasks = [asyncio.create_task(self._send_events(), name="executor-events")]
+        self._tasks += [
+            asyncio.create_task(informer.run(), name=f"executor-{name}")
+            for name, informer in self.informers.items()
         ]
         await asyncio.to_thread(self.kubelet.start_network)
         await self._register_node()
-        await asyncio.gather(self._synced[PODS].wait(), self._synced[JOBSETS].wait())
+        await asyncio.gather(
+            self.informers["jobsets"].synced.wait(), self.informers["pods"].synced.wait()
+        )
         # What a previous daemon left: processes of pods gone from the API end; the rest is
         # adopted, or recorded as lost, by sync_pod.
         await self.kubelet.reap_orphans()
@@ -85,22 +88,23 @@ class Executor:
         """The Node object, as a kubelet registers its node (kubectl get/describe nodes)."""
         node = node_object(self.settings.node_name, self.kubelet.allocatable)
         try:
-            await self.api.create(NODES, node)
-        except KubeApiError as err:
-            if err.code != 409:
+            await self.api.create(NODE.api_version, NODE.plural, node)
+        except ApiError as err:
+            if not err.conflict:
                 log.warning("node %s not registered: %s", self.settings.node_name, err)
                 return
         # Status goes through its subresource (create drops it), also when the node existed.
-        with contextlib.suppress(KubeApiError):
+        with contextlib.suppress(ApiError):
             await self.api.patch(
-                NODES, None, self.settings.node_name, {"status": node["status"]},
-                subresource="status",
+                NODE.api_version, NODE.plural, self.settings.node_name,
+                {"status": node["status"]}, subresource="status",
             )  # fmt: skip
 
     async def stop(self, *, kill_pods: bool = False) -> None:
         """Stop watching. Pods keep running for the next daemon to adopt unless ``kill_pods``."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._events.join(), timeout=2)
+        self.jobsets.shut_down()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -108,39 +112,7 @@ class Executor:
                 await task
         await self.kubelet.stop(kill_pods=kill_pods)
 
-    # --- informers ----------------------------------------------------------------------
-    async def _informer(self, res: Resource, selector: str | None, handler: Handler) -> None:
-        cache = {PODS: self.cluster.pods, JOBSETS: self.cluster.jobsets}.get(
-            res, self.cluster.services
-        )
-        while True:
-            try:
-                items, rv = await self.api.list(res, label_selector=selector)
-                fresh = {key_of(o) for o in items}
-                for key, old in list(cache.items()):
-                    if key not in fresh:
-                        self._handle(handler, "DELETED", old)
-                for obj in items:
-                    self._handle(handler, "MODIFIED" if key_of(obj) in cache else "ADDED", obj)
-                if res in self._synced:
-                    self._synced[res].set()
-                async for etype, obj in self.api.watch(res, rv, label_selector=selector):
-                    if etype != "BOOKMARK":
-                        self._handle(handler, etype, obj)
-            except asyncio.CancelledError:
-                raise
-            except (KubeApiError, httpx2.HTTPError, OSError, ValueError) as err:
-                log.debug("watch %s restarts: %s", res, err)
-                await asyncio.sleep(0.5)
-
-    @staticmethod
-    def _handle(handler: Handler, etype: str, obj: Obj) -> None:
-        # One bad object must not end the watch for every other one.
-        try:
-            handler(etype, obj)
-        except Exception:
-            log.exception("handling %s of %s failed", etype, key_of(obj))
-
+    # --- informer handlers ---------------------------------------------------------------
     def _on_jobset(self, etype: str, obj: Obj) -> None:
         key = key_of(obj)
         if etype == "DELETED":
@@ -205,8 +177,10 @@ class Executor:
         while True:
             obj = await self._events.get()
             try:
-                await self.api.create(EVENTS, obj)
-            except (KubeApiError, httpx2.HTTPError, OSError) as err:
+                await self.api.create(EVENT.api_version, EVENT.plural, obj)
+            except ApiError as err:
+                log.debug("event not recorded: %s", err)
+            except TRANSPORT_ERRORS as err:
                 log.debug("event not recorded: %s", err)
             finally:
                 self._events.task_done()

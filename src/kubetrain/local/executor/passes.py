@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from kubetrain.api.meta import format_time
+
 from .conditions import set_condition
-from .decision import Decision, PodDeletion, Settings, format_time
+from .decision import Decision, PodDeletion, Settings
 from .jobs import (
     JobView,
     is_deleting,

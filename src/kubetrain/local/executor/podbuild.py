@@ -13,6 +13,20 @@ import hashlib
 import uuid
 from typing import Any
 
+from kubetrain.api.labels import (
+    COORDINATOR_LABEL,
+    JOB_COMPLETION_INDEX,
+    JOB_GLOBAL_INDEX_LABEL,
+    JOB_INDEX_LABEL,
+    JOB_NAME_LABEL,
+    JOBSET_API_VERSION,
+    JOBSET_KIND,
+    JOBSET_NAME_LABEL,
+    REPLICATED_JOB_NAME_LABEL,
+    REPLICATED_JOB_REPLICAS_LABEL,
+    RESTART_ATTEMPT_LABEL,
+)
+
 from . import labels as L
 from .jobs import job_name
 from .spec import JobSetSpec, ReplicatedJob
@@ -42,15 +56,15 @@ def jobset_labels(
     """What JobSet writes, as both labels and annotations, on a child Job's pod template."""
     name = job_name(spec.name, rjob.name, index)
     out = {
-        L.JOBSET_NAME: spec.name,
+        JOBSET_NAME_LABEL: spec.name,
         L.JOBSET_UID: spec.uid,
-        L.REPLICATED_JOB_NAME: rjob.name,
-        L.RESTART_ATTEMPT: str(attempt),
-        L.REPLICATED_JOB_REPLICAS: str(rjob.replicas),
+        REPLICATED_JOB_NAME_LABEL: rjob.name,
+        RESTART_ATTEMPT_LABEL: str(attempt),
+        REPLICATED_JOB_REPLICAS_LABEL: str(rjob.replicas),
         L.GLOBAL_REPLICAS: str(spec.total_replicas),
-        L.JOB_INDEX: str(index),
+        JOB_INDEX_LABEL: str(index),
         L.JOB_KEY: hashlib.sha1(f"{spec.namespace}/{name}".encode()).hexdigest(),
-        L.JOB_GLOBAL_INDEX: _global_index(spec, rjob.name, index),
+        JOB_GLOBAL_INDEX_LABEL: _global_index(spec, rjob.name, index),
         L.GROUP_NAME: rjob.group,
         L.GROUP_REPLICAS: str(
             sum(r.replicas for r in spec.replicated_jobs if r.group == rjob.group)
@@ -58,7 +72,7 @@ def jobset_labels(
         L.JOB_GROUP_INDEX: _global_index(spec, rjob.name, index, rjob.group),
     }
     if spec.coordinator:
-        out[L.COORDINATOR] = spec.coordinator
+        out[COORDINATOR_LABEL] = spec.coordinator
     return out
 
 
@@ -87,15 +101,15 @@ def build_pod(
         **(tmeta.get("labels") or {}),
         **stamped,
         L.CONTROLLER_UID: uid,
-        L.JOB_NAME: jname,
+        JOB_NAME_LABEL: jname,
         L.CONTROLLER_UID_LEGACY: uid,
         L.JOB_NAME_LEGACY: jname,
-        L.JOB_COMPLETION_INDEX: str(completion_index),
+        JOB_COMPLETION_INDEX: str(completion_index),
     }
     annotations = {
         **(tmeta.get("annotations") or {}),
         **stamped,
-        L.JOB_COMPLETION_INDEX: str(completion_index),
+        JOB_COMPLETION_INDEX: str(completion_index),
     }
     pod_spec = copy.deepcopy(template.get("spec") or {})
     if not pod_spec.get("hostname"):
@@ -121,8 +135,8 @@ def build_pod(
             "annotations": annotations,
             "ownerReferences": [
                 {
-                    "apiVersion": L.JOBSET_API_VERSION,
-                    "kind": L.JOBSET_KIND,
+                    "apiVersion": JOBSET_API_VERSION,
+                    "kind": JOBSET_KIND,
                     "name": spec.name,
                     "uid": spec.uid,
                     "controller": True,

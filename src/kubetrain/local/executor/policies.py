@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 
+from kubetrain.api.meta import parse_time
+
 from . import labels as L
 from .conditions import EventSpec
-from .decision import parse_or
 from .jobs import JobView
 from .passes import Pass, first_failed
 
@@ -157,7 +158,7 @@ def ttl_after_finished(p: Pass) -> None:
         ),
         default="",
     )
-    remaining = ttl - (p.now - parse_or(finished_at, p.now)).total_seconds()
+    remaining = ttl - (p.now - (parse_time(finished_at) or p.now)).total_seconds()
     if remaining <= 0:
         p.decision.delete_jobset = True
     else:

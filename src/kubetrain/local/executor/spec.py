@@ -12,7 +12,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from .labels import JOBSET_CONTROLLER_NAME
+from kubetrain.api.labels import JOBSET_CONTROLLER
 
 __all__ = ["FailurePolicy", "FailureRule", "JobSetSpec", "ReplicatedJob", "read_spec"]
 
@@ -165,7 +165,7 @@ def read_spec(jobset: dict[str, Any]) -> JobSetSpec:
         success_targets=tuple(success.get("targetReplicatedJobs") or ()),
         failure_policy=_failure_policy(spec.get("failurePolicy")),
         in_order=startup.get("startupPolicyOrder") == "InOrder",
-        managed_elsewhere=bool(manager) and manager != JOBSET_CONTROLLER_NAME,
+        managed_elsewhere=bool(manager) and manager != JOBSET_CONTROLLER,
         claim_templates=tuple(claims),
         ttl_seconds_after_finished=_int(ttl, 0) if ttl is not None else None,
         coordinator=coordinator,

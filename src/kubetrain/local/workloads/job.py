@@ -13,17 +13,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from kubetrain.api.access import as_dict, as_list
+from kubetrain.api.labels import JOB_COMPLETION_INDEX, JOB_NAME_LABEL
 from kubetrain.api.meta import find_condition, format_time, parse_time
 from kubetrain.api.types import Obj
 from kubetrain.kube.kinds import JOB, POD
 from kubetrain.local.executor.jobs import JobView, is_terminal, pod_completion_index, pod_phase
-from kubetrain.local.executor.labels import (
-    CONTROLLER_UID,
-    CONTROLLER_UID_LEGACY,
-    JOB_COMPLETION_INDEX,
-    JOB_NAME,
-    JOB_NAME_LEGACY,
-)
+from kubetrain.local.executor.labels import CONTROLLER_UID, CONTROLLER_UID_LEGACY, JOB_NAME_LEGACY
 from kubetrain.local.executor.spec import DEFAULT_BACKOFF_LIMIT, ReplicatedJob
 
 from .loop import Controller, Key
@@ -204,7 +199,7 @@ def job_pod(job: Obj, index: int | None) -> Obj:
     name, uid = str(meta["name"]), str(meta["uid"])
     labels = {
         CONTROLLER_UID: uid,
-        JOB_NAME: name,
+        JOB_NAME_LABEL: name,
         CONTROLLER_UID_LEGACY: uid,
         JOB_NAME_LEGACY: name,
     }
