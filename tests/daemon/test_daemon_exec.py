@@ -8,17 +8,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kubetrain.kube.client import KubeClient, connect
+from kubetrain.kube.kinds import POD, TRAINJOB
 from kubetrain.local.daemon import ensure_daemon
-from kubetrain.local.executor import KubeApi
-
-TRAINJOBS = ("trainer.kubeflow.org/v1alpha1", "trainjobs")
-PODS = ("v1", "pods")
 
 
-async def _running_pods(api: KubeApi, name: str, count: int) -> list[dict[str, Any]]:
+async def _running_pods(api: KubeClient, name: str, count: int) -> list[dict[str, Any]]:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        items, _ = await api.list(PODS, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}")
+        items, _ = await api.list(
+            POD.api_version, POD.plural, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}"
+        )
         if len(items) == count and all(p["status"].get("phase") == "Running" for p in items):
             return sorted(items, key=lambda p: p["metadata"]["name"])
         await asyncio.sleep(0.1)
@@ -27,7 +27,7 @@ async def _running_pods(api: KubeApi, name: str, count: int) -> list[dict[str, A
 
 async def test_kubectl_exec_reaches_each_rank_of_a_trainjob(home: Path) -> None:
     info = await asyncio.to_thread(ensure_daemon, home)
-    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    api = connect(info.kubeconfig)
     trainjob = {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
         "kind": "TrainJob",
@@ -38,7 +38,7 @@ async def test_kubectl_exec_reaches_each_rank_of_a_trainjob(home: Path) -> None:
         },
     }
     try:
-        await api.create(TRAINJOBS, trainjob)
+        await api.create(TRAINJOB.api_version, TRAINJOB.plural, trainjob)
         pods = await _running_pods(api, "sleepy", 2)
         ranks = []
         for pod in pods:

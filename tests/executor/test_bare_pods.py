@@ -11,7 +11,8 @@ from typing import Any
 
 from plane_helpers import Plane, marker, processes_with
 
-from kubetrain.local.executor.kubeapi import PODS, KubeApiError
+from kubetrain.kube.client import ApiError
+from kubetrain.kube.kinds import POD
 
 
 def bare_pod(name: str, container: dict[str, Any], restart_policy: str = "Never") -> dict[str, Any]:
@@ -27,7 +28,7 @@ def bare_pod(name: str, container: dict[str, Any], restart_policy: str = "Never"
 
 
 async def _get(plane: Plane, name: str) -> dict[str, Any]:
-    return await plane.api.get(PODS, "default", name)
+    return await plane.api.get(POD.api_version, POD.plural, name, namespace="default")
 
 
 async def test_a_pod_created_directly_is_scheduled_and_runs_its_args_as_the_command(
@@ -35,7 +36,9 @@ async def test_a_pod_created_directly_is_scheduled_and_runs_its_args_as_the_comm
 ) -> None:
     # args and no command: the image has no entrypoint, so args are the command.
     script = "import socket; print('hello from', socket.gethostname())"
-    await plane.api.create(PODS, bare_pod("hello", {"args": [sys.executable, "-c", script]}))
+    await plane.api.create(
+        POD.api_version, POD.plural, bare_pod("hello", {"args": [sys.executable, "-c", script]})
+    )
 
     async def done() -> dict[str, Any] | None:
         pod = await _get(plane, "hello")
@@ -58,7 +61,8 @@ async def test_a_pod_created_directly_is_scheduled_and_runs_its_args_as_the_comm
 
 async def test_a_pod_that_fails_is_restarted_as_its_restart_policy_says(plane: Plane) -> None:
     await plane.api.create(
-        PODS,
+        POD.api_version,
+        POD.plural,
         bare_pod("crash", {"command": [sys.executable, "-c", "raise SystemExit(3)"]}, "Always"),
     )
 
@@ -74,19 +78,19 @@ async def test_a_pod_that_fails_is_restarted_as_its_restart_policy_says(plane: P
 async def test_a_deleted_pod_stops_its_processes_before_it_goes(plane: Plane) -> None:
     tag = marker()
     command = [sys.executable, "-c", f"import time; time.sleep(600)  # {tag}"]
-    await plane.api.create(PODS, bare_pod("sleeper", {"command": command}))
+    await plane.api.create(POD.api_version, POD.plural, bare_pod("sleeper", {"command": command}))
 
     async def running() -> bool:
         pod = await _get(plane, "sleeper")
         return pod["status"].get("phase") == "Running" and bool(processes_with(tag))
 
     await plane.wait_for(running, timeout=30)
-    await plane.api.delete(PODS, "default", "sleeper")
+    await plane.api.delete(POD.api_version, POD.plural, "sleeper", namespace="default")
 
     async def gone() -> bool:
         try:
             await _get(plane, "sleeper")
-        except KubeApiError as err:
+        except ApiError as err:
             return err.code == 404
         return False
 
@@ -97,7 +101,7 @@ async def test_a_deleted_pod_stops_its_processes_before_it_goes(plane: Plane) ->
 async def test_a_gated_pod_waits_until_its_scheduling_gates_are_removed(plane: Plane) -> None:
     gated = bare_pod("gated", {"command": [sys.executable, "-c", "print('ran')"]})
     gated["spec"]["schedulingGates"] = [{"name": "example.com/wait"}]
-    await plane.api.create(PODS, gated)
+    await plane.api.create(POD.api_version, POD.plural, gated)
 
     async def condition() -> dict[str, Any] | None:
         pod = await _get(plane, "gated")
@@ -108,7 +112,13 @@ async def test_a_gated_pod_waits_until_its_scheduling_gates_are_removed(plane: P
     assert (cond["status"], cond["reason"]) == ("False", "SchedulingGated")
     assert not (await _get(plane, "gated"))["spec"].get("nodeName")
 
-    await plane.api.patch(PODS, "default", "gated", {"spec": {"schedulingGates": None}})
+    await plane.api.patch(
+        POD.api_version,
+        POD.plural,
+        "gated",
+        {"spec": {"schedulingGates": None}},
+        namespace="default",
+    )
 
     async def done() -> dict[str, Any] | None:
         pod = await _get(plane, "gated")

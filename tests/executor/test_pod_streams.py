@@ -22,8 +22,9 @@ from typing import Any
 import pytest
 from plane_helpers import Plane, make_jobset
 
+from kubetrain.kube.client import connect
+from kubetrain.kube.kinds import JOBSET
 from kubetrain.local.apiserver import ApiServer
-from kubetrain.local.executor.kubeapi import JOBSETS, KubeApi
 from kubetrain.local.executor.loop import Executor
 from kubetrain.local.executor.settings import ExecutorSettings
 from kubetrain.local.executor.streams import PodStreams
@@ -74,7 +75,7 @@ async def _running_pod(plane: Plane, name: str, user: int | None = 1000) -> dict
         securityContext={"runAsUser": user, "runAsGroup": user} if user is not None else {},
         resources={"limits": {"memory": "1Gi"}},
     )
-    await plane.api.create(JOBSETS, js)
+    await plane.api.create(JOBSET.api_version, JOBSET.plural, js)
 
     async def running() -> dict[str, Any] | None:
         pods = await plane.pods(name)
@@ -335,7 +336,7 @@ async def test_exec_into_a_finished_container_is_refused(served: tuple[Plane, st
 
     plane, _ = served
     js = make_jobset("finished", ["true"], pods=1)
-    await plane.api.create(JOBSETS, js)
+    await plane.api.create(JOBSET.api_version, JOBSET.plural, js)
     await plane.terminal("finished")
     pod = (await plane.pods("finished"))[0]["metadata"]["name"]
     # kubectl refuses on its own from the pod's phase; the API answers as the kubelet does.
@@ -403,7 +404,7 @@ async def plain_plane(tmp_path: Path) -> AsyncIterator[Plane]:
     """The engine where bwrap cannot run: pods are plain processes on the host's network."""
     server = ApiServer(tmp_path, in_memory=True)
     await server.start()
-    api = KubeApi.from_kubeconfig(server.write_kubeconfig())
+    api = connect(server.write_kubeconfig())
     settings = ExecutorSettings(
         home=tmp_path, sandbox_mode="plain", pod_network=False, max_grace_s=2.0
     )

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from plane_helpers import PY, Plane, make_jobset
 
+from kubetrain.kube.client import connect
+from kubetrain.kube.kinds import JOBSET
 from kubetrain.local.apiserver import ApiServer
 from kubetrain.local.executor.jobset_logic import Settings
-from kubetrain.local.executor.kubeapi import JOBSETS, KubeApi
 from kubetrain.local.executor.loop import Executor
 from kubetrain.local.executor.podrunner import RunnerSettings
 from kubetrain.local.executor.settings import ExecutorSettings
@@ -66,7 +67,7 @@ def ready(pod: dict[str, Any]) -> str:
 async def test_a_pod_turns_ready_when_its_probe_succeeds(
     plane: Plane, probe: dict[str, Any]
 ) -> None:
-    await plane.api.create(JOBSETS, server_jobset("probed", probe))
+    await plane.api.create(JOBSET.api_version, JOBSET.plural, server_jobset("probed", probe))
 
     async def ready_pod() -> dict[str, Any] | None:
         pods = await plane.pods("probed")
@@ -78,7 +79,9 @@ async def test_a_pod_turns_ready_when_its_probe_succeeds(
 
 async def test_a_failing_probe_keeps_a_running_pod_not_ready(plane: Plane) -> None:
     # Port 9 (discard) has no listener in the pod: every probe fails.
-    await plane.api.create(JOBSETS, server_jobset("unready", {"tcpSocket": {"port": 9}}))
+    await plane.api.create(
+        JOBSET.api_version, JOBSET.plural, server_jobset("unready", {"tcpSocket": {"port": 9}})
+    )
 
     async def unhealthy() -> bool:
         return any(
@@ -98,7 +101,7 @@ async def cache_plane(tmp_path: Path) -> AsyncIterator[Plane]:
     """The engine with the data-cache image mapped, as the daemon maps it."""
     server = ApiServer(tmp_path, in_memory=True)
     await server.start()
-    api = KubeApi.from_kubeconfig(server.write_kubeconfig())
+    api = connect(server.write_kubeconfig())
     settings = ExecutorSettings(
         home=tmp_path,
         logic=Settings(pod_failure_backoff_s=0),
@@ -133,7 +136,7 @@ async def test_the_data_cache_image_runs_kubetrains_cache_worker_not_ready_until
             {"name": "TABLE_NAME", "value": "train"},
         ],
     )
-    await cache_plane.api.create(JOBSETS, js)
+    await cache_plane.api.create(JOBSET.api_version, JOBSET.plural, js)
 
     def logs() -> str:
         return "".join(p.read_text() for p in (cache_plane.home / "logs").rglob("*.log"))
