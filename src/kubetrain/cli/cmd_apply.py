@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from kubetrain.api.access import obj_at
+
 __all__ = ["add_arguments", "run"]
 
 
@@ -134,9 +136,7 @@ def _preflight(objs: list[dict[str, Any]], jc: Any) -> list[str]:
             if runtime is None:
                 _, kind, name = runtime_ref(obj)
                 scope = (
-                    (obj.get("metadata") or {}).get("namespace")
-                    if kind == "TrainingRuntime"
-                    else None
+                    obj_at(obj, "metadata").get("namespace") if kind == "TrainingRuntime" else None
                 )
                 try:
                     info = jc.kind_of({"apiVersion": trainer, "kind": kind})

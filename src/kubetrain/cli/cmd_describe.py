@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from kubetrain.api.access import dicts, list_at, obj_at
+
 if TYPE_CHECKING:
     from kubetrain.client.view import JobView
 
@@ -90,9 +92,9 @@ def describe_job(view: JobView, pods: list[dict[str, Any]], events: list[dict[st
     from kubetrain.client.present import eta, event_rows, pod_row
     from kubetrain.client.view import age
 
-    spec = view.obj.get("spec") or {}
-    trainer = spec.get("trainer") or {}
-    status = view.obj.get("status") or {}
+    spec = obj_at(view.obj, "spec")
+    trainer = obj_at(spec, "trainer")
+    status = obj_at(view.obj, "status")
     created = f"{view.created} ({age(view.created)} ago)" if view.created else ""
     lines = _kv(
         [
@@ -110,9 +112,9 @@ def describe_job(view: JobView, pods: list[dict[str, Any]], events: list[dict[st
             ("Managed by", spec.get("managedBy")),
         ]
     )
-    resources = trainer.get("resourcesPerNode") or {}
-    limits = resources.get("limits") or resources.get("requests") or {}
-    command = [*(trainer.get("command") or []), *(trainer.get("args") or [])]
+    resources = obj_at(trainer, "resourcesPerNode")
+    limits = obj_at(resources, "limits") or obj_at(resources, "requests")
+    command = [*list_at(trainer, "command"), *list_at(trainer, "args")]
     lines.append("Trainer:")
     lines += _kv(
         [
@@ -121,22 +123,22 @@ def describe_job(view: JobView, pods: list[dict[str, Any]], events: list[dict[st
             ("Image", trainer.get("image")),
             ("Command", _short_command(command)),
             ("Resources", ", ".join(f"{k}={v}" for k, v in limits.items())),
-            ("Env", ", ".join(str(e.get("name")) for e in trainer.get("env") or [])),
+            ("Env", ", ".join(str(e.get("name")) for e in dicts(trainer.get("env")))),
         ],
         "  ",
     ) or ["  <from the runtime>"]
-    init = spec.get("initializer") or {}
+    init = obj_at(spec, "initializer")
     if init:
         lines.append("Initializer:")
         lines += _kv(
-            [(k.capitalize(), (init.get(k) or {}).get("storageUri")) for k in ("dataset", "model")],
+            [(k.capitalize(), obj_at(init, k).get("storageUri")) for k in ("dataset", "model")],
             "  ",
         )
     progress = view.progress
     if progress:
         pct = progress.get("progressPercentage")
         metrics = ", ".join(
-            f"{m.get('name')}={m.get('value')}" for m in progress.get("metrics") or []
+            f"{m.get('name')}={m.get('value')}" for m in dicts(progress.get("metrics"))
         )
         lines.append("Progress:")
         lines += _kv(
@@ -168,7 +170,7 @@ def describe_job(view: JobView, pods: list[dict[str, Any]], events: list[dict[st
         [
             [str(j.get("name"))]
             + [str(j.get(k, 0)) for k in ("active", "ready", "succeeded", "failed", "suspended")]
-            for j in status.get("jobsStatus") or []
+            for j in dicts(status.get("jobsStatus"))
         ],
     )
     lines += _section(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from kubetrain.api.access import obj_at
+
 if TYPE_CHECKING:
     from kubetrain.client.jobs import JobClient
     from kubetrain.client.resources import KindInfo
@@ -172,12 +174,12 @@ def _tuning_table(
         return EXPERIMENT_HEADERS, [experiment_row(o) for o in objs]
     if info == R.TRIAL:
         return ["EXPERIMENT", *TRIAL_HEADERS], [
-            [str(o["metadata"].get("labels", {}).get("katib.kubeflow.org/experiment", "")), *row]
+            [str(obj_at(o, "metadata", "labels").get("katib.kubeflow.org/experiment", "")), *row]
             for o, row in zip(objs, trial_rows(None, objs), strict=True)
         ]
     rows = [
-        [o["metadata"]["name"], str((o.get("spec") or {}).get("requests", "")),
-         str((o.get("status") or {}).get("suggestionCount", 0))]
+        [o["metadata"]["name"], str(obj_at(o, "spec").get("requests", "")),
+         str(obj_at(o, "status").get("suggestionCount", 0))]
         for o in objs
     ]  # fmt: skip
     return ["NAME", "REQUESTED", "ASSIGNED"], rows

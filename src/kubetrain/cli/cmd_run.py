@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from kubetrain.api.access import obj_at
+
 if TYPE_CHECKING:
     from kubetrain.client.jobs import JobClient
     from kubetrain.client.steps import Step
@@ -107,7 +109,7 @@ def _run(args: argparse.Namespace) -> int:
             _note(str(result))
             if obj is jobs[0]:
                 name = result.name
-        wants_suspend = bool((jobs[0].get("spec") or {}).get("suspend"))
+        wants_suspend = bool(obj_at(jobs[0], "spec").get("suspend"))
         live = jc.get(R.TRAINJOB, name)
         state = job_state(live)
         if is_terminal(state):
@@ -116,7 +118,7 @@ def _run(args: argparse.Namespace) -> int:
                 f"trainjob {name} had already finished ({state}); showing that run. "
                 f"To run it again: kubetrain delete {name}, then kubetrain run again."
             )
-        elif (live.get("spec") or {}).get("suspend") and not wants_suspend:
+        elif obj_at(live, "spec").get("suspend") and not wants_suspend:
             # Left suspended by an earlier Ctrl-C: running it again means resuming it.
             jc.set_suspend(name, False)
             _note(f"{R.TRAINJOB.qualified}/{name} resumed")

@@ -13,6 +13,8 @@ import sys
 import time
 from typing import Any
 
+from kubetrain.api.access import list_at
+
 __all__ = ["add_arguments", "run"]
 
 
@@ -113,7 +115,7 @@ def _follow(jc: Any, name: str, timeout: float) -> int:
         render_table(TRIAL_HEADERS, rows) if live is not None else "",
         end="\n" if live is not None else "",
     )
-    conditions = (experiment.get("status") or {}).get("conditions") or []
+    conditions = list_at(experiment, "status", "conditions")
     last = conditions[-1] if conditions else {}
     print(f"experiment {name} {state}: {last.get('message', '')}; best {best}", flush=True)
     return 0 if state == "Complete" else 1

@@ -12,6 +12,8 @@ import json
 import sys
 from typing import Any
 
+from kubetrain.api.access import obj_at
+
 __all__ = ["add_arguments", "run"]
 
 
@@ -34,8 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _label(obj: Any) -> str:
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    name = (meta or {}).get("name", "?") if isinstance(meta, dict) else "?"
+    name = obj_at(obj, "metadata").get("name", "?")
     return f"{obj.get('kind')} {name}" if isinstance(obj, dict) else "document"
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, TextIO
 
+from kubetrain.api.access import dicts, list_at, obj_at
 from kubetrain.client.steps import pod_summary
 from kubetrain.client.view import JobView, age
 
@@ -140,7 +141,7 @@ def progress_bar(percent: int, width: int = 20) -> str:
 
 def metrics_text(progress: dict[str, Any], limit: int = 3) -> str:
     """``loss=0.41 lr=0.001`` from ``status.trainerStatus`` (the first ``limit`` metrics)."""
-    metrics = progress.get("metrics") or []
+    metrics = list_at(progress, "metrics")
     return " ".join(f"{m.get('name')}={m.get('value')}" for m in metrics[:limit])
 
 
@@ -150,8 +151,8 @@ def key_metric(progress: dict[str, Any]) -> tuple[str, str] | None:
     Training code lists its metrics in the order it cares about them (loss first, by habit), so
     the first is what a one-column summary shows.
     """
-    for m in progress.get("metrics") or []:
-        if isinstance(m, dict) and m.get("name"):
+    for m in dicts(progress.get("metrics")):
+        if m.get("name"):
             return str(m["name"]), str(m.get("value"))
     return None
 
@@ -189,11 +190,11 @@ def trainjob_row(
 def runtime_row(obj: dict[str, Any], *, show_kind: bool, now: datetime | None = None) -> list[str]:
     from kubetrain.api.labels import FRAMEWORK_LABEL
 
-    meta = obj.get("metadata") or {}
-    nodes = ((obj.get("spec") or {}).get("mlPolicy") or {}).get("numNodes")
+    meta = obj_at(obj, "metadata")
+    nodes = obj_at(obj, "spec", "mlPolicy").get("numNodes")
     row = [
         str(meta.get("name")),
-        str((meta.get("labels") or {}).get(FRAMEWORK_LABEL, "-")),
+        str(obj_at(meta, "labels").get(FRAMEWORK_LABEL, "-")),
         str(nodes) if nodes is not None else "-",
         age(meta.get("creationTimestamp"), now),
     ]
@@ -201,12 +202,12 @@ def runtime_row(obj: dict[str, Any], *, show_kind: bool, now: datetime | None = 
 
 
 def pod_row(pod: dict[str, Any], *, wide: bool, now: datetime | None = None) -> list[str]:
-    meta = pod.get("metadata") or {}
-    status = pod.get("status") or {}
+    meta = obj_at(pod, "metadata")
+    status = obj_at(pod, "status")
     restarts, exit_code, reason = pod_summary(pod)
-    statuses = status.get("containerStatuses") or []
+    statuses = list_at(status, "containerStatuses")
     ready = sum(1 for s in statuses if s.get("ready"))
-    total = len((pod.get("spec") or {}).get("containers") or []) or len(statuses)
+    total = len(list_at(pod, "spec", "containers")) or len(statuses)
     # kubectl shows the container's waiting/terminated reason when there is one, else the phase.
     shown = (
         reason
@@ -240,10 +241,10 @@ def event_rows(events: list[dict[str, Any]], now: datetime | None = None) -> lis
     """LAST SEEN, TYPE, REASON, OBJECT (kind/name), MESSAGE for each Event, in the given order."""
     rows = []
     for ev in events:
-        inv = ev.get("involvedObject") or {}
+        inv = obj_at(ev, "involvedObject")
         when = ev.get("lastTimestamp") or ev.get("eventTime") or ev.get("firstTimestamp")
         count = int(ev.get("count") or 1)
-        seen = age(when or (ev.get("metadata") or {}).get("creationTimestamp"), now)
+        seen = age(when or obj_at(ev, "metadata").get("creationTimestamp"), now)
         rows.append(
             [
                 f"{seen} (x{count})" if count > 1 else seen,
