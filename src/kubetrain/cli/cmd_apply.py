@@ -46,18 +46,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kubetrain.client.present import guarded
+    from kubetrain.cli.present import guarded
 
     return guarded(lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:
     from kubetrain.cli.legacy import convert_v1_objects
+    from kubetrain.cli.present import dump, print_error
     from kubetrain.client.connection import connect_from_args
     from kubetrain.client.errors import ClientError
     from kubetrain.client.files import read_objects
     from kubetrain.client.jobs import JobClient
-    from kubetrain.client.present import dump, print_error
 
     objs = read_objects(args.filename)  # all files read before anything is sent
     failed = 0

@@ -10,7 +10,7 @@ from kubetrain.api.access import dicts, list_at, obj_at
 if TYPE_CHECKING:
     from kubetrain.client.view import JobView
 
-__all__ = ["add_arguments", "describe_job", "run"]
+__all__ = ["add_arguments", "describe_experiment", "describe_job", "run"]
 
 
 def _short_command(command: list[object]) -> str:
@@ -34,8 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kubetrain.cli.present import guarded, print_error
     from kubetrain.client import resources as R
-    from kubetrain.client.present import guarded, print_error
 
     if R.resolve_kind(args.kind) == (R.EXPERIMENT,):
         return guarded(lambda: _run_experiment(args))
@@ -63,7 +63,6 @@ def _run_experiment(args: argparse.Namespace) -> int:
     from kubetrain.client import resources as R
     from kubetrain.client.connection import connect_from_args
     from kubetrain.client.jobs import JobClient
-    from kubetrain.client.tuning import describe_experiment
 
     with JobClient(connect_from_args(args)) as jc:
         experiment = jc.get(R.EXPERIMENT, args.name)
@@ -73,8 +72,83 @@ def _run_experiment(args: argparse.Namespace) -> int:
     return 0
 
 
+def describe_experiment(experiment: dict[str, Any], trials: list[dict[str, Any]]) -> str:
+    """The ``describe experiment`` text: objective, algorithm, budget, search space, best trial,
+    trials and conditions."""
+    from kubetrain.cli.present import render_table
+    from kubetrain.client.tuning import (
+        TRIAL_HEADERS,
+        best_text,
+        experiment_state,
+        objective_text,
+        parameter_rows,
+        trial_rows,
+    )
+
+    spec = obj_at(experiment, "spec")
+    status = obj_at(experiment, "status")
+    state, reason, message = experiment_state(experiment)
+    algorithm = obj_at(spec, "algorithm")
+    settings = ", ".join(
+        f"{s['name']}={s.get('value')}" for s in dicts(algorithm.get("algorithmSettings"))
+    )
+    lines = [
+        f"Name:          {experiment['metadata']['name']}",
+        f"Namespace:     {experiment['metadata'].get('namespace', '')}",
+        f"State:         {state}" + (f" ({reason})" if reason else ""),
+    ]
+    if message:
+        lines.append(f"Message:       {message}")
+    lines += [
+        f"Objective:     {objective_text(experiment)}",
+        f"Algorithm:     {algorithm.get('algorithmName')}" + (f" ({settings})" if settings else ""),
+        f"Trials:        {status.get('trials', 0)} of {spec.get('maxTrialCount')}, {spec.get('parallelTrialCount')} at a time"
+        + (
+            f", at most {spec['maxFailedTrialCount']} failed"
+            if spec.get("maxFailedTrialCount") is not None
+            else ""
+        ),
+        f"Collector:     {obj_at(spec, 'metricsCollectorSpec', 'collector').get('kind', 'StdOut')}",
+        "Parameters:",
+    ]
+    for name, kind, where in parameter_rows(experiment):
+        lines.append(f"  {name}: {kind} {where}".rstrip())
+    best = obj_at(status, "currentOptimalTrial")
+    if best.get("bestTrialName"):
+        lines.append(f"Best trial:    {best['bestTrialName']} ({best_text(experiment)})")
+        lines.append(
+            "  "
+            + ", ".join(
+                f"{a['name']}={a['value']}" for a in dicts(best.get("parameterAssignments"))
+            )
+        )
+    lines.append("Trials:" if trials else "Trials:  <none>")
+    if trials:
+        lines += [
+            "  " + line
+            for line in render_table(TRIAL_HEADERS, trial_rows(experiment, trials)).splitlines()
+        ]
+    conditions = dicts(status.get("conditions"))
+    if conditions:
+        rows = [
+            [
+                str(c.get("type")),
+                str(c.get("status")),
+                str(c.get("reason", "")),
+                str(c.get("message", "")),
+            ]
+            for c in conditions
+        ]
+        lines.append("Conditions:")
+        lines += [
+            "  " + line
+            for line in render_table(["TYPE", "STATUS", "REASON", "MESSAGE"], rows).splitlines()
+        ]
+    return "\n".join(lines)
+
+
 def _section(title: str, headers: list[str], rows: list[list[str]]) -> list[str]:
-    from kubetrain.client.present import render_table
+    from kubetrain.cli.present import render_table
 
     if not rows:
         return [f"{title}:  <none>"]

@@ -42,16 +42,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kubetrain.client.present import guarded
+    from kubetrain.cli.present import guarded
 
     return guarded(lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:
+    from kubetrain.cli.present import print_error
     from kubetrain.client import resources as R
     from kubetrain.client.connection import connect_from_args
     from kubetrain.client.jobs import ALL_NAMESPACES, JobClient
-    from kubetrain.client.present import print_error
 
     kinds: list[KindInfo] = []
     for word in args.kind.split(","):
@@ -98,7 +98,7 @@ def _print(
     """Print a listing (``header``) or a watch event's rows; returns the table's column widths."""
     import sys
 
-    from kubetrain.client.present import dump, print_table
+    from kubetrain.cli.present import dump, print_table
 
     everything = [o for _, objs in listing for o in objs]
     if args.output in ("yaml", "json"):

@@ -43,13 +43,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kubetrain.client.present import guarded
+    from kubetrain.cli.present import guarded
 
     return guarded(lambda: _run(args))
 
 
 def _status_text(view: JobView, elapsed: float) -> str:
-    from kubetrain.client.present import eta, metrics_text, progress_bar
+    from kubetrain.cli.present import metrics_text, progress_bar
+    from kubetrain.client.present import eta
 
     started = sum(
         1 for s in view.steps if s.name.startswith("node-") and s.phase in ("Running", "Succeeded")
@@ -226,7 +227,7 @@ def _styled(text: str, state: str) -> Any:
     from rich.spinner import Spinner
     from rich.text import Text
 
-    from kubetrain.client.present import STATE_STYLES
+    from kubetrain.cli.present import STATE_STYLES
 
     label = Text(text)
     label.highlight_words([state], style=STATE_STYLES.get(state, ""))

@@ -36,17 +36,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kubetrain.client.present import guarded
+    from kubetrain.cli.present import guarded
 
     return guarded(lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:
+    from kubetrain.cli.present import print_error
     from kubetrain.client import resources as R
     from kubetrain.client.connection import connect_from_args
     from kubetrain.client.files import read_objects
     from kubetrain.client.jobs import JobClient
-    from kubetrain.client.present import print_error
 
     objs = read_objects(args.filename)
     experiments = [
@@ -79,7 +79,7 @@ def _snapshot(jc: Any, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]
 
 
 def _follow(jc: Any, name: str, timeout: float) -> int:
-    from kubetrain.client.present import print_error, render_table
+    from kubetrain.cli.present import print_error, render_table
     from kubetrain.client.tuning import TRIAL_HEADERS, experiment_row, trial_rows
 
     live = _live(sys.stdout)

@@ -43,8 +43,8 @@ def _label(obj: Any) -> str:
 def run(args: argparse.Namespace) -> int:
     from kubetrain.api.dump import dump_yaml
     from kubetrain.api.errors import LoadError
+    from kubetrain.cli.present import print_error
     from kubetrain.client.files import read_documents
-    from kubetrain.client.present import print_error
     from kubetrain.migrate import Severity, is_trainer_object, upgrade_check, upgrade_fix
     from kubetrain.migrate.admit import admission_errors, find_runtime
 

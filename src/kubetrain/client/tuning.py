@@ -12,7 +12,7 @@ from kubetrain.client.view import age
 __all__ = [
     "EXPERIMENT_HEADERS",
     "TRIAL_HEADERS",
-    "describe_experiment",
+    "best_text",
     "experiment_row",
     "experiment_state",
     "objective_series",
@@ -75,7 +75,8 @@ def _strategy(experiment: dict[str, Any]) -> tuple[str, str]:
     return metric, str(strategy)
 
 
-def _best(experiment: dict[str, Any]) -> str:
+def best_text(experiment: dict[str, Any]) -> str:
+    """``loss=0.12``: the best trial's objective by the experiment's strategy; ``-`` before one."""
     best = obj_at(experiment, "status", "currentOptimalTrial")
     if not best.get("bestTrialName"):
         return "-"
@@ -94,7 +95,7 @@ def experiment_row(experiment: dict[str, Any], now: datetime | None = None) -> l
         str(status.get("trialsRunning", 0)),
         str(status.get("trialsSucceeded", 0)),
         str(status.get("trialsFailed", 0) + status.get("trialMetricsUnavailable", 0)),
-        _best(experiment),
+        best_text(experiment),
         age(experiment["metadata"].get("creationTimestamp"), now),
     ]
 
@@ -125,71 +126,6 @@ def trial_rows(experiment: dict[str, Any] | None, trials: list[dict[str, Any]]) 
             ]
         )
     return rows
-
-
-def describe_experiment(experiment: dict[str, Any], trials: list[dict[str, Any]]) -> str:
-    from kubetrain.client.present import render_table
-
-    spec = obj_at(experiment, "spec")
-    status = obj_at(experiment, "status")
-    state, reason, message = _state(experiment)
-    algorithm = obj_at(spec, "algorithm")
-    settings = ", ".join(
-        f"{s['name']}={s.get('value')}" for s in dicts(algorithm.get("algorithmSettings"))
-    )
-    lines = [
-        f"Name:          {experiment['metadata']['name']}",
-        f"Namespace:     {experiment['metadata'].get('namespace', '')}",
-        f"State:         {state}" + (f" ({reason})" if reason else ""),
-    ]
-    if message:
-        lines.append(f"Message:       {message}")
-    lines += [
-        f"Objective:     {objective_text(experiment)}",
-        f"Algorithm:     {algorithm.get('algorithmName')}" + (f" ({settings})" if settings else ""),
-        f"Trials:        {status.get('trials', 0)} of {spec.get('maxTrialCount')}, {spec.get('parallelTrialCount')} at a time"
-        + (
-            f", at most {spec['maxFailedTrialCount']} failed"
-            if spec.get("maxFailedTrialCount") is not None
-            else ""
-        ),
-        f"Collector:     {obj_at(spec, 'metricsCollectorSpec', 'collector').get('kind', 'StdOut')}",
-        "Parameters:",
-    ]
-    for name, kind, where in parameter_rows(experiment):
-        lines.append(f"  {name}: {kind} {where}".rstrip())
-    best = obj_at(status, "currentOptimalTrial")
-    if best.get("bestTrialName"):
-        lines.append(f"Best trial:    {best['bestTrialName']} ({_best(experiment)})")
-        lines.append(
-            "  "
-            + ", ".join(
-                f"{a['name']}={a['value']}" for a in dicts(best.get("parameterAssignments"))
-            )
-        )
-    lines.append("Trials:" if trials else "Trials:  <none>")
-    if trials:
-        lines += [
-            "  " + line
-            for line in render_table(TRIAL_HEADERS, trial_rows(experiment, trials)).splitlines()
-        ]
-    conditions = dicts(status.get("conditions"))
-    if conditions:
-        rows = [
-            [
-                str(c.get("type")),
-                str(c.get("status")),
-                str(c.get("reason", "")),
-                str(c.get("message", "")),
-            ]
-            for c in conditions
-        ]
-        lines.append("Conditions:")
-        lines += [
-            "  " + line
-            for line in render_table(["TYPE", "STATUS", "REASON", "MESSAGE"], rows).splitlines()
-        ]
-    return "\n".join(lines)
 
 
 def objective_text(experiment: dict[str, Any]) -> str:
