@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from kubetrain.api.errors import LoadError
+from kubetrain.cli.present import render_table
 from kubetrain.client.errors import describe_status
 from kubetrain.client.files import read_objects
 from kubetrain.client.logs import step_name
-from kubetrain.client.present import render_table
 from kubetrain.client.view import age
 
 NOW = datetime(2026, 1, 2, 12, 0, 0, tzinfo=UTC)

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 from kubetrain.cli.cmd_run import _status_text
-from kubetrain.client.present import metrics_text, progress_bar, trainjob_headers, trainjob_row
+from kubetrain.cli.present import metrics_text, progress_bar
+from kubetrain.client.present import trainjob_headers, trainjob_row
 from kubetrain.client.view import JobView
 
 TRAINER_STATUS = {

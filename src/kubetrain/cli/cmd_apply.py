@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from kubetrain.api.access import obj_at
+
 __all__ = ["add_arguments", "run"]
 
 
@@ -44,18 +46,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kubetrain.client.present import guarded
+    from kubetrain.cli.present import guarded
 
     return guarded(lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:
     from kubetrain.cli.legacy import convert_v1_objects
+    from kubetrain.cli.present import dump, print_error
     from kubetrain.client.connection import connect_from_args
     from kubetrain.client.errors import ClientError
     from kubetrain.client.files import read_objects
     from kubetrain.client.jobs import JobClient
-    from kubetrain.client.present import dump, print_error
 
     objs = read_objects(args.filename)  # all files read before anything is sent
     failed = 0
@@ -134,9 +136,7 @@ def _preflight(objs: list[dict[str, Any]], jc: Any) -> list[str]:
             if runtime is None:
                 _, kind, name = runtime_ref(obj)
                 scope = (
-                    (obj.get("metadata") or {}).get("namespace")
-                    if kind == "TrainingRuntime"
-                    else None
+                    obj_at(obj, "metadata").get("namespace") if kind == "TrainingRuntime" else None
                 )
                 try:
                     info = jc.kind_of({"apiVersion": trainer, "kind": kind})

@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kubetrain.client.present import guarded
+    from kubetrain.cli.present import guarded
 
     return guarded(lambda: _run(args))
 
@@ -41,8 +41,8 @@ def _text(report: dict[str, Any]) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from kubetrain.cli.present import dump
     from kubetrain.client import daemon
-    from kubetrain.client.present import dump
 
     if args.action == "start":
         report = daemon.start(args.home)

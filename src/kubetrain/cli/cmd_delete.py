@@ -33,8 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kubetrain.cli.present import guarded, print_error
     from kubetrain.cli.targets import TargetError, parse_targets
-    from kubetrain.client.present import guarded, print_error
 
     def checked() -> int:
         try:
@@ -48,11 +48,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, targets: Targets) -> int:
+    from kubetrain.cli.present import print_error
     from kubetrain.client import resources as R
     from kubetrain.client.connection import connect_from_args
     from kubetrain.client.errors import NotFoundError
     from kubetrain.client.jobs import JobClient
-    from kubetrain.client.present import print_error
 
     code = 0
     with JobClient(connect_from_args(args)) as jc:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from kubetrain.api.access import dicts, list_at, obj_at
+
 if TYPE_CHECKING:
     from kubetrain.client.view import JobView
 
-__all__ = ["add_arguments", "describe_job", "run"]
+__all__ = ["add_arguments", "describe_experiment", "describe_job", "run"]
 
 
 def _short_command(command: list[object]) -> str:
@@ -32,8 +34,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kubetrain.cli.present import guarded, print_error
     from kubetrain.client import resources as R
-    from kubetrain.client.present import guarded, print_error
 
     if R.resolve_kind(args.kind) == (R.EXPERIMENT,):
         return guarded(lambda: _run_experiment(args))
@@ -61,7 +63,6 @@ def _run_experiment(args: argparse.Namespace) -> int:
     from kubetrain.client import resources as R
     from kubetrain.client.connection import connect_from_args
     from kubetrain.client.jobs import JobClient
-    from kubetrain.client.tuning import describe_experiment
 
     with JobClient(connect_from_args(args)) as jc:
         experiment = jc.get(R.EXPERIMENT, args.name)
@@ -71,8 +72,83 @@ def _run_experiment(args: argparse.Namespace) -> int:
     return 0
 
 
+def describe_experiment(experiment: dict[str, Any], trials: list[dict[str, Any]]) -> str:
+    """The ``describe experiment`` text: objective, algorithm, budget, search space, best trial,
+    trials and conditions."""
+    from kubetrain.cli.present import render_table
+    from kubetrain.client.tuning import (
+        TRIAL_HEADERS,
+        best_text,
+        experiment_state,
+        objective_text,
+        parameter_rows,
+        trial_rows,
+    )
+
+    spec = obj_at(experiment, "spec")
+    status = obj_at(experiment, "status")
+    state, reason, message = experiment_state(experiment)
+    algorithm = obj_at(spec, "algorithm")
+    settings = ", ".join(
+        f"{s['name']}={s.get('value')}" for s in dicts(algorithm.get("algorithmSettings"))
+    )
+    lines = [
+        f"Name:          {experiment['metadata']['name']}",
+        f"Namespace:     {experiment['metadata'].get('namespace', '')}",
+        f"State:         {state}" + (f" ({reason})" if reason else ""),
+    ]
+    if message:
+        lines.append(f"Message:       {message}")
+    lines += [
+        f"Objective:     {objective_text(experiment)}",
+        f"Algorithm:     {algorithm.get('algorithmName')}" + (f" ({settings})" if settings else ""),
+        f"Trials:        {status.get('trials', 0)} of {spec.get('maxTrialCount')}, {spec.get('parallelTrialCount')} at a time"
+        + (
+            f", at most {spec['maxFailedTrialCount']} failed"
+            if spec.get("maxFailedTrialCount") is not None
+            else ""
+        ),
+        f"Collector:     {obj_at(spec, 'metricsCollectorSpec', 'collector').get('kind', 'StdOut')}",
+        "Parameters:",
+    ]
+    for name, kind, where in parameter_rows(experiment):
+        lines.append(f"  {name}: {kind} {where}".rstrip())
+    best = obj_at(status, "currentOptimalTrial")
+    if best.get("bestTrialName"):
+        lines.append(f"Best trial:    {best['bestTrialName']} ({best_text(experiment)})")
+        lines.append(
+            "  "
+            + ", ".join(
+                f"{a['name']}={a['value']}" for a in dicts(best.get("parameterAssignments"))
+            )
+        )
+    lines.append("Trials:" if trials else "Trials:  <none>")
+    if trials:
+        lines += [
+            "  " + line
+            for line in render_table(TRIAL_HEADERS, trial_rows(experiment, trials)).splitlines()
+        ]
+    conditions = dicts(status.get("conditions"))
+    if conditions:
+        rows = [
+            [
+                str(c.get("type")),
+                str(c.get("status")),
+                str(c.get("reason", "")),
+                str(c.get("message", "")),
+            ]
+            for c in conditions
+        ]
+        lines.append("Conditions:")
+        lines += [
+            "  " + line
+            for line in render_table(["TYPE", "STATUS", "REASON", "MESSAGE"], rows).splitlines()
+        ]
+    return "\n".join(lines)
+
+
 def _section(title: str, headers: list[str], rows: list[list[str]]) -> list[str]:
-    from kubetrain.client.present import render_table
+    from kubetrain.cli.present import render_table
 
     if not rows:
         return [f"{title}:  <none>"]
@@ -90,9 +166,9 @@ def describe_job(view: JobView, pods: list[dict[str, Any]], events: list[dict[st
     from kubetrain.client.present import eta, event_rows, pod_row
     from kubetrain.client.view import age
 
-    spec = view.obj.get("spec") or {}
-    trainer = spec.get("trainer") or {}
-    status = view.obj.get("status") or {}
+    spec = obj_at(view.obj, "spec")
+    trainer = obj_at(spec, "trainer")
+    status = obj_at(view.obj, "status")
     created = f"{view.created} ({age(view.created)} ago)" if view.created else ""
     lines = _kv(
         [
@@ -110,9 +186,9 @@ def describe_job(view: JobView, pods: list[dict[str, Any]], events: list[dict[st
             ("Managed by", spec.get("managedBy")),
         ]
     )
-    resources = trainer.get("resourcesPerNode") or {}
-    limits = resources.get("limits") or resources.get("requests") or {}
-    command = [*(trainer.get("command") or []), *(trainer.get("args") or [])]
+    resources = obj_at(trainer, "resourcesPerNode")
+    limits = obj_at(resources, "limits") or obj_at(resources, "requests")
+    command = [*list_at(trainer, "command"), *list_at(trainer, "args")]
     lines.append("Trainer:")
     lines += _kv(
         [
@@ -121,22 +197,22 @@ def describe_job(view: JobView, pods: list[dict[str, Any]], events: list[dict[st
             ("Image", trainer.get("image")),
             ("Command", _short_command(command)),
             ("Resources", ", ".join(f"{k}={v}" for k, v in limits.items())),
-            ("Env", ", ".join(str(e.get("name")) for e in trainer.get("env") or [])),
+            ("Env", ", ".join(str(e.get("name")) for e in dicts(trainer.get("env")))),
         ],
         "  ",
     ) or ["  <from the runtime>"]
-    init = spec.get("initializer") or {}
+    init = obj_at(spec, "initializer")
     if init:
         lines.append("Initializer:")
         lines += _kv(
-            [(k.capitalize(), (init.get(k) or {}).get("storageUri")) for k in ("dataset", "model")],
+            [(k.capitalize(), obj_at(init, k).get("storageUri")) for k in ("dataset", "model")],
             "  ",
         )
     progress = view.progress
     if progress:
         pct = progress.get("progressPercentage")
         metrics = ", ".join(
-            f"{m.get('name')}={m.get('value')}" for m in progress.get("metrics") or []
+            f"{m.get('name')}={m.get('value')}" for m in dicts(progress.get("metrics"))
         )
         lines.append("Progress:")
         lines += _kv(
@@ -168,7 +244,7 @@ def describe_job(view: JobView, pods: list[dict[str, Any]], events: list[dict[st
         [
             [str(j.get("name"))]
             + [str(j.get(k, 0)) for k in ("active", "ready", "succeeded", "failed", "suspended")]
-            for j in status.get("jobsStatus") or []
+            for j in dicts(status.get("jobsStatus"))
         ],
     )
     lines += _section(

@@ -13,7 +13,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kubetrain.client.present import guarded
+    from kubetrain.cli.present import guarded
 
     return guarded(lambda: _run(args))
 
@@ -29,7 +29,7 @@ def _report() -> dict[str, Any]:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from kubetrain.client.present import dump
+    from kubetrain.cli.present import dump
 
     report = _report()
     if args.output:

@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kubetrain.client.present import guarded
+    from kubetrain.cli.present import guarded
 
     return guarded(lambda: _run(args))
 
@@ -24,10 +24,11 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     import sys
 
+    from kubetrain.cli.present import dump, print_table
     from kubetrain.client import resources as R
     from kubetrain.client.connection import connect_from_args
     from kubetrain.client.jobs import JobClient
-    from kubetrain.client.present import dump, event_rows, print_table
+    from kubetrain.client.present import event_rows
 
     with JobClient(connect_from_args(args)) as jc:
         jc.get(R.TRAINJOB, args.name)  # a missing job is an error, not an empty list

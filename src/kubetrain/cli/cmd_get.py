@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from kubetrain.api.access import obj_at
+
 if TYPE_CHECKING:
     from kubetrain.client.jobs import JobClient
     from kubetrain.client.resources import KindInfo
@@ -40,16 +42,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kubetrain.client.present import guarded
+    from kubetrain.cli.present import guarded
 
     return guarded(lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:
+    from kubetrain.cli.present import print_error
     from kubetrain.client import resources as R
     from kubetrain.client.connection import connect_from_args
     from kubetrain.client.jobs import ALL_NAMESPACES, JobClient
-    from kubetrain.client.present import print_error
 
     kinds: list[KindInfo] = []
     for word in args.kind.split(","):
@@ -96,7 +98,7 @@ def _print(
     """Print a listing (``header``) or a watch event's rows; returns the table's column widths."""
     import sys
 
-    from kubetrain.client.present import dump, print_table
+    from kubetrain.cli.present import dump, print_table
 
     everything = [o for _, objs in listing for o in objs]
     if args.output in ("yaml", "json"):
@@ -172,12 +174,12 @@ def _tuning_table(
         return EXPERIMENT_HEADERS, [experiment_row(o) for o in objs]
     if info == R.TRIAL:
         return ["EXPERIMENT", *TRIAL_HEADERS], [
-            [str(o["metadata"].get("labels", {}).get("katib.kubeflow.org/experiment", "")), *row]
+            [str(obj_at(o, "metadata", "labels").get("katib.kubeflow.org/experiment", "")), *row]
             for o, row in zip(objs, trial_rows(None, objs), strict=True)
         ]
     rows = [
-        [o["metadata"]["name"], str((o.get("spec") or {}).get("requests", "")),
-         str((o.get("status") or {}).get("suggestionCount", 0))]
+        [o["metadata"]["name"], str(obj_at(o, "spec").get("requests", "")),
+         str(obj_at(o, "status").get("suggestionCount", 0))]
         for o in objs
     ]  # fmt: skip
     return ["NAME", "REQUESTED", "ASSIGNED"], rows

@@ -41,7 +41,7 @@ def _lines(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kubetrain.client.present import guarded, print_error
+    from kubetrain.cli.present import guarded, print_error
 
     if args.all_ranks and (args.rank is not None or args.step != "node"):
         print_error("--all-ranks reads every node; drop --rank/--step")

@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kubetrain.client.present import guarded
+    from kubetrain.cli.present import guarded
 
     return guarded(lambda: _run(args))
 
@@ -100,7 +100,8 @@ def _run(args: argparse.Namespace) -> int:
         )
         writer.writerows(rows(points, names))
     else:
-        from kubetrain.client.present import eta, print_table
+        from kubetrain.cli.present import print_table
+        from kubetrain.client.present import eta
 
         table = [
             [_clock(r[0]), f"{r[1]}%" if r[1] else "-", eta(int(r[2])) if r[2] else "-", *r[3:]]

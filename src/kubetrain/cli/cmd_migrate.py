@@ -37,8 +37,8 @@ def run(args: argparse.Namespace) -> int:
     from kubetrain.api.dump import dump_json, dump_yaml
     from kubetrain.api.errors import LoadError
     from kubetrain.cli.legacy import convert_documents, print_migrate_error, print_report
+    from kubetrain.cli.present import print_error
     from kubetrain.client.files import read_documents
-    from kubetrain.client.present import print_error
     from kubetrain.migrate import MigrateError
 
     try:

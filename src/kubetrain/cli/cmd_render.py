@@ -8,6 +8,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api.access import obj_at
+
 # The admission helpers below are shared with ``kubetrain validate``.
 __all__ = ["Inputs", "add_arguments", "add_file_arguments", "admit", "load_inputs", "run"]
 
@@ -86,9 +88,9 @@ def find_runtime(job: Obj, runtimes: list[Obj]) -> Obj | None:
     from kubetrain.runtime.core import CLUSTER_TRAINING_RUNTIME, runtime_ref
 
     _, kind, name = runtime_ref(job)
-    namespace = (job.get("metadata") or {}).get("namespace") or "default"
+    namespace = obj_at(job, "metadata").get("namespace") or "default"
     for rt in runtimes:
-        meta = rt.get("metadata") or {}
+        meta = obj_at(rt, "metadata")
         if rt.get("kind") != kind or meta.get("name") != name:
             continue
         if kind == "TrainingRuntime" and (meta.get("namespace") or "default") != namespace:
@@ -98,7 +100,7 @@ def find_runtime(job: Obj, runtimes: list[Obj]) -> Obj | None:
         from kubetrain.runtime.defaults import default_runtimes
 
         for rt in default_runtimes():
-            if (rt.get("metadata") or {}).get("name") == name:
+            if obj_at(rt, "metadata").get("name") == name:
                 from kubetrain.api.schema import apply_defaults
                 from kubetrain.runtime.podspec import tree_copy
 
@@ -140,7 +142,7 @@ def admit(inputs: Inputs, gates: Any) -> tuple[list[tuple[Obj, Obj | None]], lis
     pairs: list[tuple[Obj, Obj | None]] = []
     for job in inputs.trainjobs:
         # A present name's format is the TrainJob CRD's own rule, reported by validate_trainjob.
-        named = isinstance((job.get("metadata") or {}).get("name"), str)
+        named = isinstance(obj_at(job, "metadata").get("name"), str)
         doc = [e for e in document_errors(job) if not (named and e.path == "metadata.name")]
         errors.extend(lines(job, doc, prefix_jobs))
         runtime = find_runtime(job, inputs.runtimes)
@@ -201,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
     env = Environment(ssh_keypair=generate_ssh_keypair)
     out = []
     for job, runtime in pairs:
-        created = (job.get("metadata") or {}).get("creationTimestamp")
+        created = obj_at(job, "metadata").get("creationTimestamp")
         try:
             now = (
                 datetime.fromisoformat(str(created).replace("Z", "+00:00"))

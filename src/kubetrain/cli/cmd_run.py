@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from kubetrain.api.access import obj_at
+
 if TYPE_CHECKING:
     from kubetrain.client.jobs import JobClient
     from kubetrain.client.steps import Step
@@ -41,13 +43,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kubetrain.client.present import guarded
+    from kubetrain.cli.present import guarded
 
     return guarded(lambda: _run(args))
 
 
 def _status_text(view: JobView, elapsed: float) -> str:
-    from kubetrain.client.present import eta, metrics_text, progress_bar
+    from kubetrain.cli.present import metrics_text, progress_bar
+    from kubetrain.client.present import eta
 
     started = sum(
         1 for s in view.steps if s.name.startswith("node-") and s.phase in ("Running", "Succeeded")
@@ -107,7 +110,7 @@ def _run(args: argparse.Namespace) -> int:
             _note(str(result))
             if obj is jobs[0]:
                 name = result.name
-        wants_suspend = bool((jobs[0].get("spec") or {}).get("suspend"))
+        wants_suspend = bool(obj_at(jobs[0], "spec").get("suspend"))
         live = jc.get(R.TRAINJOB, name)
         state = job_state(live)
         if is_terminal(state):
@@ -116,7 +119,7 @@ def _run(args: argparse.Namespace) -> int:
                 f"trainjob {name} had already finished ({state}); showing that run. "
                 f"To run it again: kubetrain delete {name}, then kubetrain run again."
             )
-        elif (live.get("spec") or {}).get("suspend") and not wants_suspend:
+        elif obj_at(live, "spec").get("suspend") and not wants_suspend:
             # Left suspended by an earlier Ctrl-C: running it again means resuming it.
             jc.set_suspend(name, False)
             _note(f"{R.TRAINJOB.qualified}/{name} resumed")
@@ -224,7 +227,7 @@ def _styled(text: str, state: str) -> Any:
     from rich.spinner import Spinner
     from rich.text import Text
 
-    from kubetrain.client.present import STATE_STYLES
+    from kubetrain.cli.present import STATE_STYLES
 
     label = Text(text)
     label.highlight_words([state], style=STATE_STYLES.get(state, ""))

@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from kubetrain.api.access import dicts, obj_at
+
 __all__ = ["add_arguments", "run", "summary"]
 
 
@@ -18,25 +20,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def summary(rt: dict[str, Any]) -> tuple[str, str, str, str, str]:
     """(name, framework, policy, nodes, trainer image) of one runtime."""
-    meta = rt.get("metadata") or {}
-    spec = rt.get("spec") or {}
-    ml = spec.get("mlPolicy") or {}
+    meta = obj_at(rt, "metadata")
+    spec = obj_at(rt, "spec")
+    ml = obj_at(spec, "mlPolicy")
     policy = next((k for k in ("torch", "mpi", "jax", "xgboost", "flux") if k in ml), "-")
     image = "-"
-    for job in ((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []:
-        labels = ((job.get("template") or {}).get("metadata") or {}).get("labels") or {}
+    for job in dicts(obj_at(spec, "template", "spec").get("replicatedJobs")):
+        labels = obj_at(job, "template", "metadata", "labels")
         if labels.get("trainer.kubeflow.org/trainjob-ancestor-step") != "trainer":
             continue
-        pod = (((job.get("template") or {}).get("spec") or {}).get("template") or {}).get(
-            "spec"
-        ) or {}
-        for c in pod.get("containers") or []:
+        pod = obj_at(job, "template", "spec", "template", "spec")
+        for c in dicts(pod.get("containers")):
             if c.get("name") == "node":
                 image = str(c.get("image", "-"))
         break
     return (
         str(meta.get("name", "")),
-        str((meta.get("labels") or {}).get("trainer.kubeflow.org/framework", "-")),
+        str(obj_at(meta, "labels").get("trainer.kubeflow.org/framework", "-")),
         policy,
         str(ml.get("numNodes", 1)),
         image,
@@ -49,9 +49,9 @@ def run(args: argparse.Namespace) -> int:
 
     runtimes = default_runtimes()
     if args.name is not None:
-        chosen = [r for r in runtimes if (r.get("metadata") or {}).get("name") == args.name]
+        chosen = [r for r in runtimes if obj_at(r, "metadata").get("name") == args.name]
         if not chosen:
-            names = ", ".join(sorted(str((r.get("metadata") or {}).get("name")) for r in runtimes))
+            names = ", ".join(sorted(str(obj_at(r, "metadata").get("name")) for r in runtimes))
             print(f"runtime {args.name!r} not found; default runtimes: {names}", file=sys.stderr)
             return 1
         runtimes = chosen

@@ -17,18 +17,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kubetrain.client.present import guarded
+    from kubetrain.cli.present import guarded
 
     return guarded(lambda: set_suspend(args, True))
 
 
 def set_suspend(args: argparse.Namespace, suspend: bool) -> int:
     """Shared with ``resume``: patch every named job, one line per job, 1 if any failed."""
+    from kubetrain.cli.present import print_error
     from kubetrain.cli.targets import TargetError, parse_targets
     from kubetrain.client.connection import connect_from_args
     from kubetrain.client.errors import ClientError
     from kubetrain.client.jobs import JobClient
-    from kubetrain.client.present import print_error
     from kubetrain.client.resources import TRAINJOB
 
     try:

@@ -13,6 +13,8 @@ import sys
 import time
 from typing import Any
 
+from kubetrain.api.access import list_at
+
 __all__ = ["add_arguments", "run"]
 
 
@@ -34,17 +36,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kubetrain.client.present import guarded
+    from kubetrain.cli.present import guarded
 
     return guarded(lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:
+    from kubetrain.cli.present import print_error
     from kubetrain.client import resources as R
     from kubetrain.client.connection import connect_from_args
     from kubetrain.client.files import read_objects
     from kubetrain.client.jobs import JobClient
-    from kubetrain.client.present import print_error
 
     objs = read_objects(args.filename)
     experiments = [
@@ -77,7 +79,7 @@ def _snapshot(jc: Any, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]
 
 
 def _follow(jc: Any, name: str, timeout: float) -> int:
-    from kubetrain.client.present import print_error, render_table
+    from kubetrain.cli.present import print_error, render_table
     from kubetrain.client.tuning import TRIAL_HEADERS, experiment_row, trial_rows
 
     live = _live(sys.stdout)
@@ -113,7 +115,7 @@ def _follow(jc: Any, name: str, timeout: float) -> int:
         render_table(TRIAL_HEADERS, rows) if live is not None else "",
         end="\n" if live is not None else "",
     )
-    conditions = (experiment.get("status") or {}).get("conditions") or []
+    conditions = list_at(experiment, "status", "conditions")
     last = conditions[-1] if conditions else {}
     print(f"experiment {name} {state}: {last.get('message', '')}; best {best}", flush=True)
     return 0 if state == "Complete" else 1

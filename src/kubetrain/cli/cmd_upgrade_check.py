@@ -12,6 +12,8 @@ import json
 import sys
 from typing import Any
 
+from kubetrain.api.access import obj_at
+
 __all__ = ["add_arguments", "run"]
 
 
@@ -34,16 +36,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _label(obj: Any) -> str:
-    meta = obj.get("metadata") if isinstance(obj, dict) else None
-    name = (meta or {}).get("name", "?") if isinstance(meta, dict) else "?"
+    name = obj_at(obj, "metadata").get("name", "?")
     return f"{obj.get('kind')} {name}" if isinstance(obj, dict) else "document"
 
 
 def run(args: argparse.Namespace) -> int:
     from kubetrain.api.dump import dump_yaml
     from kubetrain.api.errors import LoadError
+    from kubetrain.cli.present import print_error
     from kubetrain.client.files import read_documents
-    from kubetrain.client.present import print_error
     from kubetrain.migrate import Severity, is_trainer_object, upgrade_check, upgrade_fix
     from kubetrain.migrate.admit import admission_errors, find_runtime
 

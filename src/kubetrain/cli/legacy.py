@@ -7,6 +7,8 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from kubetrain.api.access import obj_at
+
 if TYPE_CHECKING:
     from kubetrain.migrate import Conversion
 
@@ -101,7 +103,7 @@ def convert_v1_objects(
     if not v1:
         return objs
     if not local and not allowed:
-        names = ", ".join(f"{o['kind']}/{(o.get('metadata') or {}).get('name')}" for o in v1)
+        names = ", ".join(f"{o['kind']}/{obj_at(o, 'metadata').get('name')}" for o in v1)
         raise ClientError(
             f"{names}: Training Operator v1 kinds are sent to a cluster only with --convert"
             " (the cluster may run Training Operator v1 itself); kubetrain migrate shows the result"

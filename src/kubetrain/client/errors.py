@@ -10,6 +10,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from kubetrain.api.access import dicts, obj_at
+
 __all__ = ["ClientError", "NotFoundError", "describe_status", "translate_errors"]
 
 
@@ -33,8 +35,7 @@ def describe_status(status: dict[str, Any], what: str = "") -> str:
     body carries no message (a proxy's bare 502, say).
     """
     message = str(status.get("message") or "").strip()
-    details = status.get("details") or {}
-    causes = [c for c in details.get("causes") or [] if isinstance(c, dict)]
+    causes = dicts(obj_at(status, "details").get("causes"))
     # A 422 message from a real server repeats its causes; add them only when they are not there.
     extra = [
         f"{c.get('field')}: {c.get('message')}" if c.get("field") else str(c.get("message"))

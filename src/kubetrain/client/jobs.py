@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from kubetrain.api.access import obj_at
 from kubetrain.api.labels import JOBSET_NAME_LABEL
 from kubetrain.client import resources as R
 from kubetrain.client.connection import FIELD_MANAGER, Connection
@@ -164,7 +165,7 @@ class JobClient:
             )
         version: str | None = rv or None
         objs.sort(
-            key=lambda o: ((o.get("metadata") or {}).get("namespace") or "", o["metadata"]["name"])
+            key=lambda o: (obj_at(o, "metadata").get("namespace") or "", o["metadata"]["name"])
         )
         return objs, version
 
@@ -203,7 +204,7 @@ class JobClient:
         with self._errors(info.plural):
             while True:  # the server ends a watch after a while; carry on from where it was
                 for kind, obj in events(rv):
-                    rv = str((obj.get("metadata") or {}).get("resourceVersion") or "") or rv
+                    rv = str(obj_at(obj, "metadata").get("resourceVersion") or "") or rv
                     if kind != "BOOKMARK":
                         yield kind, obj
 
@@ -218,7 +219,7 @@ class JobClient:
         # A file is desired state: what the server wrote (resourceVersion, managedFields,
         # status, ...) is dropped, so `get -o yaml` output applies again instead of being
         # refused as stale (409) or as setting fields an apply may not set.
-        meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _SERVER_META}
+        meta = {k: v for k, v in obj_at(obj, "metadata").items() if k not in _SERVER_META}
         ns = (meta.get("namespace") or self.namespace) if info.namespaced else None
         body = {k: v for k, v in obj.items() if k != "status"}
         body["metadata"] = {**meta, "namespace": ns} if ns else meta
@@ -248,7 +249,7 @@ class JobClient:
     def delete_object(self, obj: dict[str, Any]) -> R.KindInfo:
         """Delete the object a document names (``delete -f``); NotFoundError when absent."""
         info = self.kind_of(obj)
-        meta = obj.get("metadata") or {}
+        meta = obj_at(obj, "metadata")
         name = str(meta.get("name") or "")
         if not name:
             raise ClientError(f"{info.kind} in file has no metadata.name; cannot delete it")
@@ -298,7 +299,7 @@ class JobClient:
         """Merge-patch ``spec.suspend``; False when it already had that value (nothing sent)."""
         ns = namespace or self.namespace
         current = self.get(R.TRAINJOB, name, ns)
-        if bool((current.get("spec") or {}).get("suspend")) == suspend:
+        if bool(obj_at(current, "spec").get("suspend")) == suspend:
             return False
         info = R.TRAINJOB
         with self._errors(_what(info, name)):
@@ -333,7 +334,7 @@ class JobClient:
                 else R.CLUSTER_TRAINING_RUNTIME
             )
             runtime = self.find(info, str(key[1]), ns) if key[1] else None
-            nodes = ((runtime or {}).get("spec") or {}).get("mlPolicy", {}).get("numNodes")
+            nodes = obj_at(runtime, "spec", "mlPolicy").get("numNodes")
             cache[key] = int(nodes) if isinstance(nodes, int) else None
         return cache[key]
 
@@ -344,16 +345,18 @@ class JobClient:
         cache: dict[Any, int | None] | None = None,
     ) -> JobView:
         """A :class:`JobView` of a TrainJob object (pods listed when not given)."""
-        meta = obj.get("metadata") or {}
-        spec = obj.get("spec") or {}
+        meta = obj_at(obj, "metadata")
+        spec = obj_at(obj, "spec")
         ns = str(meta.get("namespace") or self.namespace)
         name = str(meta.get("name"))
         if pods is None:
             pods = self.pods(name, ns)
         steps = steps_from_pods(pods)
-        nodes = (spec.get("trainer") or {}).get("numNodes")
+        nodes = obj_at(spec, "trainer").get("numNodes")
         num_nodes = (
-            int(nodes) if isinstance(nodes, int) else self._runtime_nodes(spec, ns, cache or {})
+            int(nodes)
+            if isinstance(nodes, int)
+            else self._runtime_nodes(spec, ns, {} if cache is None else cache)
         )
         _, runtime_kind, runtime_name = runtime_ref(obj)
         return JobView(
@@ -386,7 +389,7 @@ class JobClient:
         by_job: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for pod in self.objects(R.POD, where, labels={JOBSET_NAME_LABEL: None}):
             meta = pod["metadata"]
-            owner = str((meta.get("labels") or {}).get(JOBSET_NAME_LABEL))
+            owner = str(obj_at(meta, "labels").get(JOBSET_NAME_LABEL))
             by_job.setdefault((meta.get("namespace") or "", owner), []).append(pod)
         cache: dict[Any, int | None] = {}
         views = []
@@ -442,13 +445,13 @@ class JobClient:
         """
         ns = namespace or self.namespace
         current = self.find(R.TRAINJOB, job, ns)
-        uid = ((current or {}).get("metadata") or {}).get("uid")
-        born = parse_time(((current or {}).get("metadata") or {}).get("creationTimestamp"))
+        uid = obj_at(current, "metadata").get("uid")
+        born = parse_time(obj_at(current, "metadata").get("creationTimestamp"))
         pod_names = {p["metadata"]["name"] for p in self.pods(job, ns)}
         events = self.objects(R.EVENT, ns)
 
         def ours(ev: dict[str, Any]) -> bool:
-            inv = ev.get("involvedObject") or {}
+            inv = obj_at(ev, "involvedObject")
             kind, name = inv.get("kind"), str(inv.get("name") or "")
             if kind == R.TRAINJOB.kind and name == job and uid and inv.get("uid"):
                 return bool(inv.get("uid") == uid)
@@ -471,7 +474,7 @@ def event_time_key(ev: dict[str, Any]) -> str:
         when = parse_time(ev.get(key))
         if when is not None:
             return when.isoformat()
-    created = parse_time((ev.get("metadata") or {}).get("creationTimestamp"))
+    created = parse_time(obj_at(ev, "metadata").get("creationTimestamp"))
     return created.isoformat() if created else ""
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kubetrain.api.access import list_at, obj_at
 from kubetrain.client import resources as R
 from kubetrain.client.errors import ClientError
 from kubetrain.local.history import Columns as MetricColumns
@@ -50,8 +51,7 @@ class MetricSeries:
     @property
     def job_updated(self) -> str:
         """``lastUpdatedTime`` of the job's latest report ('' when none)."""
-        status = (self.job or {}).get("status") or {}
-        return str((status.get("trainerStatus") or {}).get("lastUpdatedTime") or "")
+        return str(obj_at(self.job, "status", "trainerStatus").get("lastUpdatedTime") or "")
 
 
 def metric_names(points: Sequence[Point], only: Sequence[str] | None = None) -> list[str]:
@@ -73,7 +73,7 @@ def latest_only(job: dict[str, Any]) -> list[Point]:
     """The one point a cluster keeps: ``status.trainerStatus``."""
     from kubetrain.local.history import Point
 
-    ts = (job.get("status") or {}).get("trainerStatus") or {}
+    ts = obj_at(job, "status", "trainerStatus")
     if not ts:
         return []
     return [
@@ -82,7 +82,7 @@ def latest_only(job: dict[str, Any]) -> list[Point]:
             updated=str(ts.get("lastUpdatedTime") or ""),
             progress=ts.get("progressPercentage"),
             eta=ts.get("estimatedRemainingSeconds"),
-            metrics={str(m.get("name")): str(m.get("value")) for m in ts.get("metrics") or []},
+            metrics={str(m.get("name")): str(m.get("value")) for m in list_at(ts, "metrics")},
         )
     ]
 
@@ -107,7 +107,7 @@ def _opened(
     """The job (if any) and, on the local engine, its metrics history opened for reading."""
     ns = namespace or jc.namespace
     job = jc.find(R.TRAINJOB, name, ns)
-    uid = str(((job or {}).get("metadata") or {}).get("uid") or "") or None
+    uid = str(obj_at(job, "metadata").get("uid") or "") or None
     series = MetricSeries(ns, name, uid, job, jc.conn.local)
     history = None
     if jc.conn.local:

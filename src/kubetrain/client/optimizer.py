@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from kubetrain.api.access import dicts, list_at, obj_at
 from kubetrain.client import types as T
 from kubetrain.client.errors import NotFoundError
 from kubetrain.client.resources import EXPERIMENT, TRIAL
@@ -191,7 +192,7 @@ def _typed(spec: dict[str, Any], value: str) -> Any:
 
 def _metrics(observation: dict[str, Any] | None) -> list[Metric]:
     out = []
-    for m in (observation or {}).get("metrics") or []:
+    for m in dicts(obj_at(observation).get("metrics")):
         if all(k in m for k in ("name", "min", "max", "latest")):
             out.append(Metric(str(m["name"]), str(m["min"]), str(m["max"]), str(m["latest"])))
     return out
@@ -199,7 +200,7 @@ def _metrics(observation: dict[str, Any] | None) -> list[Metric]:
 
 def experiment_state(experiment: dict[str, Any]) -> tuple[str, str]:
     """(Created | Running | Complete | Failed, the last condition's message), as the SDK reads it."""
-    conditions = (experiment.get("status") or {}).get("conditions") or []
+    conditions = dicts(obj_at(experiment, "status").get("conditions"))
     for c in reversed(conditions):
         if c.get("status") == "True" and c.get("type") == "Succeeded":
             return "Complete", str(c.get("message") or "")
@@ -307,7 +308,7 @@ class OptimizerClient:
         trials = [
             t
             for t in self._jobs.objects(TRIAL)
-            if (t["metadata"].get("labels") or {}).get("katib.kubeflow.org/experiment") == name
+            if obj_at(t, "metadata", "labels").get("katib.kubeflow.org/experiment") == name
         ]
         return sorted(
             trials,
@@ -315,32 +316,32 @@ class OptimizerClient:
         )
 
     def _to_job(self, experiment: dict[str, Any]) -> OptimizationJob:
-        spec = experiment.get("spec") or {}
-        parameters = {p["name"]: p for p in spec.get("parameters") or []}
+        spec = obj_at(experiment, "spec")
+        parameters = {p["name"]: p for p in dicts(spec.get("parameters"))}
         trials = [
             Trial(
                 name=t["metadata"]["name"],
                 parameters={
                     a["name"]: _typed(parameters.get(a["name"], {}), a["value"])
-                    for a in (t.get("spec") or {}).get("parameterAssignments") or []
+                    for a in dicts(obj_at(t, "spec").get("parameterAssignments"))
                 },
                 status=trial_status(t),
-                metrics=_metrics((t.get("status") or {}).get("observation")),
+                metrics=_metrics(obj_at(t, "status").get("observation")),
             )
             for t in self._trials(experiment["metadata"]["name"])
         ]
-        objective = spec.get("objective") or {}
+        objective = obj_at(spec, "objective")
         objectives = [
             Objective(objective.get("objectiveMetricName", ""), objective.get("type", ""))
         ]
         objectives += [
             Objective(m, objective.get("type", ""))
-            for m in objective.get("additionalMetricNames") or []
+            for m in list_at(objective, "additionalMetricNames")
         ]
         state, message = experiment_state(experiment)
         return OptimizationJob(
             name=experiment["metadata"]["name"],
-            algorithm=str((spec.get("algorithm") or {}).get("algorithmName", "")),
+            algorithm=str(obj_at(spec, "algorithm").get("algorithmName", "")),
             objectives=objectives,
             trials=trials,
             creation_timestamp=parse_time(experiment["metadata"].get("creationTimestamp")),
@@ -356,14 +357,14 @@ class OptimizerClient:
 
     def get_best_results(self, name: str) -> Result | None:
         experiment = self._jobs.get(EXPERIMENT, name)
-        best = (experiment.get("status") or {}).get("currentOptimalTrial") or {}
+        best = obj_at(experiment, "status", "currentOptimalTrial")
         if not best.get("bestTrialName"):
             return None
-        parameters = {p["name"]: p for p in (experiment.get("spec") or {}).get("parameters") or []}
+        parameters = {p["name"]: p for p in dicts(obj_at(experiment, "spec").get("parameters"))}
         return Result(
             parameters={
                 a["name"]: _typed(parameters.get(a["name"], {}), a["value"])
-                for a in best.get("parameterAssignments") or []
+                for a in dicts(best.get("parameterAssignments"))
             },
             metrics=_metrics(best.get("observation")),
         )
@@ -402,10 +403,9 @@ class OptimizerClient:
     ) -> Iterator[str]:
         """The node-0 output of a trial (default: the best, else the first)."""
         if trial_name is None:
-            best = (
-                (self._jobs.get(EXPERIMENT, name).get("status") or {}).get("currentOptimalTrial")
-                or {}
-            ).get("bestTrialName")
+            best = obj_at(self._jobs.get(EXPERIMENT, name), "status", "currentOptimalTrial").get(
+                "bestTrialName"
+            )
             trials = self._trials(name)
             trial_name = best or (trials[0]["metadata"]["name"] if trials else None)
         if not trial_name:

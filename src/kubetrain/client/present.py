@@ -1,118 +1,28 @@
-"""Presenting client results: kubectl-like tables for people, YAML/JSON/names for scripts.
+"""The kubectl-like rows of TrainJobs, runtimes, pods and events, as plain strings.
 
-Rows are built as plain strings first, so the same table prints through rich on a terminal (state
-coloured, aligned) and as plain aligned text in pipes and tests. Also home of the one error
-boundary every command uses: a :class:`ClientError` or a load error becomes ``error: <line>`` on
-stderr and exit code 1, never a traceback.
+The CLI and the dashboard show the same columns, and the dashboard may not import the CLI, so the
+rows are built here; printing them (tables, colours, YAML/JSON, the error boundary) is the CLI's,
+in :mod:`kubetrain.cli.present`.
 """
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, TextIO
+from typing import Any
 
+from kubetrain.api.access import dicts, list_at, obj_at
 from kubetrain.client.steps import pod_summary
 from kubetrain.client.view import JobView, age
 
 __all__ = [
-    "STATE_STYLES",
-    "dump",
     "eta",
-    "guarded",
+    "event_rows",
     "key_metric",
-    "metrics_text",
     "pod_row",
-    "print_error",
-    "print_table",
-    "progress_bar",
-    "render_table",
     "runtime_row",
     "trainjob_headers",
     "trainjob_row",
 ]
-
-STATE_STYLES = {
-    "Complete": "green",
-    "Failed": "bold red",
-    "Running": "cyan",
-    "Suspended": "yellow",
-    "Created": "dim",
-}
-
-
-def print_error(message: str, stream: TextIO | None = None) -> None:
-    print(f"error: {message}", file=stream or sys.stderr)
-
-
-def guarded(body: Callable[[], int]) -> int:
-    """Run a command body; known failures print one line and give exit code 1."""
-    from kubetrain.api.errors import LoadError
-    from kubetrain.client.errors import ClientError
-
-    try:
-        return body()
-    except ClientError as exc:
-        print_error(str(exc))
-        return 1
-    except LoadError as exc:
-        for line in str(exc).splitlines():
-            print_error(line)
-        return 1
-
-
-def _widths(
-    headers: Sequence[str], rows: Sequence[Sequence[str]], at_least: Sequence[int] = ()
-) -> list[int]:
-    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(headers)]
-    return [max(w, m) for w, m in zip(widths, [*at_least, *[0] * len(widths)], strict=False)]
-
-
-def render_table(
-    headers: Sequence[str], rows: Sequence[Sequence[str]], at_least: Sequence[int] = ()
-) -> str:
-    """Columns padded to their widest cell with three spaces between, like kubectl."""
-    widths = _widths(headers, rows, at_least)
-    lines = []
-    for cells in (headers, *rows):
-        lines.append("   ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
-    return "\n".join(lines)
-
-
-def print_table(
-    headers: Sequence[str],
-    rows: Sequence[Sequence[str]],
-    *,
-    header: bool = True,
-    stream: TextIO | None = None,
-    at_least: Sequence[int] = (),
-) -> list[int]:
-    """Print a table; on a terminal the header is bold and the STATE/STATUS cell coloured.
-
-    Returns the column widths used; pass them back as ``at_least`` to keep later rows (a watch)
-    aligned under the same header.
-    """
-    out = stream or sys.stdout
-    widths = _widths(headers, rows, at_least)
-    lines = render_table(headers, rows, widths).splitlines()
-    if not out.isatty():
-        print("\n".join(lines if header else lines[1:]), file=out, flush=True)
-        return widths
-    from rich.console import Console
-    from rich.text import Text
-
-    console = Console(file=out, highlight=False, soft_wrap=True)
-    if header:
-        console.print(Text(lines[0], style="bold"))
-    col = next((i for i, h in enumerate(headers) if h in ("STATE", "STATUS")), None)
-    for line, cells in zip(lines[1:], rows, strict=True):
-        text = Text(line)
-        if col is not None:
-            start = sum(widths[:col]) + 3 * col
-            text.stylize(STATE_STYLES.get(cells[col], ""), start, start + len(cells[col]))
-        console.print(text)
-    return widths
 
 
 def eta(seconds: Any) -> str:
@@ -132,26 +42,14 @@ def eta(seconds: Any) -> str:
     return f"{s}s"
 
 
-def progress_bar(percent: int, width: int = 20) -> str:
-    """``███████░░░░░░░░░░░░░`` for a percentage (clamped to 0..100)."""
-    filled = round(max(0, min(100, percent)) * width / 100)
-    return "\u2588" * filled + "\u2591" * (width - filled)
-
-
-def metrics_text(progress: dict[str, Any], limit: int = 3) -> str:
-    """``loss=0.41 lr=0.001`` from ``status.trainerStatus`` (the first ``limit`` metrics)."""
-    metrics = progress.get("metrics") or []
-    return " ".join(f"{m.get('name')}={m.get('value')}" for m in metrics[:limit])
-
-
 def key_metric(progress: dict[str, Any]) -> tuple[str, str] | None:
     """The headline metric of ``status.trainerStatus``: the first one the training code sent.
 
     Training code lists its metrics in the order it cares about them (loss first, by habit), so
     the first is what a one-column summary shows.
     """
-    for m in progress.get("metrics") or []:
-        if isinstance(m, dict) and m.get("name"):
+    for m in dicts(progress.get("metrics")):
+        if m.get("name"):
             return str(m["name"]), str(m.get("value"))
     return None
 
@@ -189,11 +87,11 @@ def trainjob_row(
 def runtime_row(obj: dict[str, Any], *, show_kind: bool, now: datetime | None = None) -> list[str]:
     from kubetrain.api.labels import FRAMEWORK_LABEL
 
-    meta = obj.get("metadata") or {}
-    nodes = ((obj.get("spec") or {}).get("mlPolicy") or {}).get("numNodes")
+    meta = obj_at(obj, "metadata")
+    nodes = obj_at(obj, "spec", "mlPolicy").get("numNodes")
     row = [
         str(meta.get("name")),
-        str((meta.get("labels") or {}).get(FRAMEWORK_LABEL, "-")),
+        str(obj_at(meta, "labels").get(FRAMEWORK_LABEL, "-")),
         str(nodes) if nodes is not None else "-",
         age(meta.get("creationTimestamp"), now),
     ]
@@ -201,12 +99,12 @@ def runtime_row(obj: dict[str, Any], *, show_kind: bool, now: datetime | None = 
 
 
 def pod_row(pod: dict[str, Any], *, wide: bool, now: datetime | None = None) -> list[str]:
-    meta = pod.get("metadata") or {}
-    status = pod.get("status") or {}
+    meta = obj_at(pod, "metadata")
+    status = obj_at(pod, "status")
     restarts, exit_code, reason = pod_summary(pod)
-    statuses = status.get("containerStatuses") or []
+    statuses = list_at(status, "containerStatuses")
     ready = sum(1 for s in statuses if s.get("ready"))
-    total = len((pod.get("spec") or {}).get("containers") or []) or len(statuses)
+    total = len(list_at(pod, "spec", "containers")) or len(statuses)
     # kubectl shows the container's waiting/terminated reason when there is one, else the phase.
     shown = (
         reason
@@ -227,23 +125,14 @@ def pod_row(pod: dict[str, Any], *, wide: bool, now: datetime | None = None) -> 
     return row
 
 
-def dump(value: dict[str, Any], fmt: str, stream: TextIO | None = None) -> None:
-    """``yaml`` or ``json`` text of one object (or ``v1 List``), as ``kubectl -o yaml|json``."""
-    from kubetrain.api.dump import dump_json, dump_yaml
-
-    out = stream or sys.stdout
-    out.write(dump_json(value) if fmt == "json" else dump_yaml(value))
-    out.flush()
-
-
 def event_rows(events: list[dict[str, Any]], now: datetime | None = None) -> list[list[str]]:
     """LAST SEEN, TYPE, REASON, OBJECT (kind/name), MESSAGE for each Event, in the given order."""
     rows = []
     for ev in events:
-        inv = ev.get("involvedObject") or {}
+        inv = obj_at(ev, "involvedObject")
         when = ev.get("lastTimestamp") or ev.get("eventTime") or ev.get("firstTimestamp")
         count = int(ev.get("count") or 1)
-        seen = age(when or (ev.get("metadata") or {}).get("creationTimestamp"), now)
+        seen = age(when or obj_at(ev, "metadata").get("creationTimestamp"), now)
         rows.append(
             [
                 f"{seen} (x{count})" if count > 1 else seen,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kubetrain.api import labels as L
+from kubetrain.api.access import dicts, obj_at
 
 __all__ = [
     "STEP_JOBS",
@@ -62,16 +63,10 @@ class Step:
         }
 
 
-def _meta(pod: dict[str, Any]) -> dict[str, Any]:
-    meta = pod.get("metadata") or {}
-    return meta if isinstance(meta, dict) else {}
-
-
 def _index(pod: dict[str, Any]) -> int | None:
-    meta = _meta(pod)
-    raw = (meta.get("labels") or {}).get(L.JOB_COMPLETION_INDEX)
+    raw = obj_at(pod, "metadata", "labels").get(L.JOB_COMPLETION_INDEX)
     if raw is None:
-        raw = (meta.get("annotations") or {}).get(L.JOB_COMPLETION_INDEX)
+        raw = obj_at(pod, "metadata", "annotations").get(L.JOB_COMPLETION_INDEX)
     try:
         return int(raw) if raw is not None else None
     except ValueError:
@@ -84,8 +79,8 @@ def pod_summary(pod: dict[str, Any], container: str | None = None) -> tuple[int,
     The exit code is the current termination if the container has ended, else the last one, so a
     restarted container still shows why it restarted.
     """
-    status = pod.get("status") or {}
-    statuses = [s for s in status.get("containerStatuses") or [] if isinstance(s, dict)]
+    status = obj_at(pod, "status")
+    statuses = dicts(status.get("containerStatuses"))
     chosen = next((s for s in statuses if s.get("name") == container), None)
     if chosen is None and statuses:
         chosen = statuses[0]
@@ -93,15 +88,15 @@ def pod_summary(pod: dict[str, Any], container: str | None = None) -> tuple[int,
         return 0, None, str(status.get("reason") or "")
     restarts = int(chosen.get("restartCount") or 0)
     for key in ("state", "lastState"):
-        term = (chosen.get(key) or {}).get("terminated")
+        term = obj_at(chosen, key).get("terminated")
         if term:
             return restarts, term.get("exitCode"), str(term.get("reason") or "")
-    waiting = (chosen.get("state") or {}).get("waiting") or {}
+    waiting = obj_at(chosen, "state", "waiting")
     return restarts, None, str(waiting.get("reason") or status.get("reason") or "")
 
 
 def _step_of(pod: dict[str, Any], has_launcher: bool) -> tuple[str, str] | None:
-    labels = _meta(pod).get("labels") or {}
+    labels = obj_at(pod, "metadata", "labels")
     rjob = labels.get(L.REPLICATED_JOB_NAME_LABEL)
     if rjob not in STEP_JOBS:
         return None
@@ -123,26 +118,28 @@ def _step_sort_key(step: Step) -> tuple[int, int, str]:
 def steps_from_pods(pods: list[dict[str, Any]]) -> list[Step]:
     """The job's steps, initializers first then ``node-0..N``; newest pod wins per step."""
     has_launcher = any(
-        (_meta(p).get("labels") or {}).get(L.REPLICATED_JOB_NAME_LABEL) == "launcher" for p in pods
+        obj_at(p, "metadata", "labels").get(L.REPLICATED_JOB_NAME_LABEL) == "launcher" for p in pods
     )
     newest: dict[str, Step] = {}
-    for pod in sorted(pods, key=lambda p: str(_meta(p).get("creationTimestamp") or "")):
+    for pod in sorted(
+        pods, key=lambda p: str(obj_at(p, "metadata").get("creationTimestamp") or "")
+    ):
         where = _step_of(pod, has_launcher)
         if where is None:
             continue
         name, container = where
         restarts, exit_code, reason = pod_summary(pod, container)
-        labels = _meta(pod).get("labels") or {}
+        labels = obj_at(pod, "metadata", "labels")
         newest[name] = Step(
             name=name,
-            pod=str(_meta(pod).get("name", "")),
+            pod=str(obj_at(pod, "metadata").get("name", "")),
             container=container,
-            phase=str((pod.get("status") or {}).get("phase") or "Pending"),
+            phase=str(obj_at(pod, "status").get("phase") or "Pending"),
             restarts=restarts,
             exit_code=exit_code,
             reason=reason,
             replicated_job=str(labels.get(L.REPLICATED_JOB_NAME_LABEL, "")),
             index=_index(pod),
-            created=str(_meta(pod).get("creationTimestamp") or ""),
+            created=str(obj_at(pod, "metadata").get("creationTimestamp") or ""),
         )
     return sorted(newest.values(), key=_step_sort_key)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from kubetrain.api import labels as L
+from kubetrain.api.access import dicts, obj_at
 from kubetrain.client import resources as R
 from kubetrain.client import types as T
 from kubetrain.client.connection import connect
@@ -51,23 +52,18 @@ def _resources(values: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def _node_container(runtime: dict[str, Any]) -> dict[str, Any]:
-    for rjob in ((runtime.get("spec") or {}).get("template") or {}).get("spec", {}).get(
-        "replicatedJobs"
-    ) or []:
-        labels = ((rjob.get("template") or {}).get("metadata") or {}).get("labels") or {}
-        if L.ANCESTOR_LABEL not in labels:
+    for rjob in dicts(obj_at(runtime, "spec", "template", "spec").get("replicatedJobs")):
+        if L.ANCESTOR_LABEL not in obj_at(rjob, "template", "metadata", "labels"):
             continue
-        pod = (((rjob.get("template") or {}).get("spec") or {}).get("template") or {}).get(
-            "spec"
-        ) or {}
-        for container in pod.get("containers") or []:
+        pod = obj_at(rjob, "template", "spec", "template", "spec")
+        for container in dicts(pod.get("containers")):
             if container.get("name") == "node":
                 return dict(container)
     return {}
 
 
 def _device(container: dict[str, Any]) -> tuple[str, str]:
-    limits = (container.get("resources") or {}).get("limits") or {}
+    limits = obj_at(container, "resources", "limits")
     for key, device in (("nvidia.com/gpu", "gpu"), ("google.com/tpu", "tpu"), ("cpu", "cpu")):
         if key in limits:
             return device, str(limits[key])
@@ -118,9 +114,9 @@ class TrainerClient:
 
     @staticmethod
     def _to_runtime(obj: dict[str, Any]) -> T.Runtime:
-        labels = (obj.get("metadata") or {}).get("labels") or {}
+        labels = obj_at(obj, "metadata", "labels")
         framework = str(labels.get(L.FRAMEWORK_LABEL, ""))
-        ml = (obj.get("spec") or {}).get("mlPolicy") or {}
+        ml = obj_at(obj, "spec", "mlPolicy")
         container = _node_container(obj)
         device, count = _device(container)
         trainer_type = (
@@ -182,12 +178,12 @@ class TrainerClient:
             spec_trainer["command"] = function_command(
                 trainer.func,
                 trainer.func_args,
-                (rt.get("spec") or {}).get("mlPolicy") or {},
+                obj_at(rt, "spec", "mlPolicy"),
                 packages=trainer.packages_to_install,
                 index_urls=trainer.pip_index_urls,
             )
         if isinstance(trainer, T.BuiltinTrainer):
-            framework = ((rt.get("metadata") or {}).get("labels") or {}).get(L.FRAMEWORK_LABEL)
+            framework = obj_at(rt, "metadata", "labels").get(L.FRAMEWORK_LABEL)
             if framework != "torchtune":
                 raise ValueError(
                     f"BuiltinTrainer needs a torchtune runtime; {name_of} is {framework}"
@@ -288,8 +284,8 @@ class TrainerClient:
         self._jobs.job(name)  # a missing job is an error, not an empty list
         return [
             T.Event(
-                involved_object_kind=str((e.get("involvedObject") or {}).get("kind", "")),
-                involved_object_name=str((e.get("involvedObject") or {}).get("name", "")),
+                involved_object_kind=str(obj_at(e, "involvedObject").get("kind", "")),
+                involved_object_name=str(obj_at(e, "involvedObject").get("name", "")),
                 message=str(e.get("message") or ""),
                 reason=str(e.get("reason") or ""),
                 event_time=parse_time(event_time_key(e)),

@@ -6,12 +6,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from kubetrain.api.access import as_dict, dicts, obj_at
 from kubetrain.client.view import age
 
 __all__ = [
     "EXPERIMENT_HEADERS",
     "TRIAL_HEADERS",
-    "describe_experiment",
+    "best_text",
     "experiment_row",
     "experiment_state",
     "objective_series",
@@ -37,7 +38,7 @@ TRIAL_HEADERS = ["TRIAL", "STATE", "PARAMETERS", "OBJECTIVE"]
 
 def _state(experiment: dict[str, Any]) -> tuple[str, str, str]:
     """(state, reason, message) from the last condition that is True."""
-    conditions = (experiment.get("status") or {}).get("conditions") or []
+    conditions = dicts(obj_at(experiment, "status").get("conditions"))
     for c in reversed(conditions):
         if c.get("status") == "True":
             state = {"Succeeded": "Complete", "Failed": "Failed", "Running": "Running"}.get(
@@ -53,7 +54,7 @@ def experiment_state(experiment: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def _objective(observation: dict[str, Any] | None, metric: str, strategy: str) -> str:
-    for m in (observation or {}).get("metrics") or []:
+    for m in dicts(obj_at(observation).get("metrics")):
         if m.get("name") == metric:
             value = m.get(strategy) if strategy in ("min", "max") else m.get("latest")
             return str(value)
@@ -61,12 +62,12 @@ def _objective(observation: dict[str, Any] | None, metric: str, strategy: str) -
 
 
 def _strategy(experiment: dict[str, Any]) -> tuple[str, str]:
-    objective = (experiment.get("spec") or {}).get("objective") or {}
+    objective = obj_at(experiment, "spec", "objective")
     metric = str(objective.get("objectiveMetricName") or "")
     strategy = next(
         (
             s.get("value")
-            for s in objective.get("metricStrategies") or []
+            for s in dicts(objective.get("metricStrategies"))
             if s.get("name") == metric
         ),
         "latest",
@@ -74,8 +75,9 @@ def _strategy(experiment: dict[str, Any]) -> tuple[str, str]:
     return metric, str(strategy)
 
 
-def _best(experiment: dict[str, Any]) -> str:
-    best = (experiment.get("status") or {}).get("currentOptimalTrial") or {}
+def best_text(experiment: dict[str, Any]) -> str:
+    """``loss=0.12``: the best trial's objective by the experiment's strategy; ``-`` before one."""
+    best = obj_at(experiment, "status", "currentOptimalTrial")
     if not best.get("bestTrialName"):
         return "-"
     metric, strategy = _strategy(experiment)
@@ -83,39 +85,37 @@ def _best(experiment: dict[str, Any]) -> str:
 
 
 def experiment_row(experiment: dict[str, Any], now: datetime | None = None) -> list[str]:
-    status = experiment.get("status") or {}
-    spec = experiment.get("spec") or {}
+    status = obj_at(experiment, "status")
+    spec = obj_at(experiment, "spec")
     return [
         str(experiment["metadata"]["name"]),
         _state(experiment)[0],
-        str((spec.get("algorithm") or {}).get("algorithmName", "")),
+        str(obj_at(spec, "algorithm").get("algorithmName", "")),
         f"{status.get('trials', 0)}/{spec.get('maxTrialCount', '?')}",
         str(status.get("trialsRunning", 0)),
         str(status.get("trialsSucceeded", 0)),
         str(status.get("trialsFailed", 0) + status.get("trialMetricsUnavailable", 0)),
-        _best(experiment),
+        best_text(experiment),
         age(experiment["metadata"].get("creationTimestamp"), now),
     ]
 
 
 def trial_rows(experiment: dict[str, Any] | None, trials: list[dict[str, Any]]) -> list[list[str]]:
     """One row per trial; the best one marked with ``*``."""
-    metric, strategy = _strategy(experiment or {})
-    best = (((experiment or {}).get("status") or {}).get("currentOptimalTrial") or {}).get(
-        "bestTrialName"
-    )
+    metric, strategy = _strategy(as_dict(experiment))
+    best = obj_at(experiment, "status", "currentOptimalTrial").get("bestTrialName")
     rows = []
     for trial in trials:
         from kubetrain.runtime.katib.trials import trial_state
 
         if experiment is None:
-            objective = (trial.get("spec") or {}).get("objective") or {}
+            objective = obj_at(trial, "spec", "objective")
             metric = str(objective.get("objectiveMetricName") or "")
         params = ", ".join(
             f"{a['name']}={a['value']}"
-            for a in (trial.get("spec") or {}).get("parameterAssignments") or []
+            for a in dicts(obj_at(trial, "spec").get("parameterAssignments"))
         )
-        value = _objective((trial.get("status") or {}).get("observation"), metric, strategy)
+        value = _objective(obj_at(trial, "status").get("observation"), metric, strategy)
         name = str(trial["metadata"]["name"])
         rows.append(
             [
@@ -128,72 +128,9 @@ def trial_rows(experiment: dict[str, Any] | None, trials: list[dict[str, Any]]) 
     return rows
 
 
-def describe_experiment(experiment: dict[str, Any], trials: list[dict[str, Any]]) -> str:
-    from kubetrain.client.present import render_table
-
-    spec = experiment.get("spec") or {}
-    status = experiment.get("status") or {}
-    state, reason, message = _state(experiment)
-    algorithm = spec.get("algorithm") or {}
-    settings = ", ".join(
-        f"{s['name']}={s.get('value')}" for s in algorithm.get("algorithmSettings") or []
-    )
-    lines = [
-        f"Name:          {experiment['metadata']['name']}",
-        f"Namespace:     {experiment['metadata'].get('namespace', '')}",
-        f"State:         {state}" + (f" ({reason})" if reason else ""),
-    ]
-    if message:
-        lines.append(f"Message:       {message}")
-    lines += [
-        f"Objective:     {objective_text(experiment)}",
-        f"Algorithm:     {algorithm.get('algorithmName')}" + (f" ({settings})" if settings else ""),
-        f"Trials:        {status.get('trials', 0)} of {spec.get('maxTrialCount')}, {spec.get('parallelTrialCount')} at a time"
-        + (
-            f", at most {spec['maxFailedTrialCount']} failed"
-            if spec.get("maxFailedTrialCount") is not None
-            else ""
-        ),
-        f"Collector:     {((spec.get('metricsCollectorSpec') or {}).get('collector') or {}).get('kind', 'StdOut')}",
-        "Parameters:",
-    ]
-    for name, kind, where in parameter_rows(experiment):
-        lines.append(f"  {name}: {kind} {where}".rstrip())
-    best = status.get("currentOptimalTrial") or {}
-    if best.get("bestTrialName"):
-        lines.append(f"Best trial:    {best['bestTrialName']} ({_best(experiment)})")
-        lines.append(
-            "  "
-            + ", ".join(f"{a['name']}={a['value']}" for a in best.get("parameterAssignments") or [])
-        )
-    lines.append("Trials:" if trials else "Trials:  <none>")
-    if trials:
-        lines += [
-            "  " + line
-            for line in render_table(TRIAL_HEADERS, trial_rows(experiment, trials)).splitlines()
-        ]
-    conditions = status.get("conditions") or []
-    if conditions:
-        rows = [
-            [
-                str(c.get("type")),
-                str(c.get("status")),
-                str(c.get("reason", "")),
-                str(c.get("message", "")),
-            ]
-            for c in conditions
-        ]
-        lines.append("Conditions:")
-        lines += [
-            "  " + line
-            for line in render_table(["TYPE", "STATUS", "REASON", "MESSAGE"], rows).splitlines()
-        ]
-    return "\n".join(lines)
-
-
 def objective_text(experiment: dict[str, Any]) -> str:
     """``minimize loss (goal 0.01), also accuracy``."""
-    objective = (experiment.get("spec") or {}).get("objective") or {}
+    objective = obj_at(experiment, "spec", "objective")
     return (
         f"{objective.get('type')} {objective.get('objectiveMetricName')}"
         + (f" (goal {objective['goal']})" if objective.get("goal") is not None else "")
@@ -208,8 +145,8 @@ def objective_text(experiment: dict[str, Any]) -> str:
 def parameter_rows(experiment: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(name, type, search space) per parameter: ``("lr", "double", "0.0..1.0 uniform")``."""
     rows = []
-    for p in (experiment.get("spec") or {}).get("parameters") or []:
-        space = p.get("feasibleSpace") or {}
+    for p in dicts(obj_at(experiment, "spec").get("parameters")):
+        space = obj_at(p, "feasibleSpace")
         where = (
             f"[{', '.join(space['list'])}]"
             if space.get("list")
@@ -241,22 +178,21 @@ def trial_details(experiment: dict[str, Any], trials: list[dict[str, Any]]) -> l
     metric, _ = _strategy(experiment)
     strategies = {
         str(s.get("name")): str(s.get("value"))
-        for s in ((experiment.get("spec") or {}).get("objective") or {}).get("metricStrategies")
-        or []
+        for s in dicts(obj_at(experiment, "spec", "objective").get("metricStrategies"))
     }
-    best = ((experiment.get("status") or {}).get("currentOptimalTrial") or {}).get("bestTrialName")
+    best = obj_at(experiment, "status", "currentOptimalTrial").get("bestTrialName")
     ordered = sorted(
         trials,
         key=lambda t: (str(t["metadata"].get("creationTimestamp") or ""), t["metadata"]["name"]),
     )
     out = []
     for trial, row in zip(ordered, trial_rows(experiment, ordered), strict=True):
-        observation = (trial.get("status") or {}).get("observation")
+        observation = obj_at(trial, "status").get("observation")
         metrics = {
             str(m.get("name")): _objective(
                 observation, str(m.get("name")), strategies.get(str(m.get("name")), "latest")
             )
-            for m in (observation or {}).get("metrics") or []
+            for m in dicts(obj_at(observation).get("metrics"))
         }
         name = str(trial["metadata"]["name"])
         out.append(
@@ -265,7 +201,7 @@ def trial_details(experiment: dict[str, Any], trials: list[dict[str, Any]]) -> l
                 "state": row[1],
                 "parameters": {
                     str(a["name"]): str(a["value"])
-                    for a in (trial.get("spec") or {}).get("parameterAssignments") or []
+                    for a in dicts(obj_at(trial, "spec").get("parameterAssignments"))
                 },
                 "metrics": metrics,
                 "objective": _number(metrics.get(metric, "")),
@@ -281,7 +217,7 @@ def objective_series(
 ) -> dict[str, list[float | None]]:
     """The objective per trial (in :func:`trial_details` order; None where it has none) and the
     best value so far after each, in the experiment's direction."""
-    maximize = ((experiment.get("spec") or {}).get("objective") or {}).get("type") == "maximize"
+    maximize = obj_at(experiment, "spec", "objective").get("type") == "maximize"
     values: list[float | None] = [d["objective"] for d in details]
     best_so_far: list[float | None] = []
     best: float | None = None

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from kubetrain.api.access import list_at, obj_at
 from kubetrain.api.meta import parse_time
 from kubetrain.client.steps import Step
 
@@ -40,7 +41,7 @@ def age(value: Any, now: datetime | None = None) -> str:
 
 def terminal_condition(obj: dict[str, Any]) -> dict[str, Any] | None:
     """The ``Complete`` or ``Failed`` condition that is True, if the job has finished."""
-    for cond in (obj.get("status") or {}).get("conditions") or []:
+    for cond in list_at(obj, "status", "conditions"):
         if cond.get("type") in ("Complete", "Failed") and cond.get("status") == "True":
             return dict(cond)
     return None
@@ -63,7 +64,7 @@ class JobView:
 
     @property
     def conditions(self) -> list[dict[str, Any]]:
-        return list((self.obj.get("status") or {}).get("conditions") or [])
+        return list(list_at(self.obj, "status", "conditions"))
 
     @property
     def message(self) -> str:
@@ -77,8 +78,7 @@ class JobView:
     @property
     def progress(self) -> dict[str, Any]:
         """``status.trainerStatus`` (progress %, ETA, metrics) when the training code reports it."""
-        value = (self.obj.get("status") or {}).get("trainerStatus") or {}
-        return dict(value) if isinstance(value, dict) else {}
+        return dict(obj_at(self.obj, "status", "trainerStatus"))
 
     def as_dict(self) -> dict[str, Any]:
         return {

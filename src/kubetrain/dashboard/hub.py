@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+from kubetrain.api.access import obj_at
 from kubetrain.api.labels import JOBSET_NAME_LABEL
 from kubetrain.client import resources as R
 from kubetrain.client.errors import ClientError
@@ -63,7 +64,7 @@ def job_row(view: JobView, now: datetime | None = None) -> dict[str, Any]:
         "percent": percent if isinstance(percent, int) else None,
         "metric": {"name": metric[0], "value": metric[1]} if metric else None,
         "created": view.created,
-        "labels": dict((view.obj.get("metadata") or {}).get("labels") or {}),
+        "labels": dict(obj_at(view.obj, "metadata", "labels")),
     }
 
 
@@ -314,6 +315,6 @@ def _key(obj: dict[str, Any]) -> Key:
 
 
 def _owner(pod: dict[str, Any]) -> Key | None:
-    meta = pod.get("metadata") or {}
-    owner = (meta.get("labels") or {}).get(JOBSET_NAME_LABEL)
+    meta = obj_at(pod, "metadata")
+    owner = obj_at(meta, "labels").get(JOBSET_NAME_LABEL)
     return (str(meta.get("namespace") or ""), str(owner)) if owner else None

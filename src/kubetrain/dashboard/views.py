@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from kubetrain.api.access import dicts, list_at, obj_at
 from kubetrain.client import resources as R
 from kubetrain.client.jobs import ALL_NAMESPACES, JobClient
 from kubetrain.client.metrics import series_columns
@@ -34,12 +35,12 @@ def _yaml(obj: dict[str, Any] | None) -> str:
 
     if obj is None:
         return ""
-    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "managedFields"}
+    meta = {k: v for k, v in obj_at(obj, "metadata").items() if k != "managedFields"}
     return dump_yaml({**obj, "metadata": meta})
 
 
 def _runtime_of(jc: JobClient, obj: dict[str, Any], namespace: str) -> dict[str, Any] | None:
-    ref = (obj.get("spec") or {}).get("runtimeRef") or {}
+    ref = obj_at(obj, "spec", "runtimeRef")
     info = (
         R.TRAINING_RUNTIME
         if ref.get("kind") == R.TRAINING_RUNTIME.kind
@@ -98,13 +99,11 @@ def job_metrics(jc: JobClient, namespace: str, name: str, after: float = 0.0) ->
 
 def _setup(obj: dict[str, Any]) -> dict[str, Any]:
     """What a runtime sets up: its ML policy and, per replicated job, size, image and command."""
-    spec = obj.get("spec") or {}
+    spec = obj_at(obj, "spec")
     jobs = []
-    for rjob in ((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []:
-        pod = (((rjob.get("template") or {}).get("spec") or {}).get("template") or {}).get(
-            "spec"
-        ) or {}
-        for c in pod.get("containers") or []:
+    for rjob in dicts(obj_at(spec, "template", "spec").get("replicatedJobs")):
+        pod = obj_at(rjob, "template", "spec", "template", "spec")
+        for c in dicts(pod.get("containers")):
             jobs.append(
                 {
                     "job": rjob.get("name"),
@@ -112,14 +111,14 @@ def _setup(obj: dict[str, Any]) -> dict[str, Any]:
                     "container": c.get("name"),
                     "image": c.get("image") or "",
                     "command": " ".join(
-                        str(a) for a in [*(c.get("command") or []), *(c.get("args") or [])]
+                        str(a) for a in [*list_at(c, "command"), *list_at(c, "args")]
                     ),
                 }
             )
-    policy = {k: v for k, v in (spec.get("mlPolicy") or {}).items() if k != "numNodes"}
+    policy = {k: v for k, v in obj_at(spec, "mlPolicy").items() if k != "numNodes"}
     return {
         "mlPolicy": policy,
-        "podGroupPolicy": spec.get("podGroupPolicy") or {},
+        "podGroupPolicy": obj_at(spec, "podGroupPolicy"),
         "containers": jobs,
     }
 
@@ -136,7 +135,7 @@ def runtimes(jc: JobClient, scope: str) -> list[dict[str, Any]]:
                     "cells": dict(
                         zip(["NAME", "KIND", "FRAMEWORK", "NODES", "AGE"], cells, strict=True)
                     ),
-                    "namespace": (obj.get("metadata") or {}).get("namespace") or "",
+                    "namespace": obj_at(obj, "metadata").get("namespace") or "",
                     "setup": _setup(obj),
                     "yaml": _yaml(obj),
                 }
@@ -155,26 +154,26 @@ def experiment_detail(
     """
     obj = jc.get(R.EXPERIMENT, name, namespace)
     trials = jc.objects(R.TRIAL, namespace, labels={"katib.kubeflow.org/experiment": name})
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
+    spec = obj_at(obj, "spec")
+    status = obj_at(obj, "status")
     details = trial_details(obj, trials)
     for d in details:
         d["trainjob"] = has_job(d["name"])
-    algorithm = spec.get("algorithm") or {}
-    objective = spec.get("objective") or {}
+    algorithm = obj_at(spec, "algorithm")
+    objective = obj_at(spec, "objective")
     return {
         "row": experiment_summary(obj),
-        "conditions": status.get("conditions") or [],
+        "conditions": list_at(status, "conditions"),
         "objective": {
             "type": objective.get("type"),
             "metric": objective.get("objectiveMetricName"),
             "goal": objective.get("goal"),
-            "additional": objective.get("additionalMetricNames") or [],
+            "additional": list_at(objective, "additionalMetricNames"),
         },
         "algorithm": {
             "name": algorithm.get("algorithmName"),
             "settings": {
-                str(s["name"]): s.get("value") for s in algorithm.get("algorithmSettings") or []
+                str(s["name"]): s.get("value") for s in dicts(algorithm.get("algorithmSettings"))
             },
         },
         "budget": {
@@ -185,7 +184,7 @@ def experiment_detail(
         "parameters": [
             {"name": n, "type": t, "space": where} for n, t, where in parameter_rows(obj)
         ],
-        "best": status.get("currentOptimalTrial") or {},
+        "best": obj_at(status, "currentOptimalTrial"),
         "trials": details,
         "series": objective_series(obj, details),
         "yaml": _yaml(obj),

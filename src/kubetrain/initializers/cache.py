@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubetrain.api.access import dicts, obj_at
+
 from .config import Config, InitializerError
 
 __all__ = ["CacheSettings", "cache_objects", "cache_settings", "run_cache"]
@@ -264,7 +266,7 @@ async def _wait_available(client: Any, s: CacheSettings, namespace: str, name: s
     deadline = time.monotonic() + timeout
     while True:
         lws = await client.get(LWS_API, "leaderworkersets", name, namespace=namespace)
-        conditions = (lws.get("status") or {}).get("conditions") or []
+        conditions = dicts(obj_at(lws, "status").get("conditions"))
         if any(c.get("type") == "Available" and c.get("status") == "True" for c in conditions):
             log.info("LeaderWorkerSet %s is ready: the cache serves %s.%s", name, s.schema, s.table)
             return
@@ -278,7 +280,7 @@ async def _wait_available(client: Any, s: CacheSettings, namespace: str, name: s
                 for p in pods
                 if not any(
                     c.get("type") == "Ready" and c.get("status") == "True"
-                    for c in (p.get("status") or {}).get("conditions") or []
+                    for c in dicts(obj_at(p, "status").get("conditions"))
                 )
             ]
             raise InitializerError(

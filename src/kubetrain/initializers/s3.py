@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from kubetrain.api.access import dicts, obj_at
+
 from .config import Config, InitializerError
 from .meter import Meter, human
 from .select import selected
@@ -110,9 +112,9 @@ def _cause(err: Exception, cfg: Config) -> str:
     if isinstance(err, ParamValidationError):
         return f"invalid request: {err}"
     if isinstance(err, ClientError):
-        error = err.response.get("Error", {})
+        error = obj_at(err.response, "Error")
         code = str(error.get("Code", ""))
-        status = err.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        status = obj_at(err.response, "ResponseMetadata").get("HTTPStatusCode")
         if code == "NoSuchBucket":
             return f"bucket {cfg.location!r} does not exist"
         if code == "InvalidAccessKeyId":
@@ -131,7 +133,7 @@ def list_objects(client: Any, cfg: Config) -> list[S3Object]:
     objects: list[S3Object] = []
     pages = client.get_paginator("list_objects_v2").paginate(Bucket=cfg.location, Prefix=cfg.prefix)
     for page in pages:
-        for item in page.get("Contents") or []:
+        for item in dicts(page.get("Contents")):
             key = str(item["Key"])
             if key.endswith("/"):
                 continue  # a folder marker

@@ -32,6 +32,7 @@ from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 from lightkube.core.exceptions import ConfigError
 
 from kubetrain.api import codec
+from kubetrain.api.access import as_dict, dicts, list_at, obj_at
 from kubetrain.api.types import Obj
 from kubetrain.kube.lines import MAX_LOG_LINE, LineSplitter, decode_line
 
@@ -414,8 +415,8 @@ class KubeClient:
             params["labelSelector"] = label_selector
         while True:
             page = await self._request("GET", _Path(api_version, plural, namespace), params=params)
-            items.extend(page.get("items") or [])
-            meta = page.get("metadata") or {}
+            items.extend(list_at(page, "items"))
+            meta = obj_at(page, "metadata")
             cont = meta.get("continue")
             if not cont:
                 return items, str(meta.get("resourceVersion") or "")
@@ -460,7 +461,7 @@ class KubeClient:
                     event = codec.loads(line)
                 except codec.DecodeError as err:
                     raise ApiError(502, "BadGateway", f"unreadable watch event: {err}") from err
-                kind, obj = str(event.get("type")), event.get("object") or {}
+                kind, obj = str(event.get("type")), obj_at(event, "object")
                 if kind == "ERROR":
                     raise ApiError.from_status(obj)
                 yield kind, obj
@@ -468,12 +469,12 @@ class KubeClient:
             await lines.aclose()
 
     async def create(self, api_version: str, plural: str, obj: Obj) -> Obj:
-        namespace = (obj.get("metadata") or {}).get("namespace")
+        namespace = obj_at(obj, "metadata").get("namespace")
         return await self._request("POST", _Path(api_version, plural, namespace), body=obj)
 
     async def replace(self, api_version: str, plural: str, obj: Obj) -> Obj:
         """PUT: an update that fails with 409 unless ``metadata.resourceVersion`` is current."""
-        meta = obj.get("metadata") or {}
+        meta = obj_at(obj, "metadata")
         path = _Path(api_version, plural, meta.get("namespace"), str(meta["name"]))
         return await self._request("PUT", path, body=obj)
 
@@ -513,7 +514,7 @@ class KubeClient:
         subresource: str | None = None,
     ) -> Obj:
         """Server-side apply ``obj`` (which names its own apiVersion, kind, name and namespace)."""
-        meta = obj.get("metadata") or {}
+        meta = obj_at(obj, "metadata")
         return await self.patch(
             str(obj["apiVersion"]),
             plural,
@@ -590,5 +591,4 @@ class KubeClient:
         if answer.status >= 400:
             raise ApiError.from_body(answer.status, answer.reason, answer.body)
         listed = codec.loads(answer.body) if answer.body else {}
-        found = listed.get("resources") if isinstance(listed, dict) else None
-        return [r for r in found or [] if isinstance(r, dict)]
+        return dicts(as_dict(listed).get("resources"))

@@ -15,6 +15,7 @@ import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from kubetrain.api.access import obj_at
 from kubetrain.api.types import Obj
 from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
 from kubetrain.kube.kinds import Kind
@@ -30,7 +31,7 @@ EventHandler = Callable[[str, Obj], None]
 
 def object_key(obj: Obj) -> tuple[str, str]:
     """``(namespace, name)``; the namespace is "" for cluster-scoped objects."""
-    meta = obj.get("metadata") or {}
+    meta = obj_at(obj, "metadata")
     return str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
@@ -210,7 +211,7 @@ def _slim(obj: Obj) -> Obj:
 
 
 def _rv_of(obj: Obj) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+    return str(obj_at(obj, "metadata").get("resourceVersion") or "")
 
 
 def _newer(a: Obj, b: Obj) -> bool:

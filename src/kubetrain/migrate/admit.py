@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubetrain.api.access import obj_at
 from kubetrain.api.errors import FieldError
 from kubetrain.api.schema import apply_defaults
 from kubetrain.runtime.config import Environment
@@ -53,7 +54,7 @@ def find_runtime(job: Obj, runtimes: list[Obj]) -> Obj | None:
         return _stored(rt)
     if kind == CLUSTER_TRAINING_RUNTIME:
         for rt in default_runtimes():
-            if (rt.get("metadata") or {}).get("name") == name:
+            if obj_at(rt, "metadata").get("name") == name:
                 return _stored(rt)
     return None
 

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.api.access import as_dict as _d
+from kubetrain.api.access import as_dict, list_at
 from kubetrain.api.errors import FieldError
 from kubetrain.api.labels import ANCESTOR_LABEL, FRAMEWORK_LABEL, TRAINER_API_VERSION, TRAINER_GROUP
 from kubetrain.migrate import shim
@@ -133,13 +133,15 @@ class _Converter:
 
     def run(self) -> Conversion:
         kind = self.kind
-        meta = _d(self.job.obj.get("metadata"))
+        meta = as_dict(self.job.obj.get("metadata"))
         tj_meta: Obj = {"name": self.tj}
         if self.job.namespace:
             tj_meta["namespace"] = self.job.namespace
         if meta.get("labels"):
             tj_meta["labels"] = dict(meta["labels"])
-        annotations = {k: v for k, v in _d(meta.get("annotations")).items() if k != _LAST_APPLIED}
+        annotations = {
+            k: v for k, v in as_dict(meta.get("annotations")).items() if k != _LAST_APPLIED
+        }
         if annotations:
             tj_meta["annotations"] = annotations
         self.trainjob = {
@@ -161,7 +163,7 @@ class _Converter:
 
     def _run_policy(self) -> None:
         spec = self.job.spec
-        policy = _d(spec.get("runPolicy"))
+        policy = as_dict(spec.get("runPolicy"))
         if self.kind.kind == "MPIJob" and "cleanPodPolicy" in spec:
             policy = {"cleanPodPolicy": spec["cleanPodPolicy"], **policy}
         for key, value in policy.items():
@@ -207,7 +209,7 @@ class _Converter:
                         "nothing to do unless you relied on keeping or deleting finished pods",
                     )
             elif key == "schedulingPolicy":
-                self._scheduling_policy(_d(value))
+                self._scheduling_policy(as_dict(value))
             else:
                 self.note(path, Category.DROPPED, "unknown runPolicy field", "remove it")
 
@@ -254,7 +256,7 @@ class _Converter:
         k = self.kind.kind
         if k == "PyTorchJob":
             handled |= {"nprocPerNode", "elasticPolicy"}
-            elastic = _d(spec.get("elasticPolicy"))
+            elastic = as_dict(spec.get("elasticPolicy"))
             for key in elastic:
                 if key == "nProcPerNode":
                     continue
@@ -278,7 +280,7 @@ class _Converter:
                 )
         elif k == "PaddleJob":
             handled |= {"elasticPolicy"}
-            for key in _d(spec.get("elasticPolicy")):
+            for key in as_dict(spec.get("elasticPolicy")):
                 self.note(
                     f"spec.elasticPolicy.{key}",
                     Category.DROPPED,
@@ -336,8 +338,8 @@ class _Converter:
             for key in r.container:
                 if key not in (*_TRAINER_FIELDS, *_PATCHABLE_CONTAINER, *_DROPPABLE_CONTAINER):
                     why.append(f"{p}.containers[{r.main}].{key}")
-            for port in r.container.get("ports") or []:
-                if _d(port).get("name") != self.kind.port_name:
+            for port in list_at(r.container, "ports"):
+                if as_dict(port).get("name") != self.kind.port_name:
                     why.append(f"{p}.containers[{r.main}].ports")
                     break
         return why
@@ -371,7 +373,7 @@ class _Converter:
     def _nproc(self) -> tuple[int | None, int]:
         """(numProcPerNode for the TrainJob, the factor v1 used in WORLD_SIZE)."""
         spec = self.job.spec
-        elastic = _d(spec.get("elasticPolicy")).get("nProcPerNode")
+        elastic = as_dict(spec.get("elasticPolicy")).get("nProcPerNode")
         if isinstance(elastic, int):
             self.note(
                 "spec.elasticPolicy.nProcPerNode",
@@ -411,8 +413,8 @@ class _Converter:
         """The main container's env minus what v2 reserves and what v1 overwrote (reported)."""
         out = []
         injected = shim.V1_INJECTED.get(self.kind.kind, frozenset())
-        for i, e in enumerate(r.container.get("env") or []):
-            name = _d(e).get("name")
+        for i, e in enumerate(list_at(r.container, "env")):
+            name = as_dict(e).get("name")
             path = f"{r.path(self.kind)}.template.spec.containers[{r.main}].env[{i}]"
             if name in RESERVED_ENV:
                 self.note(
@@ -541,7 +543,7 @@ class _Converter:
 
     def _pod_patch(self, r: Replica) -> Obj:
         pod: Obj = {}
-        meta = _d(r.template.get("metadata"))
+        meta = as_dict(r.template.get("metadata"))
         pod_meta = {k: dict(meta[k]) for k in ("labels", "annotations") if meta.get(k)}
         if pod_meta:
             pod["metadata"] = pod_meta
@@ -767,7 +769,7 @@ class _Converter:
             if extra:
                 path = f"{r.path(kind)}.template.spec.containers[{r.main}].env"
                 if self.env_shim:
-                    container["env"] = [*(container.get("env") or []), *extra]
+                    container["env"] = [*list_at(container, "env"), *extra]
                     self.note(
                         path,
                         Category.APPROXIMATED,

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.api.access import as_dict as _d
+from kubetrain.api.access import as_dict, dicts, obj_at
 from kubetrain.api.errors import FieldError
 from kubetrain.api.labels import TRAINER_API_VERSION
 from kubetrain.api.schema import drop_nulls, schema_errors
@@ -232,8 +232,7 @@ class Replica:
 
     @property
     def pod_spec(self) -> Obj:
-        spec: Obj = self.template.get("spec") or {}
-        return spec
+        return obj_at(self.template, "spec")
 
     @property
     def container(self) -> Obj:
@@ -242,8 +241,8 @@ class Replica:
 
     def port(self, kind: Kind) -> int | None:
         """The port v1 read back for addresses: a declared one with the default name wins."""
-        for p in self.container.get("ports") or []:
-            if isinstance(p, dict) and p.get("name") == kind.port_name:
+        for p in dicts(self.container.get("ports")):
+            if p.get("name") == kind.port_name:
                 value = p.get("containerPort")
                 if isinstance(value, int):
                     return value
@@ -262,8 +261,7 @@ class V1Job:
 
     @property
     def spec(self) -> Obj:
-        spec: Obj = self.obj.get("spec") or {}
-        return spec
+        return obj_at(self.obj, "spec")
 
     @property
     def total(self) -> int:
@@ -313,7 +311,7 @@ def read_v1_job(obj: Any, *, source: str = "") -> V1Job:
             ],
         )
     errors: list[FieldError] = []
-    meta = _d(obj.get("metadata"))
+    meta = as_dict(obj.get("metadata"))
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         errors.append(
@@ -371,7 +369,7 @@ def read_v1_job(obj: Any, *, source: str = "") -> V1Job:
         if template_errors:
             errors += template_errors
             continue
-        containers = _d(_d(template).get("spec")).get("containers")
+        containers = as_dict(as_dict(template).get("spec")).get("containers")
         if not isinstance(containers, list) or not containers:
             errors.append(
                 FieldError(
@@ -393,7 +391,7 @@ def read_v1_job(obj: Any, *, source: str = "") -> V1Job:
         if kind.kind == "MPIJob" and kind.api_version == "kubeflow.org/v1":
             wanted = str(spec.get("mainContainer") or "mpi")
         if wanted is not None and kind.api_version != "kubeflow.org/v2beta1":
-            found = [i for i, c in enumerate(containers) if _d(c).get("name") == wanted]
+            found = [i for i, c in enumerate(containers) if as_dict(c).get("name") == wanted]
             if not found:
                 errors.append(
                     FieldError(
@@ -406,7 +404,7 @@ def read_v1_job(obj: Any, *, source: str = "") -> V1Job:
         restart = rspec.get("restartPolicy") or kind.restart(role)
         if restart not in ("Always", "OnFailure", "Never", "ExitCode"):
             errors.append(FieldError(f"{path}.restartPolicy", f"unknown value {restart!r}"))
-        replicas[role] = Replica(role, str(key), count, _d(template), str(restart), main)
+        replicas[role] = Replica(role, str(key), count, as_dict(template), str(restart), main)
     for role in kind.required_roles:
         if role not in replicas and not any(e.path.startswith(base) for e in errors):
             errors.append(

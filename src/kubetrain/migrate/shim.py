@@ -14,6 +14,7 @@ import json
 import re
 from typing import Any
 
+from kubetrain.api.access import list_at
 from kubetrain.runtime.plugins.torch import COMPLETION_INDEX, TRAINER_PORT
 from kubetrain.runtime.podspec import env_field_ref, env_value
 
@@ -79,9 +80,7 @@ def host(trainjob: str, job: str, index: int) -> str:
 
 
 def _words(container: Obj) -> str:
-    return " ".join(
-        str(w) for w in [*(container.get("command") or []), *(container.get("args") or [])]
-    )
+    return " ".join(str(w) for w in [*list_at(container, "command"), *list_at(container, "args")])
 
 
 def launches_torchrun(container: Obj) -> bool:

@@ -11,8 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from kubetrain.api.access import as_dict as _d
-from kubetrain.api.access import as_list as _l
+from kubetrain.api.access import as_dict, as_list
 from kubetrain.api.labels import ANCESTOR_LABEL, FRAMEWORK_LABEL, TRAINER_API_VERSION
 from kubetrain.api.schema import drop_nulls, schema_errors
 from kubetrain.migrate.admit import find_runtime
@@ -68,9 +67,9 @@ class _Pass:
     def trainjob(self) -> None:
         spec = self.fixed.setdefault("spec", {})
         patches: list[Obj] = []
-        old = _l(spec.pop("podSpecOverrides", None))
+        old = as_list(spec.pop("podSpecOverrides", None))
         for i, entry in enumerate(old):
-            patches.append(self._override_patch(_d(entry), i, len(old), flat=True))
+            patches.append(self._override_patch(as_dict(entry), i, len(old), flat=True))
             self.find(
                 "U-POD-SPEC-OVERRIDES",
                 f"spec.podSpecOverrides[{i}]",
@@ -79,9 +78,9 @@ class _Pass:
                 "the same pod fields as a spec.runtimePatches entry",
                 True,
             )
-        old = _l(spec.pop("podTemplateOverrides", None))
+        old = as_list(spec.pop("podTemplateOverrides", None))
         for i, entry in enumerate(old):
-            patches.append(self._override_patch(_d(entry), i, len(old), flat=False))
+            patches.append(self._override_patch(as_dict(entry), i, len(old), flat=False))
             self.find(
                 "U-POD-TEMPLATE-OVERRIDES",
                 f"spec.podTemplateOverrides[{i}]",
@@ -111,8 +110,8 @@ class _Pass:
                 },
             )
         if patches:
-            spec["runtimePatches"] = [*_l(spec.get("runtimePatches")), *patches]
-        trainer = _d(spec.get("trainer"))
+            spec["runtimePatches"] = [*as_list(spec.get("runtimePatches")), *patches]
+        trainer = as_dict(spec.get("trainer"))
         nproc = trainer.get("numProcPerNode")
         if isinstance(nproc, str):
             if nproc.isdigit():
@@ -140,7 +139,7 @@ class _Pass:
                 False,
             )
         for which in ("dataset", "model"):
-            uri = _d(_d(spec.get("initializer")).get(which)).get("storageUri")
+            uri = as_dict(as_dict(spec.get("initializer")).get(which)).get("storageUri")
             if isinstance(uri, str) and uri and not _URI.match(uri):
                 self.find(
                     "U-STORAGE-URI",
@@ -151,9 +150,9 @@ class _Pass:
                     False,
                 )
         written = find_runtime(self.fixed, self.old_runtimes)
-        meant = _d(_d(_d(_d(written).get("spec")).get("mlPolicy")).get("torch")).get(
-            "numProcPerNode"
-        )
+        meant = as_dict(
+            as_dict(as_dict(as_dict(written).get("spec")).get("mlPolicy")).get("torch")
+        ).get("numProcPerNode")
         if "numProcPerNode" not in trainer and str(meant).isdigit():
             # The runtime's count goes away with U-TORCH-NPROC: the TrainJob keeps it.
             self.fixed["spec"].setdefault("trainer", trainer)["numProcPerNode"] = int(str(meant))
@@ -168,12 +167,12 @@ class _Pass:
         runtime = find_runtime(self.fixed, self.runtimes)
         if runtime is None:
             return
-        mpi = "mpi" in _d(_d(runtime.get("spec")).get("mlPolicy"))
-        env = _l(trainer.get("env"))
-        if mpi and any(_d(e).get("name") in MPI_RESERVED for e in env):
-            trainer["env"] = [e for e in env if _d(e).get("name") not in MPI_RESERVED]
+        mpi = "mpi" in as_dict(as_dict(runtime.get("spec")).get("mlPolicy"))
+        env = as_list(trainer.get("env"))
+        if mpi and any(as_dict(e).get("name") in MPI_RESERVED for e in env):
+            trainer["env"] = [e for e in env if as_dict(e).get("name") not in MPI_RESERVED]
             for i, e in enumerate(env):
-                if _d(e).get("name") in MPI_RESERVED:
+                if as_dict(e).get("name") in MPI_RESERVED:
                     self.find(
                         "U-MPI-RESERVED-ENV",
                         f"spec.trainer.env[{i}]",
@@ -197,19 +196,19 @@ class _Pass:
         if flat:
             spec = {k: tree_copy(entry[k]) for k in _V20_POD_FIELDS if k in entry}
         else:
-            spec = tree_copy(_d(entry.get("spec")))
+            spec = tree_copy(as_dict(entry.get("spec")))
             if entry.get("metadata"):
                 pod["metadata"] = tree_copy(entry["metadata"])
         # v2.3 refuses env on the node container in a patch; the trainer's env is the same place.
-        for c in _l(spec.get("containers")):
-            if _d(c).get("name") == "node" and "env" in c:
+        for c in as_list(spec.get("containers")):
+            if as_dict(c).get("name") == "node" and "env" in c:
                 trainer = self.fixed["spec"].setdefault("trainer", {})
-                trainer["env"] = [*_l(trainer.get("env")), *c.pop("env")]
+                trainer["env"] = [*as_list(trainer.get("env")), *c.pop("env")]
         if spec:
             pod["spec"] = spec
         jobs = [
-            {"name": _d(t).get("name"), "template": {"spec": {"template": tree_copy(pod)}}}
-            for t in _l(entry.get("targetJobs"))
+            {"name": as_dict(t).get("name"), "template": {"spec": {"template": tree_copy(pod)}}}
+            for t in as_list(entry.get("targetJobs"))
         ]
         manager = MANAGER if count == 1 else f"{MANAGER}-{i}"
         return {
@@ -221,8 +220,8 @@ class _Pass:
 
     def runtime(self) -> None:
         meta = self.fixed.setdefault("metadata", {})
-        spec = _d(self.fixed.get("spec"))
-        torch = _d(_d(spec.get("mlPolicy")).get("torch"))
+        spec = as_dict(self.fixed.get("spec"))
+        torch = as_dict(as_dict(spec.get("mlPolicy")).get("torch"))
         if "numProcPerNode" in torch:
             value = torch.pop("numProcPerNode")
             extra = (
@@ -248,14 +247,14 @@ class _Pass:
                 "delete it",
                 True,
             )
-        jobs = _l(_d(_d(spec.get("template")).get("spec")).get("replicatedJobs"))
+        jobs = as_list(as_dict(as_dict(spec.get("template")).get("spec")).get("replicatedJobs"))
         for i, rjob in enumerate(jobs):
-            template = _d(_d(rjob).get("template"))
-            pod = _d(_d(_d(template.get("spec")).get("template")).get("spec"))
-            containers = _l(pod.get("containers"))
-            step = _d(_d(template.get("metadata")).get("labels")).get(ANCESTOR_LABEL)
+            template = as_dict(as_dict(rjob).get("template"))
+            pod = as_dict(as_dict(as_dict(template.get("spec")).get("template")).get("spec"))
+            containers = as_list(pod.get("containers"))
+            step = as_dict(as_dict(template.get("metadata")).get("labels")).get(ANCESTOR_LABEL)
             base = f"spec.template.spec.replicatedJobs[{i}]"
-            if step == "trainer" and not any(_d(c).get("name") == "node" for c in containers):
+            if step == "trainer" and not any(as_dict(c).get("name") == "node" for c in containers):
                 fixable = len(containers) == 1
                 if fixable:
                     containers[0]["name"] = "node"
@@ -267,11 +266,12 @@ class _Pass:
                     "rename the training container to node",
                     fixable,
                 )
-            name = _d(rjob).get("name")
+            name = as_dict(rjob).get("name")
             if name in ("dataset-initializer", "model-initializer"):
                 for c in containers:
-                    if _d(c).get("name") == name and not any(
-                        _d(m).get("name") == "initializer" for m in _l(_d(c).get("volumeMounts"))
+                    if as_dict(c).get("name") == name and not any(
+                        as_dict(m).get("name") == "initializer"
+                        for m in as_list(as_dict(c).get("volumeMounts"))
                     ):
                         self.find(
                             "U-INIT-VOLUME",
@@ -282,9 +282,9 @@ class _Pass:
                             "mount the shared volume as 'initializer'",
                             False,
                         )
-        labels = _d(meta.get("labels"))
+        labels = as_dict(meta.get("labels"))
         if FRAMEWORK_LABEL not in labels:
-            policy = _d(spec.get("mlPolicy"))
+            policy = as_dict(spec.get("mlPolicy"))
             # The runtime's name tells DeepSpeed and MLX apart from other MPI runtimes.
             named = [f for f in ("deepspeed", "mlx", "torchtune") if f in str(meta.get("name", ""))]
             framework = (
@@ -302,7 +302,7 @@ class _Pass:
                 f"add the label{f' ({framework})' if framework else ''}",
                 framework is not None,
             )
-        finalizers = _l(meta.get("finalizers"))
+        finalizers = as_list(meta.get("finalizers"))
         if _FINALIZER in finalizers:
             meta["finalizers"] = [f for f in finalizers if f != _FINALIZER]
             if not meta["finalizers"]:
@@ -318,16 +318,21 @@ class _Pass:
 
 
 def _node_resources(runtime: Obj) -> bool:
-    for rjob in _l(
-        _d(_d(_d(runtime.get("spec")).get("template")).get("spec")).get("replicatedJobs")
+    for rjob in as_list(
+        as_dict(as_dict(as_dict(runtime.get("spec")).get("template")).get("spec")).get(
+            "replicatedJobs"
+        )
     ):
-        template = _d(_d(rjob).get("template"))
-        if _d(_d(template.get("metadata")).get("labels")).get(ANCESTOR_LABEL) != "trainer":
+        template = as_dict(as_dict(rjob).get("template"))
+        if (
+            as_dict(as_dict(template.get("metadata")).get("labels")).get(ANCESTOR_LABEL)
+            != "trainer"
+        ):
             continue
-        pod = _d(_d(_d(template.get("spec")).get("template")).get("spec"))
+        pod = as_dict(as_dict(as_dict(template.get("spec")).get("template")).get("spec"))
         return any(
-            _d(c).get("name") == "node" and _d(c).get("resources")
-            for c in _l(pod.get("containers"))
+            as_dict(c).get("name") == "node" and as_dict(c).get("resources")
+            for c in as_list(pod.get("containers"))
         )
     return False
 
@@ -347,13 +352,13 @@ def _malformed(obj: Obj) -> list[Finding]:
             )
         ]
     probe: Obj = drop_nulls(tree_copy(obj))
-    spec = _d(probe.get("spec"))
+    spec = as_dict(probe.get("spec"))
     for key in ("podSpecOverrides", "podTemplateOverrides", "labels", "annotations"):
         if probe.get("kind") == "TrainJob":
             spec.pop(key, None)
-    if isinstance(_d(spec.get("trainer")).get("numProcPerNode"), str):
+    if isinstance(as_dict(spec.get("trainer")).get("numProcPerNode"), str):
         del spec["trainer"]["numProcPerNode"]
-    torch = _d(_d(spec.get("mlPolicy")).get("torch"))
+    torch = as_dict(as_dict(spec.get("mlPolicy")).get("torch"))
     for key in ("numProcPerNode", "elasticPolicy"):
         torch.pop(key, None)
     return [
