@@ -484,6 +484,15 @@ class TokenAuthority:
             ("POST", TOKEN_REVIEW_PATH, self.handle_token_review),
         ]
 
+    def authenticates(self, token: str) -> bool:
+        """Whether ``token`` is a current service-account token meant for the API server (the
+        API server's ``authenticator``: pods' in-cluster clients send these)."""
+        if self.lookup is None or token.count(".") != 2:
+            return False
+        body = {"kind": "TokenReview", "spec": {"token": token}}
+        answer = token_review_answer(self.key, self.lookup, body=body, now=int(self.clock()))
+        return bool(answer["status"]["authenticated"])
+
     def _lookup(self) -> ObjectLookup:
         if self.lookup is None:
             raise Refusal(503, "ServiceUnavailable", "the token authority is not attached yet")
@@ -560,7 +569,8 @@ async def request_token(
         "kind": "TokenRequest",
         "metadata": {"namespace": namespace},
         "spec": {
-            "audiences": [audience],
+            # No audience: the API server's own (kube-api-access tokens).
+            "audiences": [audience] if audience else [],
             "expirationSeconds": expiration_s,
             "boundObjectRef": {
                 "apiVersion": "v1",

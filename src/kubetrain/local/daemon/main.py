@@ -133,6 +133,8 @@ async def _start_server(home: Path, port: int, host: str = "127.0.0.1") -> ApiSe
             # What an install holds from its first start: default runtimes, public ConfigMap.
             seed_objects=install_defaults,
             routes=authority.routes(),
+            # Pods' in-cluster clients send their service-account tokens.
+            authenticator=authority.authenticates,
         )
         authority.attach(server.reader)
         try:
@@ -194,7 +196,9 @@ async def run_daemon(
     executor = (
         None
         if api_only
-        else Executor(api, executor_settings or _executor_settings(home, api, plane, allocatable))
+        else Executor(
+            api, executor_settings or _executor_settings(home, api, plane, allocatable, server)
+        )
     )
     controller_task: asyncio.Task[None] | None = None
     katib_task: asyncio.Task[None] | None = None
@@ -271,7 +275,7 @@ async def _start_status_plane(home: Path, kubeconfig: Path) -> StatusPlane | Non
 
 
 def _executor_settings(
-    home: Path, api: KubeApi, plane: StatusPlane | None, allocatable: Resources
+    home: Path, api: KubeApi, plane: StatusPlane | None, allocatable: Resources, server: ApiServer
 ) -> ExecutorSettings:
     from kubetrain.local.frameworks import (
         engine_overlay,
@@ -306,6 +310,8 @@ def _executor_settings(
         refusal=refusal,
         final_failure=initializer_failure,
         allocatable=allocatable,
+        api_port=server.port,
+        api_ca_pem=server.ca_pem,
     )
 
 
