@@ -127,3 +127,62 @@ async def test_the_example_streams_disjoint_halves_that_make_the_whole_table(
         assert per_epoch[0] == per_epoch[1]
     finally:
         await api.close()
+
+
+# One rank reads an epoch, then waits until the cache's head stops answering (the test has
+# killed a worker, so the LeaderWorkerSet recreates the group) and reads the next epoch while
+# the new group is still coming up: its reader must retry, and get every row once.
+RESTART_READER = """
+import time
+import pyarrow.flight as flight
+from kubetrain.datacache.dataset import CacheDataset
+from kubetrain.datacache.reader import default_endpoint
+
+def epoch():
+    rows = checksum = 0
+    for batch in CacheDataset(batch_size=500):
+        ids = batch.column("id").to_pylist()
+        rows, checksum = rows + len(ids), checksum + sum(ids)
+    return rows, checksum
+
+print("epoch 0 rows %d checksum %d" % epoch(), flush=True)
+head, deadline = default_endpoint(), time.monotonic() + 120
+while time.monotonic() < deadline:
+    try:
+        flight.connect(head).get_flight_info(flight.FlightDescriptor.for_path("0", "1"))
+    except flight.FlightError:
+        break
+    time.sleep(0.1)
+print("epoch 1 rows %d checksum %d" % epoch(), flush=True)
+"""
+
+
+async def test_a_killed_cache_worker_restarts_the_group_and_the_rank_retries_and_gets_every_row(
+    home: Path, iceberg_table: Any
+) -> None:
+    info = await asyncio.to_thread(ensure_daemon, home)
+    api = KubeApi.from_kubeconfig(info.kubeconfig)
+    try:
+        objects, job = _example(iceberg_table, "kill")
+        job["spec"]["trainer"].update(numNodes=1, command=["python", "-c", RESTART_READER])
+        for obj in objects:
+            await api.create(RESOURCES[obj["kind"]], obj)
+        await api.create(TRAINJOBS, job)
+        deadline = time.monotonic() + 240
+        while not any("epoch 0 rows" in v for k, v in _logs(home, "kill-node-").items()):
+            assert time.monotonic() < deadline, _logs(home, "kill-")
+            await asyncio.sleep(0.2)
+        await api.delete(("v1", "pods"), "default", "kill-cache-0-2")
+        obj = await _finish(api, "kill", 240)
+        logs = _logs(home, "kill-")
+        conds = {c["type"]: c for c in obj["status"]["conditions"]}
+        assert conds.get("Complete", {}).get("status") == "True", (obj["status"], logs)
+        trainer = next(v for k, v in logs.items() if k.startswith("kill-node-0-0"))
+        ids = iceberg_table.rows.column("id").to_pylist()
+        assert "retrying" in trainer, trainer
+        for epoch in (0, 1):
+            assert f"epoch {epoch} rows {len(ids)} checksum {sum(ids)}" in trainer, trainer
+        events, _ = await api.list(("v1", "events"))
+        assert any(e.get("reason") == "RecreateGroup" for e in events), "the group was recreated"
+    finally:
+        await api.close()
