@@ -11,6 +11,7 @@ silent switch.
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import threading
@@ -18,6 +19,8 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+log = logging.getLogger("kubetrain.datacache")
 
 __all__ = ["CacheReadError", "ShardReader", "default_endpoint", "shard_index"]
 
@@ -125,6 +128,7 @@ class ShardReader:
         def produce() -> None:
             progress = _Progress()
             last_progress, last_rows = time.monotonic(), 0
+            last_error = ""
             while not stop.is_set():
                 try:
                     for batch in self._stream(progress):
@@ -147,6 +151,14 @@ class ShardReader:
                             )
                         )
                         return
+                    # One line per kind of failure, not per attempt (every 0.5 s).
+                    if str(err) != last_error:
+                        last_error = str(err)
+                        log.warning(
+                            "%s: shard %d/%d: reading failed after %d row(s) (%s: %s); retrying",
+                            self.endpoint, self.shard, self.shards, progress.rows,
+                            type(err).__name__, err,
+                        )  # fmt: skip
                     time.sleep(0.5)
                 except BaseException as err:  # handed to the consumer, which raises it
                     put(err)

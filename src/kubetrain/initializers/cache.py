@@ -264,8 +264,19 @@ async def _bootstrap(s: CacheSettings, namespace: str) -> None:
 async def _wait_available(client: Any, s: CacheSettings, namespace: str, name: str) -> None:
     timeout = s.int("CACHE_READY_TIMEOUT_SECONDS")
     deadline = time.monotonic() + timeout
+    from kubetrain.kube.client import TRANSPORT_ERRORS
+
     while True:
-        lws = await client.get(LWS_API, "leaderworkersets", name, namespace=namespace)
+        try:
+            lws = await client.get(LWS_API, "leaderworkersets", name, namespace=namespace)
+        except TRANSPORT_ERRORS as err:
+            # A busy API server (the local engine starting the cache's processes on the same
+            # cores) answers late: keep asking until the deadline, then fail below.
+            if time.monotonic() > deadline:
+                raise
+            log.warning("reading LeaderWorkerSet %s: %s; retrying", name, err)
+            await asyncio.sleep(1.0)
+            continue
         conditions = dicts(obj_at(lws, "status").get("conditions"))
         if any(c.get("type") == "Available" and c.get("status") == "True" for c in conditions):
             log.info("LeaderWorkerSet %s is ready: the cache serves %s.%s", name, s.schema, s.table)

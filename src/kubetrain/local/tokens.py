@@ -602,7 +602,8 @@ async def request_token(
         "kind": "TokenRequest",
         "metadata": {"namespace": namespace},
         "spec": {
-            "audiences": [audience],
+            # No audience: the API server's own (kube-api-access tokens).
+            "audiences": [audience] if audience else [],
             "expirationSeconds": expiration_s,
             "boundObjectRef": {
                 "apiVersion": "v1",

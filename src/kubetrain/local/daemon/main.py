@@ -209,7 +209,9 @@ async def run_daemon(
     executor = (
         None
         if api_only
-        else Executor(api, executor_settings or _executor_settings(home, api, plane, allocatable))
+        else Executor(
+            api, executor_settings or _executor_settings(home, api, plane, allocatable, server)
+        )
     )
     controller_task: asyncio.Task[None] | None = None
     katib_task: asyncio.Task[None] | None = None
@@ -286,7 +288,11 @@ async def _start_status_plane(home: Path, kubeconfig: Path) -> StatusPlane | Non
 
 
 def _executor_settings(
-    home: Path, api: KubeClient, plane: StatusPlane | None, allocatable: Resources
+    home: Path,
+    api: KubeClient,
+    plane: StatusPlane | None,
+    allocatable: Resources,
+    server: ApiServer,
 ) -> ExecutorSettings:
     from kubetrain.local.frameworks import (
         engine_overlay,
@@ -321,6 +327,8 @@ def _executor_settings(
         refusal=refusal,
         final_failure=initializer_failure,
         allocatable=allocatable,
+        api_port=server.port,
+        api_ca_pem=server.ca_pem,
     )
 
 

@@ -39,6 +39,7 @@ from kubetrain.local.sandbox import (
 from kubetrain.local.sandbox.state import read_states
 
 from .addresses import AddressBook
+from .apiaccess import ROOT_CA, with_api_access
 from .cache import Cluster, Key, jobset_key_of, key_of
 from .endpoints import service_endpoints
 from .labels import JOBSET_UID
@@ -280,6 +281,8 @@ class Kubelet:
                     return
             self.ports.claim(owner, group, ports)
         self.waiting.pop(uid, None)
+        if self.settings.api_port is not None:
+            pod = with_api_access(pod, self.settings.api_port)
         runner = PodRunner(
             pod,
             lambda: self._context(pod, pod_ip, dns),
@@ -702,10 +705,17 @@ class Kubelet:
                     {k: str(v).encode() for k, v in (sec.get("stringData") or {}).items()}
                 )
                 secrets[name] = decoded
+        if ROOT_CA in cm_names and ROOT_CA not in config_maps and self.settings.api_ca_pem:
+            # What kube-controller-manager publishes in every namespace: the API server's CA.
+            config_maps[ROOT_CA] = {"ca.crt": self.settings.api_ca_pem.decode()}
         tokens: dict[str, str] = {}
         provider = self.settings.token_provider
         for audience in audiences:
-            tokens[audience] = await provider(pod, audience) if provider else UNSIGNED_TOKEN
+            try:
+                tokens[audience] = await provider(pod, audience) if provider else UNSIGNED_TOKEN
+            except ApiError as err:
+                # E.g. the pod's ServiceAccount does not exist (yet): retried, as a kubelet does.
+                raise SandboxError(f"service account token: {err}") from err
         pod_dir = self._pod_dir(str(pod["metadata"]["uid"]))
         services: dict[str, list[str]] = {}
         enter: tuple[str, ...] = ()

@@ -50,6 +50,10 @@ class ExecutorSettings:
     enforce_limits: bool = True
     # The node's allocatable cpu, memory and GPUs (None: the machine's, see `node`).
     allocatable: Resources | None = None
+    # The API server pods reach as kubernetes.default.svc: its port and CA (None: pods get
+    # no service-account mount, see `apiaccess`).
+    api_port: int | None = None
+    api_ca_pem: bytes | None = None
     # Asked before a pod starts: pods that cannot run here fail at once with its message.
     refusal: Refusal | None = None
     # Asked when a pod has failed: True fails its Job at once with the pod's termination

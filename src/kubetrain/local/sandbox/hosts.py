@@ -23,8 +23,10 @@ def pod_dns_names(hostname: str, subdomain: str | None, namespace: str) -> list[
     """The names a cluster DNS answers for a pod behind a headless Service, shortest first."""
     if not subdomain:
         return [hostname]
-    svc = f"{hostname}.{subdomain}.{namespace}.svc"
-    return [hostname, f"{hostname}.{subdomain}", svc, f"{svc}.{CLUSTER_DOMAIN}"]
+    # ``<host>.<subdomain>.<namespace>`` resolves through the search path (svc.cluster.local);
+    # LeaderWorkerSet's LWS_LEADER_ADDRESS is this form.
+    ns = f"{hostname}.{subdomain}.{namespace}"
+    return [hostname, f"{hostname}.{subdomain}", ns, f"{ns}.svc", f"{ns}.svc.{CLUSTER_DOMAIN}"]
 
 
 def service_dns_names(service: str, namespace: str) -> list[str]:

@@ -1,0 +1,192 @@
+"""The data-cache example on the local engine, end to end: the dataset initializer
+(``cache://``) creates the cache's ServiceAccount, LeaderWorkerSet and Service; the LWS pods
+come up and become Ready by their readiness probes; the 2 torch nodes stream disjoint row
+ranges from the cache, and the union is the whole table."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubetrain.kube.client import KubeClient, connect
+from kubetrain.kube.kinds import (
+    EVENT,
+    LEADER_WORKER_SET,
+    POD,
+    SERVICE_ACCOUNT,
+    TRAINING_RUNTIME,
+    TRAINJOB,
+)
+from kubetrain.local.daemon import ensure_daemon, stop_daemon
+from kubetrain.local.sandbox import sandbox_mode
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(sandbox_mode().mode != "bwrap", reason="needs bubblewrap"),
+]
+pytest.importorskip("torch")
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "data-cache"
+RESOURCES = {"TrainingRuntime": TRAINING_RUNTIME, "ServiceAccount": SERVICE_ACCOUNT}
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "home"
+    try:
+        yield path
+    finally:
+        stop_daemon(path, kill_pods=True, timeout=10)
+
+
+def _example(table: Any, name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The example's runtime and TrainJob, pointed at the test's table and S3 server."""
+    runtime, account = yaml.safe_load_all((EXAMPLE / "runtime.yaml").read_text())
+    for obj in (runtime, account):
+        obj["metadata"]["namespace"] = "default"
+    job = yaml.safe_load((EXAMPLE / "trainjob.yaml").read_text())
+    job["metadata"].update(name=name, namespace="default")
+    values = {
+        "METADATA_LOC": table.metadata_loc,
+        "AWS_ENDPOINT_URL": table.s3.pod_endpoint,
+        "AWS_ACCESS_KEY_ID": table.s3.access_key_id,
+        "AWS_SECRET_ACCESS_KEY": table.s3.secret_access_key,
+    }
+    for env in job["spec"]["initializer"]["dataset"]["env"]:
+        env["value"] = values.get(env["name"], env["value"])
+    command = job["spec"]["trainer"]["command"]
+    command[2] = command[2].replace(
+        "/tmp/train.py\n", f"/tmp/train.py --rows {table.rows.num_rows}\n"
+    )
+    return [runtime, account], job
+
+
+async def _finish(api: KubeClient, name: str, timeout: float) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        obj = await api.get(TRAINJOB.api_version, TRAINJOB.plural, name, namespace="default")
+        conds = (obj.get("status") or {}).get("conditions") or []
+        if any(c["type"] in ("Complete", "Failed") and c["status"] == "True" for c in conds):
+            return obj
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{name} did not finish: {conds}")
+        await asyncio.sleep(0.2)
+
+
+def _logs(home: Path, pod_prefix: str) -> dict[str, str]:
+    return {
+        path.parent.name: path.read_text()
+        for path in sorted((home / "logs" / "default").glob(f"{pod_prefix}*/*.log"))
+    }
+
+
+async def test_the_example_streams_disjoint_halves_that_make_the_whole_table(
+    home: Path, iceberg_table: Any
+) -> None:
+    info = await asyncio.to_thread(ensure_daemon, home)
+    api = connect(info.kubeconfig)
+    try:
+        objects, job = _example(iceberg_table, "dc")
+        for obj in objects:
+            await api.create(RESOURCES[obj["kind"]].api_version, RESOURCES[obj["kind"]].plural, obj)
+        await api.create(TRAINJOB.api_version, TRAINJOB.plural, job)
+        obj = await _finish(api, "dc", 240)
+        logs = _logs(home, "dc-")
+        conds = {c["type"]: c for c in obj["status"]["conditions"]}
+        assert conds.get("Complete", {}).get("status") == "True", (obj["status"], logs)
+        lws = await api.get(
+            LEADER_WORKER_SET.api_version, LEADER_WORKER_SET.plural, "dc-cache", namespace="default"
+        )
+        assert any(
+            c["type"] == "Available" and c["status"] == "True" for c in lws["status"]["conditions"]
+        )
+        rows = iceberg_table.rows.num_rows
+        whole = sum(iceberg_table.rows.column("id").to_pylist())
+        ranks = [next(v for k, v in logs.items() if k.startswith(f"dc-node-0-{r}")) for r in (0, 1)]
+        per_epoch = []
+        for epoch in range(2):
+            got = [
+                re.search(rf"epoch {epoch} rank {r} rows (\d+) checksum (\d+)", text)
+                for r, text in enumerate(ranks)
+            ]
+            assert all(got), ranks
+            counts = [int(m.group(1)) for m in got if m]
+            sums = [int(m.group(2)) for m in got if m]
+            # Disjoint halves: the counts split the table, the checksums add up to the table's.
+            assert counts == [rows // 2, rows - rows // 2], ranks
+            assert sum(sums) == whole, ranks
+            per_epoch.append(sums)
+            assert (
+                f"epoch {epoch} all 2 ranks: rows {rows} checksum {whole}: the whole table"
+                in ranks[0]
+            ), ranks[0]
+        # Every epoch each rank gets the same rows again.
+        assert per_epoch[0] == per_epoch[1]
+    finally:
+        await api.close()
+
+
+# One rank reads an epoch, then waits until the cache's head stops answering (the test has
+# killed a worker, so the LeaderWorkerSet recreates the group) and reads the next epoch while
+# the new group is still coming up: its reader must retry, and get every row once.
+RESTART_READER = """
+import time
+import pyarrow.flight as flight
+from kubetrain.datacache.dataset import CacheDataset
+from kubetrain.datacache.reader import default_endpoint
+
+def epoch():
+    rows = checksum = 0
+    for batch in CacheDataset(batch_size=500):
+        ids = batch.column("id").to_pylist()
+        rows, checksum = rows + len(ids), checksum + sum(ids)
+    return rows, checksum
+
+print("epoch 0 rows %d checksum %d" % epoch(), flush=True)
+head, deadline = default_endpoint(), time.monotonic() + 120
+while time.monotonic() < deadline:
+    try:
+        flight.connect(head).get_flight_info(flight.FlightDescriptor.for_path("0", "1"))
+    except flight.FlightError:
+        break
+    time.sleep(0.1)
+print("epoch 1 rows %d checksum %d" % epoch(), flush=True)
+"""
+
+
+async def test_a_killed_cache_worker_restarts_the_group_and_the_rank_retries_and_gets_every_row(
+    home: Path, iceberg_table: Any
+) -> None:
+    info = await asyncio.to_thread(ensure_daemon, home)
+    api = connect(info.kubeconfig)
+    try:
+        objects, job = _example(iceberg_table, "kill")
+        job["spec"]["trainer"].update(numNodes=1, command=["python", "-c", RESTART_READER])
+        for obj in objects:
+            await api.create(RESOURCES[obj["kind"]].api_version, RESOURCES[obj["kind"]].plural, obj)
+        await api.create(TRAINJOB.api_version, TRAINJOB.plural, job)
+        deadline = time.monotonic() + 240
+        while not any("epoch 0 rows" in v for k, v in _logs(home, "kill-node-").items()):
+            assert time.monotonic() < deadline, _logs(home, "kill-")
+            await asyncio.sleep(0.2)
+        await api.delete(POD.api_version, POD.plural, "kill-cache-0-2", namespace="default")
+        obj = await _finish(api, "kill", 240)
+        logs = _logs(home, "kill-")
+        conds = {c["type"]: c for c in obj["status"]["conditions"]}
+        assert conds.get("Complete", {}).get("status") == "True", (obj["status"], logs)
+        trainer = next(v for k, v in logs.items() if k.startswith("kill-node-0-0"))
+        ids = iceberg_table.rows.column("id").to_pylist()
+        assert "retrying" in trainer, trainer
+        for epoch in (0, 1):
+            assert f"epoch {epoch} rows {len(ids)} checksum {sum(ids)}" in trainer, trainer
+        events, _ = await api.list(EVENT.api_version, EVENT.plural)
+        assert any(e.get("reason") == "RecreateGroup" for e in events), "the group was recreated"
+    finally:
+        await api.close()
