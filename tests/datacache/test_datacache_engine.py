@@ -20,6 +20,8 @@ from kubetrain.kube.kinds import (
     EVENT,
     LEADER_WORKER_SET,
     POD,
+    ROLE,
+    ROLE_BINDING,
     SERVICE_ACCOUNT,
     TRAINING_RUNTIME,
     TRAINJOB,
@@ -34,7 +36,12 @@ pytestmark = [
 pytest.importorskip("torch")
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "data-cache"
-RESOURCES = {"TrainingRuntime": TRAINING_RUNTIME, "ServiceAccount": SERVICE_ACCOUNT}
+RESOURCES = {
+    "TrainingRuntime": TRAINING_RUNTIME,
+    "ServiceAccount": SERVICE_ACCOUNT,
+    "Role": ROLE,
+    "RoleBinding": ROLE_BINDING,
+}
 
 
 @pytest.fixture
@@ -48,8 +55,8 @@ def home(tmp_path: Path) -> Iterator[Path]:
 
 def _example(table: Any, name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The example's runtime and TrainJob, pointed at the test's table and S3 server."""
-    runtime, account = yaml.safe_load_all((EXAMPLE / "runtime.yaml").read_text())
-    for obj in (runtime, account):
+    objects = list(yaml.safe_load_all((EXAMPLE / "runtime.yaml").read_text()))
+    for obj in objects:
         obj["metadata"]["namespace"] = "default"
     job = yaml.safe_load((EXAMPLE / "trainjob.yaml").read_text())
     job["metadata"].update(name=name, namespace="default")
@@ -65,7 +72,7 @@ def _example(table: Any, name: str) -> tuple[list[dict[str, Any]], dict[str, Any
     command[2] = command[2].replace(
         "/tmp/train.py\n", f"/tmp/train.py --rows {table.rows.num_rows}\n"
     )
-    return [runtime, account], job
+    return objects, job
 
 
 async def _finish(api: KubeClient, name: str, timeout: float) -> dict[str, Any]:
