@@ -75,8 +75,8 @@ def test_a_jobsets_hosts_file_names_every_pod_in_every_form() -> None:
     )
     text = hosts_file(hosts)
     assert (
-        "127.0.0.2\ttj-node-0-0.tj.ns.svc.cluster.local tj-node-0-0.tj.ns.svc tj-node-0-0.tj tj-node-0-0"
-        in text
+        "127.0.0.2\ttj-node-0-0.tj.ns.svc.cluster.local tj-node-0-0.tj.ns.svc tj-node-0-0.tj.ns"
+        " tj-node-0-0.tj tj-node-0-0" in text
     )
     assert "127.0.0.3\ttj-node-0-1.tj.ns.svc.cluster.local" in text
     assert text.startswith("# ") and "127.0.0.1\tlocalhost" in text
