@@ -20,11 +20,13 @@ __all__ = [
     "ENDPOINTS",
     "ENDPOINT_SLICE",
     "EVENT",
+    "EVENTS_EVENT",
     "EXPERIMENT",
     "JOB",
     "JOBSET",
     "LEADER_WORKER_SET",
     "LEASE",
+    "LIMIT_RANGE",
     "MUTATING_WEBHOOK_CONFIGURATION",
     "NAMESPACE",
     "NODE",
@@ -35,6 +37,7 @@ __all__ = [
     "REPLICA_SET",
     "ROLE",
     "ROLE_BINDING",
+    "RUNTIME_CLASS",
     "SECRET",
     "SERVICE",
     "SERVICE_ACCOUNT",
@@ -125,6 +128,11 @@ API_SERVICE = Kind("apiregistration.k8s.io/v1", "APIService", "apiservices", Fal
 # The data cache runs as a LeaderWorkerSet (the cache initializer makes it).
 LEADER_WORKER_SET = Kind("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "leaderworkersets")
 
+# Kinds the embedded API server serves that no controller of kubetrain reads or writes.
+EVENTS_EVENT = Kind("events.k8s.io/v1", "Event", "events")
+LIMIT_RANGE = Kind("v1", "LimitRange", "limitranges")
+RUNTIME_CLASS = Kind("node.k8s.io/v1", "RuntimeClass", "runtimeclasses", False)
+
 _ALL = (
     TRAINJOB,
     TRAINING_RUNTIME,
@@ -162,6 +170,9 @@ _ALL = (
     CLUSTER_ROLE_BINDING,
     API_SERVICE,
     LEADER_WORKER_SET,
+    EVENTS_EVENT,
+    LIMIT_RANGE,
+    RUNTIME_CLASS,
 )
 _BY_TYPE = {(k.api_version, k.kind): k for k in _ALL}
 

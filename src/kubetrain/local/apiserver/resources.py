@@ -12,6 +12,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kubetrain.kube import kinds as K
+from kubetrain.kube.kinds import Kind
+
 __all__ = ["BUILTIN_RESOURCES", "PrinterColumn", "Registry", "ResourceDef", "resource_from_crd"]
 
 VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -58,6 +61,23 @@ class ResourceDef:
     view: str = ""
     # Top-level fields the apiserver's defaulting fills in on create when absent.
     create_defaults: Mapping[str, Any] | None = None
+
+    @classmethod
+    def of(
+        cls,
+        kind: Kind,
+        singular: str = "",
+        short_names: tuple[str, ...] = (),
+        categories: tuple[str, ...] = (),
+        **rules: Any,
+    ) -> ResourceDef:
+        """A built-in resource: its identity from the one kind table (``kubetrain.kube.kinds``),
+        its serving rules from the arguments."""
+        group, _, version = kind.api_version.rpartition("/")
+        return cls(
+            group, version, kind.kind, kind.plural, kind.namespaced,
+            singular, short_names, categories, **rules,
+        )  # fmt: skip
 
     @property
     def api_version(self) -> str:
@@ -108,17 +128,14 @@ _EVENT_FIELDS = (
     "type",
 )
 
-_TRAINER = "trainer.kubeflow.org"
 
 BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
-    ResourceDef(
-        "", "v1", "Namespace", "namespaces", False, "namespace", ("ns",),
+    ResourceDef.of(K.NAMESPACE, "namespace", ("ns",),
         subresources=frozenset({"status"}),
         printer_columns=(PrinterColumn("Status", json_path=".status.phase"), _age()),
         has_generation=False, field_labels=("status.phase",), initial_status={"phase": "Active"},
     ),
-    ResourceDef(
-        "", "v1", "Pod", "pods", True, "pod", ("po",), ("all",),
+    ResourceDef.of(K.POD, "pod", ("po",), ("all",),
         subresources=frozenset({"status", "log", "exec", "attach", "portforward"}),
         printer_columns=(
             PrinterColumn("Ready", computed="pod_ready"),
@@ -135,22 +152,18 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
         initial_status={"phase": "Pending"},
         has_generation=False,  # Kubernetes 1.32 pods carry no generation (added in 1.33)
     ),
-    ResourceDef(
-        "", "v1", "ConfigMap", "configmaps", True, "configmap", ("cm",),
+    ResourceDef.of(K.CONFIGMAP, "configmap", ("cm",),
         printer_columns=(PrinterColumn("Data", "integer", computed="data_count"), _age()),
         has_generation=False,
     ),
-    ResourceDef(
-        "", "v1", "Secret", "secrets", True, "secret",
+    ResourceDef.of(K.SECRET, "secret",
         printer_columns=(PrinterColumn("Type", json_path=".type"), PrinterColumn("Data", "integer", computed="data_count"), _age()),
         has_generation=False, field_labels=("type",), create_defaults={"type": "Opaque"},
     ),
-    ResourceDef(
-        "", "v1", "ServiceAccount", "serviceaccounts", True, "serviceaccount", ("sa",),
+    ResourceDef.of(K.SERVICE_ACCOUNT, "serviceaccount", ("sa",),
         printer_columns=(PrinterColumn("Secrets", "integer", computed="sa_secrets"), _age()), has_generation=False,
     ),
-    ResourceDef(
-        "", "v1", "Event", "events", True, "event", ("ev",),
+    ResourceDef.of(K.EVENT, "event", ("ev",),
         printer_columns=(
             PrinterColumn("Last Seen", computed="event_last_seen"),
             PrinterColumn("Type", json_path=".type"),
@@ -160,8 +173,7 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
         ),
         has_generation=False, field_labels=_EVENT_FIELDS,
     ),
-    ResourceDef(
-        "events.k8s.io", "v1", "Event", "events", True, "event", ("ev",),
+    ResourceDef.of(K.EVENTS_EVENT, "event", ("ev",),
         printer_columns=(
             PrinterColumn("Type", json_path=".type"),
             PrinterColumn("Reason", json_path=".reason"),
@@ -172,8 +184,7 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
         field_labels=("regarding.kind", "regarding.namespace", "regarding.name", "regarding.uid", "reason", "type", "reportingController"),
         view="events.k8s.io/v1/events",
     ),
-    ResourceDef(
-        "", "v1", "Node", "nodes", False, "node", ("no",),
+    ResourceDef.of(K.NODE, "node", ("no",),
         subresources=frozenset({"status"}),
         printer_columns=(
             PrinterColumn("Status", computed="node_status"),
@@ -182,11 +193,10 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
         ),
         has_generation=False, field_labels=("spec.unschedulable",),
     ),
-    ResourceDef("", "v1", "LimitRange", "limitranges", True, "limitrange", ("limits",), printer_columns=_NAME_AGE, has_generation=False),
+    ResourceDef.of(K.LIMIT_RANGE, "limitrange", ("limits",), printer_columns=_NAME_AGE, has_generation=False),
     # Services name pods for the local engine's pod network (no virtual IPs: a name resolves
     # to its endpoints' pod IPs, as a headless Service's does).
-    ResourceDef(
-        "", "v1", "Service", "services", True, "service", ("svc",), ("all",),
+    ResourceDef.of(K.SERVICE, "service", ("svc",), ("all",),
         subresources=frozenset({"status"}),
         printer_columns=(
             PrinterColumn("Type", json_path=".spec.type"),
@@ -198,47 +208,39 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
         ),
         has_generation=False, initial_status={"loadBalancer": {}},
     ),
-    ResourceDef(
-        "scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", False, "priorityclass", ("pc",),
+    ResourceDef.of(K.PRIORITY_CLASS, "priorityclass", ("pc",),
         printer_columns=(PrinterColumn("Value", "integer", json_path=".value"), PrinterColumn("Global-Default", "boolean", json_path=".globalDefault"), _age()),
         has_generation=False,
     ),
-    ResourceDef(
-        "node.k8s.io", "v1", "RuntimeClass", "runtimeclasses", False, "runtimeclass",
+    ResourceDef.of(K.RUNTIME_CLASS, "runtimeclass",
         printer_columns=(PrinterColumn("Handler", json_path=".handler"), _age()), has_generation=False,
     ),
-    ResourceDef(
-        "coordination.k8s.io", "v1", "Lease", "leases", True, "lease",
+    ResourceDef.of(K.LEASE, "lease",
         printer_columns=(PrinterColumn("Holder", json_path=".spec.holderIdentity"), _age()), has_generation=False,
     ),
-    ResourceDef(
-        "scheduling.x-k8s.io", "v1alpha1", "PodGroup", "podgroups", True, "podgroup", ("pg", "pgs"),
+    ResourceDef.of(K.POD_GROUP, "podgroup", ("pg", "pgs"),
         subresources=frozenset({"status"}), printer_columns=_NAME_AGE, custom=True,
     ),
-    ResourceDef(
-        "scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups", True, "podgroup", ("pg", "podgroup-v1beta1"),
+    ResourceDef.of(K.VOLCANO_POD_GROUP, "podgroup", ("pg", "podgroup-v1beta1"),
         subresources=frozenset({"status"}), printer_columns=_NAME_AGE, custom=True,
     ),
     # Schema-less stand-ins, replaced by the CRD-backed definitions when manifests are given.
-    ResourceDef(
-        _TRAINER, "v1alpha1", "TrainJob", "trainjobs", True, "trainjob",
+    ResourceDef.of(K.TRAINJOB, "trainjob",
         subresources=frozenset({"status"}),
         printer_columns=(PrinterColumn("State", json_path=".status.conditions[-1:].type"), _age()), custom=True,
     ),
-    ResourceDef(_TRAINER, "v1alpha1", "TrainingRuntime", "trainingruntimes", True, "trainingruntime", printer_columns=_NAME_AGE, custom=True),
-    ResourceDef(
-        _TRAINER, "v1alpha1", "ClusterTrainingRuntime", "clustertrainingruntimes", False, "clustertrainingruntime",
+    ResourceDef.of(K.TRAINING_RUNTIME, "trainingruntime", printer_columns=_NAME_AGE, custom=True),
+    ResourceDef.of(K.CLUSTER_TRAINING_RUNTIME, "clustertrainingruntime",
         printer_columns=_NAME_AGE, custom=True,
     ),
-    ResourceDef(
-        "jobset.x-k8s.io", "v1alpha2", "JobSet", "jobsets", True, "jobset",
+    ResourceDef.of(K.JOBSET, "jobset",
         subresources=frozenset({"status"}), printer_columns=_NAME_AGE, custom=True,
     ),
     # Katib's kinds (kubeflow.org/v1beta1): its CRDs carry no schema (x-kubernetes-preserve-
     # unknown-fields); Katib's webhooks do all checking, here kubetrain.runtime.katib's admission.
     *(
-        ResourceDef(
-            "kubeflow.org", "v1beta1", kind, kind.lower() + "s", True, kind.lower(),
+        ResourceDef.of(
+            kind, kind.kind.lower(),
             categories=("all", "kubeflow", "katib"), subresources=frozenset({"status"}),
             printer_columns=(
                 PrinterColumn("Type", json_path=".status.conditions[-1:].type"),
@@ -249,10 +251,10 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
             custom=True,
         )
         for kind, extra in (
-            ("Experiment", ()),
-            ("Trial", ()),
+            (K.EXPERIMENT, ()),
+            (K.TRIAL, ()),
             (
-                "Suggestion",
+                K.SUGGESTION,
                 (
                     PrinterColumn("Requested", "string", json_path=".spec.requests"),
                     PrinterColumn("Assigned", "string", json_path=".status.suggestionCount"),
@@ -263,8 +265,7 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
     # The core kinds operators touch next to a TrainJob (Helm charts, Katib, Kueue, the official
     # client's e2e suite), with kubectl's printer columns (k8s.io/kubernetes pkg/printers) and
     # the subresources Kubernetes serves for them.
-    ResourceDef(
-        "batch", "v1", "Job", "jobs", True, "job", (), ("all",),
+    ResourceDef.of(K.JOB, "job", (), ("all",),
         subresources=frozenset({"status"}),
         printer_columns=(
             PrinterColumn("Status", computed="job_status"),
@@ -275,8 +276,7 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
         ),
         field_labels=("status.successful",),
     ),
-    ResourceDef(
-        "apps", "v1", "Deployment", "deployments", True, "deployment", ("deploy",), ("all",),
+    ResourceDef.of(K.DEPLOYMENT, "deployment", ("deploy",), ("all",),
         subresources=frozenset({"status", "scale"}),
         printer_columns=(
             PrinterColumn("Ready", computed="ready_of_replicas"),
@@ -286,8 +286,7 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
             *_WORKLOAD_WIDE,
         ),
     ),
-    ResourceDef(
-        "apps", "v1", "ReplicaSet", "replicasets", True, "replicaset", ("rs",), ("all",),
+    ResourceDef.of(K.REPLICA_SET, "replicaset", ("rs",), ("all",),
         subresources=frozenset({"status", "scale"}),
         printer_columns=(
             PrinterColumn("Desired", "integer", computed="desired_replicas"),
@@ -297,8 +296,7 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
             *_WORKLOAD_WIDE,
         ),
     ),
-    ResourceDef(
-        "apps", "v1", "DaemonSet", "daemonsets", True, "daemonset", ("ds",), ("all",),
+    ResourceDef.of(K.DAEMON_SET, "daemonset", ("ds",), ("all",),
         subresources=frozenset({"status"}),
         printer_columns=(
             PrinterColumn("Desired", "integer", computed="count:.status.desiredNumberScheduled"),
@@ -311,8 +309,7 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
             *_WORKLOAD_WIDE,
         ),
     ),
-    ResourceDef(
-        "apps", "v1", "StatefulSet", "statefulsets", True, "statefulset", ("sts",), ("all",),
+    ResourceDef.of(K.STATEFUL_SET, "statefulset", ("sts",), ("all",),
         subresources=frozenset({"status", "scale"}),
         printer_columns=(
             PrinterColumn("Ready", computed="ready_of_replicas"),
@@ -320,8 +317,7 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
             *_WORKLOAD_WIDE[:2],
         ),
     ),
-    ResourceDef(
-        "", "v1", "ReplicationController", "replicationcontrollers", True, "replicationcontroller",
+    ResourceDef.of(K.REPLICATION_CONTROLLER, "replicationcontroller",
         ("rc",), ("all",),
         subresources=frozenset({"status", "scale"}),
         printer_columns=(
@@ -333,13 +329,11 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
         ),
         field_labels=("status.replicas",),
     ),
-    ResourceDef(
-        "", "v1", "Endpoints", "endpoints", True, "endpoints", ("ep",),
+    ResourceDef.of(K.ENDPOINTS, "endpoints", ("ep",),
         printer_columns=(PrinterColumn("Endpoints", computed="endpoints"), _age()),
         has_generation=False,
     ),
-    ResourceDef(
-        "discovery.k8s.io", "v1", "EndpointSlice", "endpointslices", True, "endpointslice",
+    ResourceDef.of(K.ENDPOINT_SLICE, "endpointslice",
         printer_columns=(
             PrinterColumn("AddressType", json_path=".addressType"),
             PrinterColumn("Ports", computed="slice_ports"),
@@ -348,11 +342,11 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
         ),
     ),
     *(
-        ResourceDef(
-            "rbac.authorization.k8s.io", "v1", kind, kind.lower() + "s", namespaced, kind.lower(),
+        ResourceDef.of(
+            kind, kind.kind.lower(),
             printer_columns=(
                 PrinterColumn("Created At", "string", computed="created_at", format="date-time"),
-            ) if kind.endswith("Role") else (
+            ) if kind.kind.endswith("Role") else (
                 PrinterColumn("Role", computed="binding_role"),
                 _age(),
                 PrinterColumn("Users", computed="binding_users", priority=1),
@@ -361,12 +355,9 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
             ),
             has_generation=False,
         )
-        for kind, namespaced in (
-            ("Role", True), ("ClusterRole", False), ("RoleBinding", True), ("ClusterRoleBinding", False)
-        )
+        for kind in (K.ROLE, K.CLUSTER_ROLE, K.ROLE_BINDING, K.CLUSTER_ROLE_BINDING)
     ),
-    ResourceDef(
-        "apiregistration.k8s.io", "v1", "APIService", "apiservices", False, "apiservice",
+    ResourceDef.of(K.API_SERVICE, "apiservice",
         categories=("api-extensions",),
         subresources=frozenset({"status"}),
         printer_columns=(
@@ -377,14 +368,8 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
         has_generation=False,
     ),
     # Admission webhooks the API server calls (kubetrain.local.apiserver.webhooks).
-    ResourceDef(
-        "admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", False,
-        "validatingwebhookconfiguration", printer_columns=_NAME_AGE,
-    ),
-    ResourceDef(
-        "admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", False,
-        "mutatingwebhookconfiguration", printer_columns=_NAME_AGE,
-    ),
+    ResourceDef.of(K.VALIDATING_WEBHOOK_CONFIGURATION, "validatingwebhookconfiguration", printer_columns=_NAME_AGE),
+    ResourceDef.of(K.MUTATING_WEBHOOK_CONFIGURATION, "mutatingwebhookconfiguration", printer_columns=_NAME_AGE),
 )  # fmt: skip
 
 
