@@ -7,8 +7,9 @@ built-in TrainJob controller. Then, as docs/install-kubernetes.md says: ``kubect
 ``kubetrain controller`` (the image's entrypoint) under its ServiceAccount and becomes Ready; it
 provisions its webhook certificate and patches the configurations' caBundles; the API server
 calls its webhooks over HTTPS through the Service (an invalid TrainJob is refused with the
-webhook's message); a TrainJob trains to Complete; ``kubectl delete -k manifests/`` leaves
-nothing of the install behind.
+webhook's message); a TrainJob trains to Complete; without the ClusterRole's JobSet rule the
+next one fails with the API server's 403; ``kubectl delete -k manifests/`` leaves nothing of
+the install behind.
 """
 
 from __future__ import annotations
@@ -126,6 +127,24 @@ def test_kubectl_apply_k_manifests_installs_a_controller_that_admits_and_trains(
     logs = kubectl("logs", "-l", "jobset.sigs.k8s.io/jobset-name=hello")
     assert "trained under the installed controller" in logs
     kubectl("delete", "trainjob", "hello")
+
+    # The controller runs with its ServiceAccount's rights only: without the ClusterRole's
+    # JobSet rule its TrainJob fails with the API server's 403, which it reports in an Event.
+    rule = kubectl("get", "clusterrole", DEPLOYMENT, "-o", "jsonpath={.rules[3].resources}")
+    assert rule == '["jobsets"]'
+    kubectl("patch", "clusterrole", DEPLOYMENT, "--type=json",
+            "-p", '[{"op": "remove", "path": "/rules/3"}]')  # fmt: skip
+    kubectl("apply", "-f", "-", stdin=TRAINJOB.replace("name: hello", "name: denied"))
+    forbidden = (
+        'jobsets.jobset.x-k8s.io "denied" is forbidden: User "system:serviceaccount:'
+        f'{NAMESPACE}:{DEPLOYMENT}" cannot patch resource "jobsets" in API group "jobset.x-k8s.io"'
+    )
+    deadline = time.monotonic() + 60
+    while forbidden not in kubectl("get", "events", "--field-selector", "involvedObject.name=denied",
+                                   "-o", "jsonpath={.items[*].message}"):  # fmt: skip
+        assert time.monotonic() < deadline, "no 403 reported for the TrainJob"
+        time.sleep(0.5)
+    kubectl("delete", "trainjob", "denied")
 
     # Namespace termination here deletes its objects at once, so kubectl's later deletes of
     # them find nothing (on a cluster the namespace controller is slower): hence --ignore-not-found.
