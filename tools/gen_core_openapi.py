@@ -60,7 +60,8 @@ def _openapi(node: Any) -> Any:
 
 def _refs(node: Any) -> list[str]:
     if isinstance(node, dict):
-        found = [str(node["$ref"]).rsplit("/", 1)[-1]] if "$ref" in node else []
+        # JSONSchemaProps has a property named $ref: only a string is a reference.
+        found = [str(node["$ref"]).rsplit("/", 1)[-1]] if isinstance(node.get("$ref"), str) else []
         return found + [r for v in node.values() for r in _refs(v)]
     if isinstance(node, list):
         return [r for v in node for r in _refs(v)]

@@ -136,3 +136,23 @@ def test_mpi_runtime_images_run_as_mpiuser_and_user_entries_keep_precedence(tmp_
     mlx = images.resolve("ghcr.io/kubeflow/trainer/mlx-runtime:v2.3.0")
     assert mlx.prefix == tmp_path and mlx.users == {1000: ("mpiuser", "/home/mpiuser")}
     assert images.resolve("nvcr.io/nvidia/jax:25.10-py3").users == {}
+
+
+def test_the_controller_image_runs_kubetrain_controller_and_user_entries_keep_precedence(
+    tmp_path: Path,
+) -> None:
+    from kubetrain.controller.deploy import install_objects
+
+    deployment = next(o for o in install_objects("manager") if o["kind"] == "Deployment")
+    image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert with_framework_images(ImageMap()).resolve(image).entrypoint == (
+        "kubetrain",
+        "controller",
+    )
+    mine = ImageEnv(prefix=tmp_path)
+    images = with_framework_images(ImageMap(images={"ghcr.io/kubetrain/controller:*": mine}))
+    resolved = images.resolve(image)
+    assert resolved.prefix == tmp_path and resolved.entrypoint == ("kubetrain", "controller")
+    pinned = ImageEnv(prefix=tmp_path, entrypoint=("my-controller",))
+    images = with_framework_images(ImageMap(images={"ghcr.io/kubetrain/controller:*": pinned}))
+    assert images.resolve(image).entrypoint == ("my-controller",)

@@ -49,6 +49,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve the API alone (no controller, executor or status server): a stand-in "
         "cluster for `kubetrain controller --kubeconfig`",
     )
+    parser.add_argument(
+        "--no-controller",
+        action="store_true",
+        help="serve the API and run pods (executor, Deployments, Services) without the built-in "
+        "controller or its in-process admission: install it with `kubectl apply -k manifests/`",
+    )
 
 
 def _port(text: str) -> int:
@@ -81,7 +87,13 @@ def run(args: argparse.Namespace) -> int:
 
     def ready(server: ApiServer) -> None:
         path = server.write_kubeconfig(args.kubeconfig) if args.kubeconfig else home / "kubeconfig"
-        what = "API server (no controller, no executor)" if args.api_only else "control plane"
+        what = (
+            "API server (no controller, no executor)"
+            if args.api_only
+            else "API server and executor (no controller)"
+            if args.no_controller
+            else "control plane"
+        )
         print(f"kubetrain {what} at {server.url} (home {home})", flush=True)
         print(f"kubeconfig: {path} (context kubetrain-local)", flush=True)
         print(f"try: kubectl --kubeconfig {path} get trainjobs,clustertrainingruntimes", flush=True)
@@ -91,7 +103,14 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         code = asyncio.run(
-            run_daemon(home, port=args.port, host=args.host, on_ready=ready, api_only=args.api_only)
+            run_daemon(
+                home,
+                port=args.port,
+                host=args.host,
+                on_ready=ready,
+                api_only=args.api_only,
+                controller=not args.no_controller,
+            )
         )
     except OSError as exc:
         if exc.filename:

@@ -28,6 +28,7 @@ from kubetrain.local.apiserver.admission import (
     PermissiveAdmission,
     webhook_name,
 )
+from kubetrain.local.apiserver.crds import crd_errors, crd_status, is_crd
 from kubetrain.local.apiserver.defaults import apply_core_defaults, generate_job_selector
 from kubetrain.local.apiserver.deletion import Deletion
 from kubetrain.local.apiserver.meta import (
@@ -241,6 +242,8 @@ class Engine(Deletion):
             else None
         )
         obj, warnings = await self._admit(res, "CREATE", obj, None, opts, subresource=None)
+        if is_crd(res.group, res.kind):
+            obj["status"] = crd_status(obj, self.registry, self.clock())
         if self.store.get(res.key, ns, name) is not None:
             raise E.already_exists(res.group, res.plural, name)  # created while webhooks ran
         return self._store_created(
@@ -391,6 +394,8 @@ class Engine(Deletion):
             )
         elif schematic:
             errors += self.schema.validate(obj)
+        elif subresource is None and is_crd(res.group, res.kind):
+            errors += crd_errors(obj)
         if errors:
             raise E.invalid(res.group, res.kind, name, errors)
         if path_segment and self.escalation is not None and opts.user is not None:

@@ -367,6 +367,14 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
         ),
         has_generation=False,
     ),
+    # Stored for `kubectl apply -k manifests/` (kubetrain.local.apiserver.crds); the kinds served
+    # come from this table, not from stored CRDs.
+    ResourceDef(
+        "apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False,
+        "customresourcedefinition", ("crd", "crds"), ("api-extensions",),
+        subresources=frozenset({"status"}),
+        printer_columns=(PrinterColumn("Created At", "string", computed="created_at", format="date-time"),),
+    ),
     # Admission webhooks the API server calls (kubetrain.local.apiserver.webhooks).
     ResourceDef.of(K.VALIDATING_WEBHOOK_CONFIGURATION, "validatingwebhookconfiguration", printer_columns=_NAME_AGE),
     ResourceDef.of(K.MUTATING_WEBHOOK_CONFIGURATION, "mutatingwebhookconfiguration", printer_columns=_NAME_AGE),

@@ -191,6 +191,8 @@ class ApiServer:
         kubelet side, registered by whoever runs pods next to this server (None: answered
         503, as no kubelet is there)."""
         self.http.streamer = streamer
+        # Webhooks behind a Service reach their pod the same way (its network namespace).
+        self.webhooks.dial = streamer.dial if streamer is not None else None
 
     @property
     def url(self) -> str:

@@ -7,7 +7,9 @@ is decided by `applies` from each ``MutatingWebhookConfiguration`` /
 ``sub``/``*`` forms, ``scope``), ``namespaceSelector`` and ``objectSelector``. Each call is an
 AdmissionReview v1 over HTTPS, verified against the webhook's ``caBundle``, to its ``url`` or
 to its ``service`` resolved to a ready pod behind the Service (what kube-apiserver's service
-resolver does), with ``timeoutSeconds`` (default 10). Mutations are JSONPatches applied in
+resolver does), with ``timeoutSeconds`` (default 10). Where pods run next to this server, the
+call reaches the pod through the kubelet's ``dial`` (the pod's own network namespace), as
+kube-apiserver reaches pod IPs over the cluster network; this process has no route to them. Mutations are JSONPatches applied in
 order (configurations by name, webhooks in order); a webhook with ``reinvocationPolicy:
 IfNeeded`` is called once more when a later one changed the object. Validating webhooks run
 concurrently; the first denial in order wins. A call that fails follows ``failurePolicy``
@@ -24,13 +26,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import json
 import os
 import ssl
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubetrain.api import codec
 from kubetrain.api.access import as_dict, as_list
@@ -40,6 +43,12 @@ from kubetrain.local.apiserver.rbac import User
 from kubetrain.local.apiserver.resources import ResourceDef
 from kubetrain.local.apiserver.selectors import label_selector
 from kubetrain.local.apiserver.store import Store
+
+if TYPE_CHECKING:
+    from kubetrain.local.apiserver.streaming import PortStream
+
+# The kubelet's connection to one port of a pod (the pod object, the port).
+PodDialer = Callable[[Mapping[str, Any], int], Awaitable["PortStream"]]
 
 __all__ = [
     "AdmissionAttributes",
@@ -215,6 +224,10 @@ class _Target:
     connect_url: str
     shown_url: str
     server_hostname: str | None
+    # The pod and port behind a Service: dialled through the kubelet when one is attached.
+    pod: Mapping[str, Any] | None = None
+    pod_port: int = 0
+    path: str = ""
 
 
 @dataclass
@@ -223,6 +236,8 @@ class WebhookDispatcher:
 
     store: Store
     calls: int = field(default=0, init=False)
+    # Set by the server when pods run next to it (ApiServer.serve_pod_streams).
+    dial: PodDialer | None = field(default=None, init=False)
     _session: Any = field(default=None, init=False)
     _contexts: dict[str, ssl.SSLContext] = field(default_factory=dict, init=False)
 
@@ -345,9 +360,19 @@ class WebhookDispatcher:
         self.calls += 1
         failed = f'failed to call webhook: Post "{target.shown_url}"'
         try:
-            async with asyncio.timeout(timeout):
-                async with self._session.post(
-                    target.connect_url,
+            async with asyncio.timeout(timeout), contextlib.AsyncExitStack() as stack:
+                url, session = target.connect_url, self._session
+                if target.pod is not None and self.dial is not None:
+                    port = await stack.enter_async_context(
+                        _through_kubelet(self.dial, target.pod, target.pod_port)
+                    )
+                    url = f"https://127.0.0.1:{port}{target.path}"
+                    # One connection per call: the relay ends with it.
+                    session = await stack.enter_async_context(
+                        aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True))
+                    )
+                async with session.post(
+                    url,
                     data=body,
                     headers={"Content-Type": "application/json", "Accept": "application/json"},
                     ssl=context,
@@ -404,11 +429,14 @@ class WebhookDispatcher:
         path = str(service.get("path") or "/")
         host = f"{name}.{namespace}.svc"
         shown = f"https://{host}:{port}{path}{query}"
-        address = self._resolve(name, namespace, port, shown)
-        return _Target(f"https://{address}{path}{query}", shown, host)
+        pod, number = self._resolve(name, namespace, port, shown)
+        address = f"{as_dict(pod.get('status'))['podIP']}:{number}"
+        return _Target(f"https://{address}{path}{query}", shown, host, pod, number, path + query)
 
-    def _resolve(self, name: str, namespace: str, port: int, shown: str) -> str:
-        """``ip:port`` of a ready pod behind the Service (kube-apiserver's service resolver)."""
+    def _resolve(
+        self, name: str, namespace: str, port: int, shown: str
+    ) -> tuple[Mapping[str, Any], int]:
+        """A ready pod behind the Service and its port (kube-apiserver's service resolver)."""
         failed = f'failed to call webhook: Post "{shown}"'
         svc = self.store.get("/services", namespace, name)
         if svc is None:
@@ -435,7 +463,7 @@ class WebhookDispatcher:
                 continue
             number = _container_port(pod, target)
             if number is not None:
-                return f"{status['podIP']}:{number}"
+                return pod, number
         raise _CallError(f'{failed}: no endpoints available for service "{name}"')
 
     def _context(self, ca_bundle: str) -> ssl.SSLContext:
@@ -458,6 +486,45 @@ class WebhookDispatcher:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+@contextlib.asynccontextmanager
+async def _through_kubelet(
+    dial: PodDialer, pod: Mapping[str, Any], port: int
+) -> AsyncIterator[int]:
+    """A loopback port relayed to ``port`` of ``pod`` through the kubelet, for one call."""
+
+    async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            conn = await dial(pod, port)
+        except Exception:
+            writer.close()  # the client sees the connection end: a failed call
+            return
+
+        async def upstream() -> None:
+            while data := await reader.read(65536):
+                await conn.write(data)
+            conn.write_eof()
+
+        async def downstream() -> None:
+            while data := await conn.reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+            writer.close()
+
+        try:
+            await asyncio.gather(upstream(), downstream())
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            conn.close()
+            writer.close()
+
+    server = await asyncio.start_server(relay, "127.0.0.1", 0)
+    try:
+        yield int(server.sockets[0].getsockname()[1])
+    finally:
+        server.close()
 
 
 async def _read_all(response: Any) -> bytes:

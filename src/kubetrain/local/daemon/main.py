@@ -167,6 +167,7 @@ async def run_daemon(
     host: str = "127.0.0.1",
     on_ready: Callable[[ApiServer], None] | None = None,
     api_only: bool = False,
+    controller: bool = True,
 ) -> int:
     """Run until SIGTERM/SIGINT; the process exit status.
 
@@ -175,6 +176,10 @@ async def run_daemon(
     ``api_only``: the API server alone, without controller, executor or status server, to run
     ``kubetrain controller`` against as in a cluster (two controllers would fight over every
     object they both apply).
+    ``controller=False``: the API server and what runs pods (executor, workload and
+    LeaderWorkerSet controllers), without the TrainJob and Experiment controllers or the status
+    server, and with admission only through stored webhook configurations: a cluster to install
+    kubetrain into with ``kubectl apply -k manifests/``.
     """
     files = DaemonFiles(home)
     _make_private(home)
@@ -200,12 +205,13 @@ async def run_daemon(
         files.stop_request.unlink()
     files.write_atomic(files.pid, f"{os.getpid()}\n")
     started = time.time()
+    # Without the built-in controller, admission comes from the installed webhook configurations.
     server = await _start_server(
-        home, _previous_port(files) if port is None else port, host, api_only
+        home, _previous_port(files) if port is None else port, host, api_only or not controller
     )
     kubeconfig = server.write_kubeconfig(files.kubeconfig)
     api = connect(kubeconfig)
-    plane = None if api_only else await _start_status_plane(home, kubeconfig)
+    plane = None if api_only or not controller else await _start_status_plane(home, kubeconfig)
     executor = (
         None
         if api_only
@@ -227,13 +233,14 @@ async def run_daemon(
             from kubetrain.local.policy import load_engine_config
             from kubetrain.runtime.config import Environment
 
-            base = plane.environment() if plane is not None else Environment()
-            limit = load_engine_config(home).max_num_nodes
-            environment = dataclasses.replace(base, max_num_nodes=limit)
-            controller_task = asyncio.create_task(
-                _run_controller(home, kubeconfig, stop, environment), name="controller"
-            )
-            katib_task = asyncio.create_task(_run_katib(kubeconfig, stop), name="katib")
+            if controller:
+                base = plane.environment() if plane is not None else Environment()
+                limit = load_engine_config(home).max_num_nodes
+                environment = dataclasses.replace(base, max_num_nodes=limit)
+                controller_task = asyncio.create_task(
+                    _run_controller(home, kubeconfig, stop, environment), name="controller"
+                )
+                katib_task = asyncio.create_task(_run_katib(kubeconfig, stop), name="katib")
             lws_task = asyncio.create_task(_run_lws(kubeconfig, stop), name="lws")
             workloads_task = asyncio.create_task(_run_workloads(kubeconfig, stop), name="workloads")
         info = {
