@@ -15,6 +15,7 @@ __all__ = [
     "CLUSTER_ROLE_BINDING",
     "CLUSTER_TRAINING_RUNTIME",
     "CONFIGMAP",
+    "CUSTOM_RESOURCE_DEFINITION",
     "DAEMON_SET",
     "DEPLOYMENT",
     "ENDPOINTS",
@@ -132,6 +133,9 @@ LEADER_WORKER_SET = Kind("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "lead
 EVENTS_EVENT = Kind("events.k8s.io/v1", "Event", "events")
 LIMIT_RANGE = Kind("v1", "LimitRange", "limitranges")
 RUNTIME_CLASS = Kind("node.k8s.io/v1", "RuntimeClass", "runtimeclasses", False)
+CUSTOM_RESOURCE_DEFINITION = Kind(
+    "apiextensions.k8s.io/v1", "CustomResourceDefinition", "customresourcedefinitions", False
+)
 
 _ALL = (
     TRAINJOB,
@@ -173,6 +177,7 @@ _ALL = (
     EVENTS_EVENT,
     LIMIT_RANGE,
     RUNTIME_CLASS,
+    CUSTOM_RESOURCE_DEFINITION,
 )
 _BY_TYPE = {(k.api_version, k.kind): k for k in _ALL}
 

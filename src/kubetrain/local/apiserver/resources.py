@@ -369,9 +369,8 @@ BUILTIN_RESOURCES: tuple[ResourceDef, ...] = (
     ),
     # Stored for `kubectl apply -k manifests/` (kubetrain.local.apiserver.crds); the kinds served
     # come from this table, not from stored CRDs.
-    ResourceDef(
-        "apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False,
-        "customresourcedefinition", ("crd", "crds"), ("api-extensions",),
+    ResourceDef.of(
+        K.CUSTOM_RESOURCE_DEFINITION, "customresourcedefinition", ("crd", "crds"), ("api-extensions",),
         subresources=frozenset({"status"}),
         printer_columns=(PrinterColumn("Created At", "string", computed="created_at", format="date-time"),),
     ),
