@@ -144,7 +144,7 @@ def derive(
             },
             now,
         )
-    # Step 5. A finished job is not suspended after the fact (issue 13, finding 10): its
+    # Step 5. A finished job is not suspended after the fact: its
     # state stays Complete or Failed, alone.
     before = list_at(job, "status", "conditions")
     finished = condition_true(before, "Complete") or condition_true(before, "Failed")
