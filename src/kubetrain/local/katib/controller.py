@@ -29,7 +29,7 @@ from kubetrain.controller.events import EventRecorder
 from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
 from kubetrain.kube.informer import Informer, object_key
 from kubetrain.kube.kinds import EXPERIMENT, POD, SUGGESTION, TRAINJOB, TRIAL, Kind
-from kubetrain.kube.workqueue import QueueShutDown, WorkQueue
+from kubetrain.kube.workqueue import WorkQueue, work
 from kubetrain.runtime.katib.admission import METRICS_FILE_MARKER
 from kubetrain.runtime.katib.earlystop import median_stop_rule, should_stop
 from kubetrain.runtime.katib.experiment import EXPERIMENT_LABEL, KATIB_API_VERSION
@@ -166,25 +166,13 @@ class ExperimentController:
                 await asyncio.wait_for(self.events.flush(), 5.0)
 
     async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except QueueShutDown:
-                return
-            try:
-                requeue = await self.reconcile(*key)
-            except _RETRIED as err:
-                log.info("experiment %s/%s: %s", *key, err)
-                self.queue.add_rate_limited(key)
-            except Exception:
-                log.exception("experiment %s/%s: reconcile crashed", *key)
-                self.queue.add_rate_limited(key)
-            else:
-                self.queue.forget(key)
-                if requeue is not None:
-                    self.queue.add_after(key, requeue)
-            finally:
-                self.queue.done(key)
+        await work(self.queue, lambda key: self.reconcile(*key), self._failed)
+
+    def _failed(self, key: tuple[str, str], err: Exception) -> None:
+        if isinstance(err, _RETRIED):
+            log.info("experiment %s/%s: %s", *key, err)
+        else:
+            log.error("experiment %s/%s: reconcile crashed", *key, exc_info=err)
 
     # --- one reconcile ----------------------------------------------------------------------
 

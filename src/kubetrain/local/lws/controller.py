@@ -20,7 +20,7 @@ from kubetrain.controller.events import EventRecorder
 from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
 from kubetrain.kube.informer import Informer, object_key
 from kubetrain.kube.kinds import LEADER_WORKER_SET, POD, SERVICE
-from kubetrain.kube.workqueue import QueueShutDown, WorkQueue
+from kubetrain.kube.workqueue import WorkQueue, work
 
 from .logic import NAME, headless_service, plan
 
@@ -86,23 +86,13 @@ class LwsController:
                 await asyncio.wait_for(self.events.flush(), 5.0)
 
     async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except QueueShutDown:
-                return
-            try:
-                await self.reconcile(*key)
-            except _RETRIED as err:
-                log.info("leaderworkerset %s/%s: %s", *key, err)
-                self.queue.add_rate_limited(key)
-            except Exception:
-                log.exception("leaderworkerset %s/%s: reconcile crashed", *key)
-                self.queue.add_rate_limited(key)
-            else:
-                self.queue.forget(key)
-            finally:
-                self.queue.done(key)
+        await work(self.queue, lambda key: self.reconcile(*key), self._failed)
+
+    def _failed(self, key: tuple[str, str], err: Exception) -> None:
+        if isinstance(err, _RETRIED):
+            log.info("leaderworkerset %s/%s: %s", *key, err)
+        else:
+            log.error("leaderworkerset %s/%s: reconcile crashed", *key, exc_info=err)
 
     async def reconcile(self, namespace: str, name: str) -> None:
         lws = self.sets.get(name, namespace)

@@ -20,7 +20,7 @@ from kubetrain.controller.events import EventRecorder
 from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
 from kubetrain.kube.informer import Informer, object_key
 from kubetrain.kube.kinds import Kind
-from kubetrain.kube.workqueue import QueueShutDown, WorkQueue
+from kubetrain.kube.workqueue import WorkQueue, work
 
 __all__ = ["Controller", "Key", "Workloads"]
 
@@ -186,22 +186,10 @@ class Controller:
         raise NotImplementedError
 
     async def work(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except QueueShutDown:
-                return
-            try:
-                again = await self.reconcile(key)
-            except _RETRIED as err:
-                log.info("%s %s/%s: %s", self.kind.kind, *key, err)
-                self.queue.add_rate_limited(key)
-            except Exception:
-                log.exception("%s %s/%s: reconcile crashed", self.kind.kind, *key)
-                self.queue.add_rate_limited(key)
-            else:
-                self.queue.forget(key)
-                if again is not None:
-                    self.queue.add_after(key, again)
-            finally:
-                self.queue.done(key)
+        await work(self.queue, self.reconcile, self._failed)
+
+    def _failed(self, key: Key, err: Exception) -> None:
+        if isinstance(err, _RETRIED):
+            log.info("%s %s/%s: %s", self.kind.kind, *key, err)
+        else:
+            log.error("%s %s/%s: reconcile crashed", self.kind.kind, *key, exc_info=err)
