@@ -25,9 +25,10 @@ from kubetrain.api import meta
 from kubetrain.api.access import as_dict, as_list, as_str
 from kubetrain.local.apiserver.rbac import Attributes, Decision, User
 
-__all__ = ["AuditLog", "read_events", "request_of"]
+__all__ = ["DECISION", "REASON", "AuditLog", "read_events", "request_of"]
 
 _API_VERSION = "audit.k8s.io/v1"
+# kube-apiserver's annotation keys for the authorizer's answer.
 DECISION = "authorization.k8s.io/decision"
 REASON = "authorization.k8s.io/reason"
 
