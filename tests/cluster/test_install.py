@@ -20,6 +20,7 @@ stay on one worker (``xdist_group``, ``--dist loadgroup`` in scripts/test.sh).
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import subprocess
@@ -465,4 +466,73 @@ def test_kubectl_delete_k_leaves_nothing_behind(installed: Cluster) -> None:
     )  # fmt: skip
     assert "trainer" not in left
     assert NAMESPACE not in kubectl("get", "namespaces", "-o", "name")
+    assert not kubectl("get", "pods", "-A", "-o", "name").strip()
+
+
+def test_the_cert_manager_overlay_runs_with_the_test_in_cert_managers_place(
+    installed: Cluster, tmp_path: Path
+) -> None:
+    """cert-manager cannot run here (no images of it, and the API server serves only its own
+    kinds), so its objects are left out and the test does its two jobs: issue the serving
+    certificate into the Secret (ca.crt, tls.crt, tls.key) and inject the CA into the
+    configurations the overlay annotates. Everything else of the overlay is installed: the
+    controller with certManagement off, its certificate mounted, and the overlay's narrower RBAC."""
+    from kubetrain.controller.pki import ensure_serving_cert, service_dns_names
+
+    kubectl = installed.kubectl
+    objects = list(
+        yaml.safe_load_all(kubectl("kustomize", str(MANIFESTS / "overlays/cert-manager")))
+    )
+    theirs = [o for o in objects if o["apiVersion"] == "cert-manager.io/v1"]
+    assert sorted(f"{o['kind']}/{o['metadata']['name']}" for o in theirs) == [
+        "Certificate/kubeflow-trainer-ca", "Certificate/kubeflow-trainer-webhook-cert",
+        "Issuer/kubeflow-trainer-ca", "Issuer/kubeflow-trainer-selfsigned",
+    ]  # fmt: skip
+    ours = yaml.safe_dump_all([o for o in objects if o not in theirs])
+    (certificate,) = [o for o in theirs if o["metadata"]["name"] == "kubeflow-trainer-webhook-cert"]
+    assert certificate["spec"]["dnsNames"] == service_dns_names(DEPLOYMENT, NAMESPACE)[2:]
+    # cert-manager's part: the Secret its Certificate names, with the keys it writes.
+    issued = ensure_serving_cert(tmp_path, certificate["spec"]["dnsNames"], [])
+    kubectl("create", "namespace", NAMESPACE)
+    kubectl("-n", NAMESPACE, "create", "secret", "generic", certificate["spec"]["secretName"],
+            f"--from-file=ca.crt={tmp_path / 'ca.crt'}", f"--from-file=tls.crt={issued.cert_file}",
+            f"--from-file=tls.key={issued.key_file}")  # fmt: skip
+    start = sum(1 for _ in read_events(installed.audit_log))
+    kubectl("apply", "--server-side", "-f", "-", stdin=ours)
+    # cainjector's part: the CA of the annotated Certificate into every webhook's caBundle.
+    bundle = base64.b64encode(issued.ca_pem.encode()).decode()
+    for kind, name in CONFIGURATIONS:
+        annotations = json.loads(
+            kubectl("get", kind, name, "-o", "jsonpath={.metadata.annotations}")
+        )
+        assert (
+            annotations["cert-manager.io/inject-ca-from"]
+            == f"{NAMESPACE}/{certificate['metadata']['name']}"
+        )
+        count = len(json.loads(kubectl("get", kind, name, "-o", "jsonpath={.webhooks}")))
+        patch = [{"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": bundle}
+                 for i in range(count)]  # fmt: skip
+        kubectl("patch", kind, name, "--type=json", "-p", json.dumps(patch))
+    installed.wait_installed()
+    kubectl("apply", "--server-side", "-k", str(MANIFESTS / "overlays/runtimes"))
+
+    refused = kubectl("apply", "-f", "-", stdin=INVALID, check=False)
+    assert (
+        'admission webhook "validator.trainjob.trainer.kubeflow.org" denied the request' in refused
+    )
+    kubectl("apply", "-f", "-", stdin=HELLO)
+    kubectl("wait", "--for=condition=Complete", "trainjob/hello", "--timeout=120s")
+    assert kubectl("get", "trainjob", "hello", "-o",
+                   "jsonpath={.status.trainerStatus.progressPercentage}") == "100"  # fmt: skip
+    kubectl("delete", "trainjob", "hello")
+    # The controller used the mounted certificate: it wrote no Secret, patched no configuration,
+    # and the overlay's RBAC (without those rules) refused it nothing.
+    requests = [request_of(e) for e in list(read_events(installed.audit_log))[start:]]
+    mine = [(a.verb, a.resource, allowed) for u, a, allowed in requests if u.name == CONTROLLER]
+    assert mine
+    assert [m for m in mine if not m[2]] == []
+    assert not [m for m in mine if m[1] in ("secrets", "validatingwebhookconfigurations",
+                                            "mutatingwebhookconfigurations")]  # fmt: skip
+    kubectl("delete", "-k", str(MANIFESTS / "overlays/runtimes"), "--wait")
+    kubectl("delete", "-f", "-", "--ignore-not-found", "--wait", stdin=ours)
     assert not kubectl("get", "pods", "-A", "-o", "name").strip()
