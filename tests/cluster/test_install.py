@@ -131,12 +131,15 @@ class Cluster:
     audit_log: Path
     survivor: dict[str, str] = field(default_factory=dict)
 
-    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
-        """stdout of a kubectl that must succeed; with ``check=False``, stderr of one that fails."""
-        done = subprocess.run(
+    def run(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
             ["kubectl", "--kubeconfig", str(self.kubeconfig), *args],
             capture_output=True, text=True, timeout=150, input=stdin,
         )  # fmt: skip
+
+    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
+        """stdout of a kubectl that must succeed; with ``check=False``, stderr of one that fails."""
+        done = self.run(*args, stdin=stdin)
         if check:
             assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
             return done.stdout
@@ -397,22 +400,21 @@ def test_with_its_webhook_down_trainjobs_fail_closed_until_its_pod_is_back(
 ) -> None:
     kubectl = installed.kubectl
     refused = ""
-    for _ in range(3):  # a try that raced the new pod's readiness proves nothing: kill it again
-        ((pod, ready),) = installed.controller_pods()
-        assert ready
+    for _ in range(3):  # a create that raced the new pod's readiness proves nothing: again
+        installed.wait_installed()
+        ((pod, _),) = installed.controller_pods()
         kubectl("-n", NAMESPACE, "delete", "pod", pod, "--wait=false")
-        # No controller pod is Ready (the new one's readiness probe waits 5 s first).
-        installed.until("the controller pod was not replaced",
-                        lambda pod=pod: pod not in dict(installed.controller_pods()))  # fmt: skip
+        # No controller pod is Ready now: the deleted one is terminating, and its replacement's
+        # readiness probe waits 5 s before its first try.
         if any(ready for _, ready in installed.controller_pods()):
             continue
-        down = kubectl("apply", "-f", "-", stdin=trainjob("down", "pass"), check=False)
-        if not any(ready for _, ready in installed.controller_pods()):
-            refused = down
+        down = installed.run("apply", "-f", "-", stdin=trainjob("down", "pass"))
+        if down.returncode != 0:
+            refused = down.stderr
             break
-        kubectl("delete", "trainjob", "down", "--ignore-not-found")
-        installed.wait_installed()
+        kubectl("delete", "trainjob", "down")
     assert refused, "never saw the webhook down"
+    assert "Error from server (InternalError)" in refused
     assert (
         'Internal error occurred: failed calling webhook "defaulter.trainjob.trainer.kubeflow.org"'
         f': failed to call webhook: Post "https://{DEPLOYMENT}.{NAMESPACE}.svc:443/'
