@@ -294,7 +294,7 @@ def test_the_upgrade_keeps_the_running_trainjob_which_completes(installed: Clust
     kubectl("exec", pod, "--", "python", "-c", "open('/tmp/release', 'w').close()")
     kubectl("wait", "--for=condition=Complete", "trainjob/survivor", "--timeout=120s")
     assert "survived the upgrade" in kubectl("logs", pod)
-    # Reported after the upgrade, through the Service, to today's controller.
+    # Reported after the upgrade, through the Service, to the controller the upgrade left running.
     assert kubectl("get", "trainjob", "survivor", "-o",
                    "jsonpath={.status.trainerStatus.progressPercentage}") == "100"  # fmt: skip
     kubectl("delete", "trainjob", "survivor")
