@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from kubetrain.local.apiserver import ApiServer, protobuf
+from kubetrain.local.apiserver.audit import DECISION, REASON, read_events, request_of
 from kubetrain.local.apiserver.rbac import (
     ADMIN,
     Attributes,
@@ -581,3 +582,49 @@ def test_rbac_objects_grant_no_more_than_their_author_holds(
     user: User, obj: dict[str, Any], expected: str | None
 ) -> None:
     assert escalation(user, obj, _escalation_policy()) == expected
+
+
+async def test_the_audit_log_holds_what_rbac_decided_and_reads_back(tmp_path: Path) -> None:
+    authority = TokenAuthority.for_home(tmp_path, protobuf=protobuf.decode)
+    log = tmp_path / "audit" / "audit.log"
+    server = ApiServer(
+        tmp_path,
+        in_memory=True,
+        routes=authority.routes(),
+        authenticator=lambda token: user_from_info(authority.authenticate(token)),
+        audit_log=log,
+    )
+    authority.attach(server.reader)
+    await server.start()
+    try:
+        token = await _service_account_token(server, "default", "trainer")
+        code, _ = await _call(server, token, "GET", "/api/v1/namespaces/default/configmaps/x")
+        assert code == 403
+        code, _ = await _call(server, token, "GET", "/version")  # public: nobody authorises it
+        code, _ = await _call(server, token, "GET", "/apis")
+        assert code == 200
+    finally:
+        await server.close()
+    events = list(read_events(log))
+    # The admin's requests (system:masters) never reach RBAC, so only the ServiceAccount's are here.
+    assert [(e["verb"], e["requestURI"], e["annotations"][DECISION]) for e in events] == [
+        ("get", "/api/v1/namespaces/default/configmaps/x", "forbid"),
+        ("get", "/apis", "allow"),
+    ]
+    forbidden = events[0]
+    assert {k: forbidden[k] for k in ("kind", "apiVersion", "level", "stage", "objectRef")} == {
+        "kind": "Event",
+        "apiVersion": "audit.k8s.io/v1",
+        "level": "Metadata",
+        "stage": "RequestReceived",
+        "objectRef": {"resource": "configmaps", "namespace": "default", "name": "x",
+                      "apiVersion": "v1"},
+    }  # fmt: skip
+    assert forbidden["user"]["username"] == "system:serviceaccount:default:trainer"
+    assert events[1]["annotations"][REASON].startswith(
+        'RBAC: allowed by ClusterRoleBinding "system:discovery"'
+    )
+    user, attributes, allowed = request_of(forbidden)
+    assert (user.name, allowed) == ("system:serviceaccount:default:trainer", False)
+    assert attributes == request_attributes("GET", "/api/v1/namespaces/default/configmaps/x", {})
+    assert request_of(events[1])[1] == request_attributes("GET", "/apis", {})

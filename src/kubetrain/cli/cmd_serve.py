@@ -55,6 +55,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="serve the API and run pods (executor, Deployments, Services) without the built-in "
         "controller or its in-process admission: install it with `kubectl apply -k manifests/`",
     )
+    parser.add_argument(
+        "--audit-log-path",
+        type=Path,
+        default=None,
+        help="append an audit.k8s.io/v1 Event (JSON lines) for every request RBAC decides: "
+        "who asked for what, allowed or forbidden (the admin's system:masters requests are not "
+        "decided by RBAC, so not logged)",
+    )
 
 
 def _port(text: str) -> int:
@@ -110,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
                 on_ready=ready,
                 api_only=args.api_only,
                 controller=not args.no_controller,
+                audit_log=args.audit_log_path,
             )
         )
     except OSError as exc:

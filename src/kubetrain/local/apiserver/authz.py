@@ -2,7 +2,7 @@
 
 `PolicyCache` rebuilds `rbac.Policy` only after a committed change to one of the four RBAC
 kinds (a write answers only once committed, so a client that created a RoleBinding finds it in
-force on its next request). `review_routes` serves SelfSubjectAccessReview,
+force on its next request), and writes each decision to the audit log when there is one. `review_routes` serves SelfSubjectAccessReview,
 SubjectAccessReview, LocalSubjectAccessReview and SelfSubjectRulesReview through
 `rbac.access_review_answer` / `rbac.rules_review_answer`.
 """
@@ -17,6 +17,7 @@ from aiohttp import web
 
 from kubetrain.local.apiserver import errors as E
 from kubetrain.local.apiserver import protobuf, rbac
+from kubetrain.local.apiserver.audit import AuditLog
 from kubetrain.local.apiserver.store import Change, Store
 
 __all__ = ["USER_KEY", "PolicyCache", "review_routes"]
@@ -36,9 +37,10 @@ _MAX_BODY = 256 * 1024
 class PolicyCache:
     """The stored RBAC objects as one `rbac.Policy`, rebuilt after they change."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, audit: AuditLog | None = None) -> None:
         self._store = store
         self._policy: rbac.Policy | None = None
+        self.audit = audit
         store.subscribe(self._changed)
 
     def _changed(self, change: Change) -> None:
@@ -52,7 +54,10 @@ class PolicyCache:
         return self._policy
 
     def authorize(self, user: rbac.User, attributes: rbac.Attributes) -> rbac.Decision:
-        return rbac.authorize(user, attributes, self.policy())
+        decision = rbac.authorize(user, attributes, self.policy())
+        if self.audit is not None:
+            self.audit.record(user, attributes, decision)
+        return decision
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -22,6 +22,7 @@ import yaml
 from aiohttp import web
 
 from kubetrain.local.apiserver.admission import Admission, ObjectReader, TrainJobDefaulter
+from kubetrain.local.apiserver.audit import AuditLog
 from kubetrain.local.apiserver.authz import PolicyCache, review_routes
 from kubetrain.local.apiserver.engine import Engine, WriteOptions
 from kubetrain.local.apiserver.http import HttpApi, Route
@@ -111,6 +112,8 @@ class ApiServer:
     clients relist); it bounds the memory old object versions take.
     ``tls``: serve https with a CA and certificate kept in ``<home>/pki`` (kubectl sends tokens
     only over https); ``tls=False`` serves plain http.
+    ``audit_log``: append what RBAC decides there (`audit.AuditLog`, kube-apiserver's
+    ``--audit-log-path``).
     """
 
     def __init__(
@@ -134,6 +137,7 @@ class ApiServer:
         routes: Iterable[Route] = (),
         authenticator: Callable[[str], User | None] | None = None,
         rbac: bool = True,
+        audit_log: Path | None = None,
     ) -> None:
         self.home = Path(home) if home is not None else default_home()
         self.host = host
@@ -142,7 +146,8 @@ class ApiServer:
         self.registry = Registry.build(crds, resources)
         self.store = Store(None if in_memory else self.home / "apiserver.db", history=history)
         # RBAC guards every request but the admin's (system:masters), as on a cluster.
-        self.policy = PolicyCache(self.store) if rbac and auth else None
+        self.audit = AuditLog(audit_log) if audit_log is not None and rbac and auth else None
+        self.policy = PolicyCache(self.store, self.audit) if rbac and auth else None
         # Webhooks from the stored Validating/MutatingWebhookConfigurations, as on a cluster.
         self.webhooks = WebhookDispatcher(self.store)
         self.engine = Engine(
@@ -282,6 +287,8 @@ class ApiServer:
         await self.engine.settle_controllers()
         await self.webhooks.close()
         await self.store.close()
+        if self.audit is not None:
+            self.audit.close()
 
     async def __aenter__(self) -> ApiServer:
         await self.start()

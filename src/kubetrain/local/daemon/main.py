@@ -93,7 +93,11 @@ def _previous_port(files: DaemonFiles) -> int:
 
 
 async def _start_server(
-    home: Path, port: int, host: str = "127.0.0.1", api_only: bool = False
+    home: Path,
+    port: int,
+    host: str = "127.0.0.1",
+    api_only: bool = False,
+    audit_log: Path | None = None,
 ) -> ApiServer:
     from kubetrain.api.schema import crd_manifests
     from kubetrain.local.apiserver import protobuf
@@ -146,6 +150,7 @@ async def _start_server(
             # Service-account tokens for the API server's audience authenticate their pod's
             # service account, which RBAC then authorises (a controller run as a pod).
             authenticator=lambda token: user_from_info(authority.authenticate(token)),
+            audit_log=audit_log,
         )
         authority.attach(server.reader)
         try:
@@ -168,6 +173,7 @@ async def run_daemon(
     on_ready: Callable[[ApiServer], None] | None = None,
     api_only: bool = False,
     controller: bool = True,
+    audit_log: Path | None = None,
 ) -> int:
     """Run until SIGTERM/SIGINT; the process exit status.
 
@@ -180,6 +186,8 @@ async def run_daemon(
     LeaderWorkerSet controllers), without the TrainJob and Experiment controllers or the status
     server, and with admission only through stored webhook configurations: a cluster to install
     kubetrain into with ``kubectl apply -k manifests/``.
+    ``audit_log``: where the API server writes what RBAC decides (kube-apiserver's
+    ``--audit-log-path``).
     """
     files = DaemonFiles(home)
     _make_private(home)
@@ -207,7 +215,11 @@ async def run_daemon(
     started = time.time()
     # Without the built-in controller, admission comes from the installed webhook configurations.
     server = await _start_server(
-        home, _previous_port(files) if port is None else port, host, api_only or not controller
+        home,
+        _previous_port(files) if port is None else port,
+        host,
+        api_only or not controller,
+        audit_log,
     )
     kubeconfig = server.write_kubeconfig(files.kubeconfig)
     api = connect(kubeconfig)
