@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from .bwrap import PRIVATE_TMPFS, bwrap_argv
+from .bwrap import PRIVATE_TMPFS, bwrap_argv, shown_binds
 from .cgroups import ContainerCgroup
 from .errors import SandboxError
 from .launch import Launch
@@ -42,34 +42,43 @@ def rotate_log(log_dir: Path, container: str, restart_count: int) -> Path:
     return current
 
 
+def _as_on_host(path: str, launch: Launch) -> bool:
+    """Whether the container sees ``path`` as the host has it: the deepest of the volumes,
+    bwrap's private tmpfs dirs and the image directories bound back over them (`shown_binds`:
+    a venv under ``/tmp``) that holds ``path`` decides; outside all of them, it does."""
+    covers = [(m.target, False) for m in launch.mounts]
+    if launch.mode == "bwrap":
+        covers += [(t, False) for t in PRIVATE_TMPFS]
+        covers += [(s, True) for s in shown_binds(launch.shown, launch.mounts, launch.hidden)]
+    holding = [(len(root.rstrip("/")), seen) for root, seen in covers if _under(path, root)]
+    return max(holding)[1] if holding else True
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
 def _check_executable(launch: Launch) -> None:
     """Fail like a runtime's StartError when the program surely does not exist.
 
-    Inside bwrap the host's paths are visible unchanged except below mounts and the private
-    tmpfs dirs, where a missing program might still appear; those are left to exec.
+    Where the container does not see the host's files (`_as_on_host`), a missing program might
+    still appear; that is left to exec.
     """
     prog = launch.command[0]
-    hidden = [m.target for m in launch.mounts] + (
-        list(PRIVATE_TMPFS) if launch.mode == "bwrap" else []
-    )
     if "/" in prog:
-        path = prog if prog.startswith("/") else os.path.join(launch.workdir, prog)
-        if any(path.startswith(h.rstrip("/") + "/") for h in hidden) or not prog.startswith("/"):
+        if not prog.startswith("/") or not _as_on_host(prog, launch):
             return
-        if os.access(path, os.X_OK):
+        if os.access(prog, os.X_OK):
             return
         raise SandboxError(
             f'exec: "{prog}": stat {prog}: no such file or not executable',
             reason="RunContainerError",
         )
-    else:
-        search = launch.env.get("PATH", "")
-        if any(
-            d.startswith(h.rstrip("/") + "/") or d == h for d in search.split(":") for h in hidden
-        ):
-            return
-        if shutil.which(prog, path=search):
-            return
+    search = launch.env.get("PATH", "")
+    if not all(_as_on_host(d, launch) for d in search.split(":")):
+        return
+    if shutil.which(prog, path=search):
+        return
     raise SandboxError(
         f'exec: "{prog}": executable file not found in $PATH', reason="RunContainerError"
     )
