@@ -84,6 +84,26 @@ def _check_executable(launch: Launch) -> None:
     )
 
 
+def _open_stdin(launch: Launch, fifo: Path) -> tuple[int | None, int | None]:
+    """The container's stdin and the engine's own hold on it (``stdinOnce``), both None
+    without ``stdin: true``.
+
+    The input is a FIFO beside the state file, so an attach (even from a restarted daemon)
+    opens it for writing. A container whose stdin stays open holds a writer itself (its stdin
+    is opened read-write): a read waits for input instead of ending when no session is
+    attached. With ``stdinOnce`` the engine holds that writer until the first attach session
+    ends; the container then reads the end of its input.
+    """
+    fifo.unlink(missing_ok=True)
+    if not launch.stdin:
+        return None, None
+    os.mkfifo(fifo, 0o600)
+    held = os.open(fifo, os.O_RDWR | os.O_CLOEXEC)
+    if not launch.stdin_once:
+        return held, None
+    return os.open(fifo, os.O_RDONLY | os.O_CLOEXEC), held
+
+
 class ContainerProcess:
     """A started (or adopted) container. Not built directly: use `start` or `adopt`."""
 
@@ -97,6 +117,8 @@ class ContainerProcess:
         self.oom_killed = False
         self._cgroup: ContainerCgroup | None = None
         self._oom_baseline = 0
+        self._stdin_hold: int | None = None  # stdinOnce: the writer kept until an attach ends
+        self._stdin_ended = False  # stdinOnce, after the first attach: later input is dropped
 
     @property
     def name(self) -> str:
@@ -109,6 +131,29 @@ class ContainerProcess:
     @property
     def log_path(self) -> Path:
         return Path(self.state.log)
+
+    @property
+    def stdin_path(self) -> Path:
+        """The FIFO the container reads as its stdin (present with ``stdin: true`` only)."""
+        return Path(self.state.status_file).with_name(f"{self.name}.stdin")
+
+    def open_stdin(self) -> int | None:
+        """A non-blocking writer to the container's stdin; None when it has none (no
+        ``stdin: true``) or no longer reads it (it ended, or ``stdinOnce`` ended its input)."""
+        if self._stdin_ended:
+            return None
+        try:
+            return os.open(self.stdin_path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:  # ENOENT: no stdin; ENXIO: no reader left
+            return None
+
+    def attach_ended(self) -> None:
+        """An attach session with stdin has ended: with ``stdinOnce`` the container's input
+        ends too, once that session's own writer is closed."""
+        if self._stdin_hold is not None:
+            os.close(self._stdin_hold)
+            self._stdin_hold = None
+            self._stdin_ended = True
 
     @property
     def exit_code(self) -> int | None:
@@ -141,7 +186,11 @@ class ContainerProcess:
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_TRUNC
         log_fd = os.open(log, flags, 0o644)
         fds: list[int] = []
+        stdin_fd: int | None = None
+        stdin_hold: int | None = None
+        spawned = False
         try:
+            stdin_fd, stdin_hold = _open_stdin(launch, state_dir / f"{launch.name}.stdin")
             for warning in launch.warnings:
                 os.write(log_fd, f"[kubetrain] {warning}\n".encode())
             if launch.mode == "bwrap":
@@ -178,7 +227,8 @@ class ContainerProcess:
             started_at = time.time()
             try:
                 proc = await asyncio.create_subprocess_exec(
-                    *argv, stdin=asyncio.subprocess.DEVNULL, stdout=log_fd,
+                    *argv, stdout=log_fd,
+                    stdin=asyncio.subprocess.DEVNULL if stdin_fd is None else stdin_fd,
                     stderr=asyncio.subprocess.STDOUT, env=launch.env, cwd=cwd,
                     start_new_session=True, pass_fds=fds, umask=CONTAINER_UMASK,
                 )  # fmt: skip
@@ -186,9 +236,14 @@ class ContainerProcess:
                 raise SandboxError(
                     f"cannot start {argv[0]}: {err}", reason="RunContainerError"
                 ) from err
+            spawned = True
         finally:
             os.close(status_fd)
             os.close(log_fd)
+            if stdin_fd is not None:
+                os.close(stdin_fd)
+            if stdin_hold is not None and not spawned:
+                os.close(stdin_hold)
             for fd in fds[1:]:
                 os.close(fd)
         info = proc_info(proc.pid)
@@ -199,6 +254,7 @@ class ContainerProcess:
         )  # fmt: skip
         write_state(state_dir / f"{launch.name}.json", state)
         started = cls(state, proc)
+        started._stdin_hold = stdin_hold
         if cgroup is not None:
             started._cgroup, started._oom_baseline = cgroup, oom_baseline
         return started
@@ -259,6 +315,7 @@ class ContainerProcess:
         # The container is over when its main process is; anything it left behind (plain
         # mode has no PID namespace to take it down) goes now, as on a node.
         await asyncio.to_thread(self.kill)
+        self.attach_ended()  # nobody reads the input any more
         if self._cgroup is not None:
             self.oom_killed = self._cgroup.oom_kills() > self._oom_baseline
             self._cgroup.remove()
