@@ -206,12 +206,17 @@ async def test_exec_with_stdin(served: tuple[Plane, str]) -> None:
 async def _exec_on_terminal(plane: Plane, pod: str, typed: bytes) -> tuple[int, bytes]:
     """``kubectl exec -it <pod> -- sh`` on a 100x30 terminal of ours; what ``typed`` made it
     print, and its exit code."""
+    return await _kubectl_on_terminal(plane, ["exec", "-it", pod, "--", "sh"], typed)
+
+
+async def _kubectl_on_terminal(plane: Plane, args: list[str], typed: bytes) -> tuple[int, bytes]:
+    """kubectl on a 100x30 terminal of ours; what ``typed`` made it print, its exit code."""
     master, slave = pty.openpty()
     # kubectl's terminal is 100x30: the container's terminal gets that size (resize channel).
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
     proc = await asyncio.create_subprocess_exec(
         "kubectl", "--kubeconfig", str(plane.home / "kubeconfig"),
-        "--cache-dir", str(plane.home / "kubectl-cache"), "exec", "-it", pod, "--", "sh",
+        "--cache-dir", str(plane.home / "kubectl-cache"), *args,
         stdin=slave, stdout=slave, stderr=slave,
     )  # fmt: skip
     os.close(slave)
@@ -235,6 +240,19 @@ async def test_exec_with_a_terminal(served: tuple[Plane, str]) -> None:
     code, seen = await _exec_on_terminal(plane, pod, b"tty; stty size; echo $((6*7)); exit 4\n")
     assert code == 4, seen
     assert b"/dev/pts/" in seen and b"30 100\r\n42\r\n" in seen
+
+
+async def test_kubectl_run_it_gives_the_container_a_terminal(streaming: Plane) -> None:
+    args = ["run", "term", "-it", "--restart=Never", "--image=busybox", "--command", "--", "sh"]
+    code, seen = await _kubectl_on_terminal(streaming, args, b"tty -s && echo $((6*7)); exit 4\n")
+    pod = await streaming.api.get(POD.api_version, POD.plural, "term", namespace="default")
+    (container,) = pod["spec"]["containers"]
+    assert (container["tty"], container["stdin"], container["stdinOnce"]) == (True, True, True)
+    # Only the shell in the container computes 42 (the terminals echo the line as typed);
+    # with restartPolicy Never kubectl waits for the container's exit code and returns it.
+    assert b"42\r\n" in seen, seen
+    assert code == 4, seen
+    assert b"pod default/term terminated (Error)" in seen
 
 
 def _free_port() -> int:

@@ -42,9 +42,14 @@ async def _session(proc: ContainerProcess, data: bytes) -> None:
 
 async def _log_has(path: Path, text: str) -> None:
     deadline = time.monotonic() + 20
-    while text not in (path.read_text() if path.exists() else ""):
+    while text not in (_text(path) if path.exists() else ""):
         assert time.monotonic() < deadline, f"{text!r} never reached the log"
         await asyncio.sleep(0.02)
+
+
+def _text(path: Path) -> str:
+    """The log as written (a terminal's CR LF kept)."""
+    return path.read_bytes().decode()
 
 
 def _pod(**container: Any) -> dict[str, Any]:
@@ -89,3 +94,45 @@ async def test_stdin_once_ends_with_the_first_attach_session(tmp_path: Path, mod
     assert result.containers == {"main": 0}
     assert proc.log_path.read_text() == "got only\nend of input\n"
     assert proc.open_stdin() is None
+
+
+TERMINAL_CASES = [
+    # The terminal echoes what is typed and ends lines with CR LF, as on a node.
+    ("stdinOnce: the end of the session is the terminal's end of file", True,
+     "tty -s && echo on a terminal; while read -r l; do echo \"got $l\"; done; echo end"),
+    ("stdin open: the command ends on its own", False,
+     "tty -s && echo on a terminal; read -r l; echo \"got $l\"; echo end"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("once", "script"), [c[1:] for c in TERMINAL_CASES], ids=[c[0] for c in TERMINAL_CASES]
+)
+async def test_tty_the_container_runs_on_a_terminal_that_attach_types_into(
+    tmp_path: Path, mode: str, once: bool, script: str
+) -> None:
+    pod = make_pod(containers=[sh(script, stdin=True, stdinOnce=once, tty=True)])
+    sandbox = PodSandbox(pod, make_ctx(tmp_path, mode))
+    task = asyncio.create_task(sandbox.run())
+    proc = await _started(sandbox)
+    await _log_has(proc.log_path, "on a terminal\r\n")
+    await _session(proc, b"hi\n")
+    result = await asyncio.wait_for(task, 20)
+    assert result.containers == {"main": 0}
+    assert _text(proc.log_path) == "on a terminal\r\nhi\r\ngot hi\r\nend\r\n"
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_tty_a_resize_reaches_the_containers_terminal(tmp_path: Path, mode: str) -> None:
+    script = "echo ready; read -r l; stty size"
+    pod = make_pod(containers=[sh(script, stdin=True, tty=True)])
+    sandbox = PodSandbox(pod, make_ctx(tmp_path, mode))
+    task = asyncio.create_task(sandbox.run())
+    proc = await _started(sandbox)
+    await _log_has(proc.log_path, "ready\r\n")
+    assert proc.tty
+    proc.resize(100, 30)
+    await _session(proc, b"\n")
+    assert (await asyncio.wait_for(task, 20)).containers == {"main": 0}
+    assert _text(proc.log_path).endswith("30 100\r\n")

@@ -103,16 +103,17 @@ class PodStreams:
 class AttachSession:
     """The container's own output from now on, until it ends, and its input.
 
-    Containers here write their output to a log file (no terminal), so an attach follows
-    that file. What the client types goes to the container's stdin when it was started with
-    ``stdin: true``, and is dropped otherwise, as a runtime drops it.
+    Containers here write their output to a log file (a terminal's too, with ``tty: true``),
+    so an attach follows that file. What the client types goes to the container's stdin when
+    it was started with ``stdin: true``, and is dropped otherwise, as a runtime drops it; a
+    resize reaches the container's terminal.
     """
 
-    tty = False
     stderr: asyncio.StreamReader | None = None
 
     def __init__(self, proc: ContainerProcess, *, stdin: bool) -> None:
         self._proc = proc
+        self.tty = proc.tty
         self._stdin = proc.open_stdin() if stdin else None
         self.stdout: asyncio.StreamReader | None = asyncio.StreamReader()
         self._task = asyncio.ensure_future(self._follow(proc.log_path))
@@ -144,7 +145,7 @@ class AttachSession:
             self._proc.attach_ended()
 
     def resize(self, width: int, height: int) -> None:
-        return None
+        self._proc.resize(width, height)
 
     async def wait(self) -> int:
         with contextlib.suppress(asyncio.CancelledError):

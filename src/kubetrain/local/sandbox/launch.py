@@ -50,6 +50,7 @@ class Launch:
     # is empty); ``stdinOnce``: that input ends with the first attach session.
     stdin: bool = False
     stdin_once: bool = False
+    tty: bool = False  # ``tty: true``: its stdio is a terminal (`terminal.TERMINAL`)
 
 
 def pod_hostname(pod: Mapping[str, Any]) -> str:
@@ -198,13 +199,14 @@ def plan_launch(
             workdir = str(ctx.pod_dir)
     stdin = container.get("stdin") is True
     once = stdin and container.get("stdinOnce") is True
+    tty = container.get("tty") is True
     if mode == "plain":
         return Launch(
             name, argv, env, workdir, hostname, mounts, mode, warnings, stdin=stdin,
-            stdin_once=once,
+            stdin_once=once, tty=tty,
         )  # fmt: skip
     return Launch(
         name, argv, env, workdir, hostname, mounts, mode, warnings, user=user,
         hidden=private_roots(*ctx.engine_dirs()), shown=image_roots(image), stdin=stdin,
-        stdin_once=once,
+        stdin_once=once, tty=tty,
     )  # fmt: skip

@@ -22,6 +22,7 @@ from .launch import Launch
 from .procfs import ProcInfo, proc_info, processes_of, signal_all
 from .reaper import REAPER
 from .state import ContainerState, read_exit_code, write_state
+from .terminal import TERMINAL, resize_terminal, terminal_of, tty_command
 
 __all__ = ["UNKNOWN_EXIT_CODE", "ContainerProcess", "rotate_log"]
 
@@ -156,6 +157,17 @@ class ContainerProcess:
             self._stdin_ended = True
 
     @property
+    def tty(self) -> bool:
+        """Whether the container runs on a terminal (``tty: true``) and still has it."""
+        return terminal_of(self.pid) is not None if self.is_alive() else False
+
+    def resize(self, width: int, height: int) -> None:
+        """The container's terminal gets this size (nothing without one)."""
+        path = terminal_of(self.pid) if self.is_alive() else None
+        if path is not None:
+            resize_terminal(path, width, height)
+
+    @property
     def exit_code(self) -> int | None:
         """Set once `wait` has seen the end."""
         return self._exit_code
@@ -193,6 +205,7 @@ class ContainerProcess:
             stdin_fd, stdin_hold = _open_stdin(launch, state_dir / f"{launch.name}.stdin")
             for warning in launch.warnings:
                 os.write(log_fd, f"[kubetrain] {warning}\n".encode())
+            command = tty_command(launch.command) if launch.tty else launch.command
             if launch.mode == "bwrap":
                 if bwrap is None:
                     raise SandboxError(
@@ -200,7 +213,7 @@ class ContainerProcess:
                     )
                 full = bwrap_argv(
                     bwrap, hostname=launch.hostname, mounts=launch.mounts,
-                    workdir=launch.workdir, command=launch.command, status_fd=status_fd,
+                    workdir=launch.workdir, command=command, status_fd=status_fd,
                     die_with_parent=die_with_parent, user=launch.user,
                     hidden=launch.hidden, shown=launch.shown,
                     # Entered into the network's user namespace bwrap runs as its root.
@@ -219,8 +232,10 @@ class ContainerProcess:
                     raise SandboxError(
                         "a pod network needs the bwrap sandbox", reason="RunContainerError"
                     )
-                argv = [sys.executable, "-I", "-c", REAPER, str(status), *launch.command]
+                argv = [sys.executable, "-I", "-c", REAPER, str(status), *command]
                 cwd, fds = launch.workdir, []
+            if launch.tty:
+                argv = [sys.executable, "-I", "-c", TERMINAL, *argv]
             if cgroup is not None:
                 argv = cgroup.prelude(argv)
                 oom_baseline = cgroup.oom_kills()
