@@ -66,14 +66,17 @@ async def test_without_stdin_the_container_reads_an_empty_input(tmp_path: Path, 
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_stdin_stays_open_across_attach_sessions(tmp_path: Path, mode: str) -> None:
+async def test_stdin_stays_open_across_attach_sessions_and_daemons(
+    tmp_path: Path, mode: str
+) -> None:
     sandbox = PodSandbox(_pod(stdin=True), make_ctx(tmp_path, mode))
     task = asyncio.create_task(sandbox.run())
     try:
         proc = await _started(sandbox)
         await _session(proc, b"one\n")
         await _log_has(proc.log_path, "got one\n")
-        await _session(proc, b"two\n")
+        # The second through a restarted daemon's view of the container (`adopt`).
+        await _session(ContainerProcess.adopt(proc.state), b"two\n")
         await _log_has(proc.log_path, "got two\n")
         # Two sessions have ended: the container still waits for more.
         assert proc.is_alive() and "end of input" not in proc.log_path.read_text()
