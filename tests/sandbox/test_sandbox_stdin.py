@@ -139,3 +139,16 @@ async def test_tty_a_resize_reaches_the_containers_terminal(tmp_path: Path, mode
     await _session(proc, b"\n")
     assert (await asyncio.wait_for(task, 20)).containers == {"main": 0}
     assert _text(proc.log_path).endswith("30 100\r\n")
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_tty_a_terminated_container_gets_its_sigterm(tmp_path: Path, mode: str) -> None:
+    script = "trap 'echo bye; exit 0' TERM; echo ready; while true; do sleep 0.1; done"
+    sandbox = PodSandbox(make_pod(containers=[sh(script, tty=True)]), make_ctx(tmp_path, mode))
+    task = asyncio.create_task(sandbox.run())
+    proc = await _started(sandbox)
+    await _log_has(proc.log_path, "ready\r\n")
+    assert await sandbox.terminate(grace=10) == {"main": 0}
+    await task
+    # (Every process of the container gets the signal: the shell may report its sleep's end.)
+    assert _text(proc.log_path).endswith("bye\r\n")
