@@ -2,11 +2,12 @@
 
 Run as ``python -I -c TERMINAL <command...>`` with the daemon's interpreter, as the
 container's first process (inside its cgroups, outside its sandbox: the command is bwrap, or
-plain mode's reaper). It opens a pseudo-terminal, starts the command with the terminal as its
-stdio, copies what the terminal prints to its own stdout (the container's log) and its own stdin (the container's input FIFO,
-`process._open_stdin`) to the terminal, and exits with the command's exit code. The end of
-the input (``stdinOnce``) is typed as the terminal's end-of-file character, as ``kubectl
-exec -it`` does; a container without stdin gets no input at all, never an end.
+plain mode's reaper). It opens a pseudo-terminal, starts the command with the terminal as
+its stdio, copies what the terminal prints to its own stdout (the container's log) and its
+own stdin (the container's input FIFO, `process._open_stdin`) to the terminal, and exits
+with the command's exit code. The end of the input (``stdinOnce``) is typed as the
+terminal's end-of-file character, as ``kubectl exec -it`` does; a container without stdin
+gets no input at all, never an end.
 
 The workload itself makes the terminal its controlling one, from a session of its own
 (`tty_command`): inside the sandbox's PID namespace, so that a shell's job control finds its
