@@ -23,7 +23,7 @@ import pytest
 from plane_helpers import Plane, make_jobset
 
 from kubetrain.kube.client import connect
-from kubetrain.kube.kinds import JOBSET
+from kubetrain.kube.kinds import JOBSET, POD
 from kubetrain.local.apiserver import ApiServer
 from kubetrain.local.executor.loop import Executor
 from kubetrain.local.executor.settings import ExecutorSettings
@@ -89,12 +89,18 @@ async def _running_pod(plane: Plane, name: str, user: int | None = 1000) -> dict
 
 
 @pytest.fixture
-async def served(plane: Plane) -> AsyncIterator[tuple[Plane, str]]:
-    """The plane with the kubelet's streams registered, as the daemon does, and one pod."""
+def streaming(plane: Plane) -> Plane:
+    """The plane with the kubelet's streams registered, as the daemon does."""
     plane.server.serve_pod_streams(PodStreams(plane.executor.kubelet))
     plane.server.write_kubeconfig(plane.home / "kubeconfig")
-    pod = await _running_pod(plane, "streams")
-    yield plane, pod["metadata"]["name"]
+    return plane
+
+
+@pytest.fixture
+async def served(streaming: Plane) -> AsyncIterator[tuple[Plane, str]]:
+    """The streaming plane and one pod."""
+    pod = await _running_pod(streaming, "streams")
+    yield streaming, pod["metadata"]["name"]
 
 
 async def test_exec_runs_in_the_container_with_its_env_and_working_dir(
@@ -143,6 +149,39 @@ async def test_attach_follows_the_containers_output(served: tuple[Plane, str]) -
         await proc.wait()
 
 
+async def test_kubectl_run_i_sends_what_is_typed_and_its_end(streaming: Plane) -> None:
+    # kubectl run -i makes the container with stdin and stdinOnce, waits for it to run and
+    # attaches: the end of kubectl's input ends the container's, so tr ends and so does the pod.
+    code, out, err = await _kubectl(
+        streaming, "run", "shout", "-i", "--restart=Never", "--image=busybox", "--command",
+        "--", "sh", "-c", "tr a-z A-Z", stdin=b"shout\n", timeout=60,
+    )  # fmt: skip
+    assert (code, out) == (0, "SHOUT\n"), err
+    pod = await streaming.api.get(POD.api_version, POD.plural, "shout", namespace="default")
+    (container,) = pod["spec"]["containers"]
+    assert (container["stdin"], container["stdinOnce"]) == (True, True)
+    assert pod["status"]["phase"] == "Succeeded"
+
+
+async def test_kubectl_attach_i_reaches_a_container_with_stdin(streaming: Plane) -> None:
+    script = 'while read -r l; do echo "got $l"; [ "$l" = bye ] && exit 0; done; exit 1'
+    pod = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "reader", "namespace": "default"},
+        "spec": {"restartPolicy": "Never", "containers": [{
+            "name": "c", "image": "busybox", "command": ["sh", "-c", script], "stdin": True,
+        }]},
+    }  # fmt: skip
+    await streaming.api.create(POD.api_version, POD.plural, pod)
+
+    async def running() -> bool:
+        got = await streaming.api.get(POD.api_version, POD.plural, "reader", namespace="default")
+        return (got.get("status") or {}).get("phase") == "Running"
+
+    await streaming.wait_for(running, 30)
+    code, out, err = await _kubectl(streaming, "attach", "-i", "reader", stdin=b"hello\nbye\n")
+    assert (code, out) == (0, "got hello\ngot bye\n"), err
+
+
 async def test_kubectl_cp_both_ways(served: tuple[Plane, str], tmp_path: Path) -> None:
     plane, pod = served
     source = tmp_path / "weights.bin"
@@ -167,12 +206,17 @@ async def test_exec_with_stdin(served: tuple[Plane, str]) -> None:
 async def _exec_on_terminal(plane: Plane, pod: str, typed: bytes) -> tuple[int, bytes]:
     """``kubectl exec -it <pod> -- sh`` on a 100x30 terminal of ours; what ``typed`` made it
     print, and its exit code."""
+    return await _kubectl_on_terminal(plane, ["exec", "-it", pod, "--", "sh"], typed)
+
+
+async def _kubectl_on_terminal(plane: Plane, args: list[str], typed: bytes) -> tuple[int, bytes]:
+    """kubectl on a 100x30 terminal of ours; what ``typed`` made it print, its exit code."""
     master, slave = pty.openpty()
     # kubectl's terminal is 100x30: the container's terminal gets that size (resize channel).
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
     proc = await asyncio.create_subprocess_exec(
         "kubectl", "--kubeconfig", str(plane.home / "kubeconfig"),
-        "--cache-dir", str(plane.home / "kubectl-cache"), "exec", "-it", pod, "--", "sh",
+        "--cache-dir", str(plane.home / "kubectl-cache"), *args,
         stdin=slave, stdout=slave, stderr=slave,
     )  # fmt: skip
     os.close(slave)
@@ -196,6 +240,19 @@ async def test_exec_with_a_terminal(served: tuple[Plane, str]) -> None:
     code, seen = await _exec_on_terminal(plane, pod, b"tty; stty size; echo $((6*7)); exit 4\n")
     assert code == 4, seen
     assert b"/dev/pts/" in seen and b"30 100\r\n42\r\n" in seen
+
+
+async def test_kubectl_run_it_gives_the_container_a_terminal(streaming: Plane) -> None:
+    args = ["run", "term", "-it", "--restart=Never", "--image=busybox", "--command", "--", "sh"]
+    code, seen = await _kubectl_on_terminal(streaming, args, b"tty -s && echo $((6*7)); exit 4\n")
+    pod = await streaming.api.get(POD.api_version, POD.plural, "term", namespace="default")
+    (container,) = pod["spec"]["containers"]
+    assert (container["tty"], container["stdin"], container["stdinOnce"]) == (True, True, True)
+    # Only the shell in the container computes 42 (the terminals echo the line as typed);
+    # with restartPolicy Never kubectl waits for the container's exit code and returns it.
+    assert b"42\r\n" in seen, seen
+    assert code == 4, seen
+    assert b"pod default/term terminated (Error)" in seen
 
 
 def _free_port() -> int:

@@ -41,6 +41,17 @@ def rv_of(obj: Mapping[str, Any]) -> int:
         return 0
 
 
+# The restart attempt an earlier namesake JobSet's pods are shown under: never a current one.
+_EARLIER_JOBSET = "-1"
+
+
+def _owned_by(pod: Mapping[str, Any], uid: str) -> bool:
+    """Whether ``pod`` belongs to the JobSet of ``uid`` (a pod without owners is taken as
+    the JobSet's own)."""
+    owners = [r.get("uid") for r in pod["metadata"].get("ownerReferences") or []]
+    return not (uid and owners and uid not in owners)
+
+
 @dataclass
 class Cluster:
     jobsets: dict[Key, Obj] = field(default_factory=dict)
@@ -69,8 +80,7 @@ class Cluster:
         for pod in self.pods.values():
             if jobset_key_of(pod) != key:
                 continue
-            owners = [r.get("uid") for r in pod["metadata"].get("ownerReferences") or []]
-            if uid and owners and uid not in owners:
+            if not _owned_by(pod, uid):
                 continue  # a pod of an earlier JobSet of the same name
             seen.add(pod["metadata"].get("uid"))
             out.append(pod)
@@ -85,6 +95,13 @@ class Cluster:
             if pod_uid not in seen and jobset_key_of(pod) == key:
                 ghost = copy.deepcopy(pod)
                 ghost["metadata"].setdefault("deletionTimestamp", format_time(now()))
+                if not _owned_by(pod, uid):
+                    # An earlier JobSet of the same name, still stopping: its pods are
+                    # remains of a previous attempt to this one, which block the Jobs of
+                    # their names (as the old Job objects would on a cluster) and never
+                    # count as this JobSet's successes or failures.
+                    labels = ghost["metadata"].setdefault("labels", {})
+                    labels[RESTART_ATTEMPT_LABEL] = _EARLIER_JOBSET
                 out.append(ghost)
         return out
 

@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kubetrain.local.sandbox import ContainerProcess, PodSandbox, SandboxError
-from kubetrain.local.sandbox.enter import ExecSession, PodConnection, dial_pod, start_exec
+from kubetrain.local.sandbox.enter import (
+    ExecSession,
+    PodConnection,
+    dial_pod,
+    start_exec,
+    write_all,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from .kubelet import Kubelet
@@ -79,7 +86,7 @@ class PodStreams:
         self, pod: Mapping[str, Any], container: str, *, stdin: bool, tty: bool
     ) -> AttachSession:
         _, proc = self._container(pod, container)
-        return AttachSession(proc)
+        return AttachSession(proc, stdin=stdin)
 
     async def dial(self, pod: Mapping[str, Any], port: int) -> PodConnection:
         sandbox = self._sandbox(pod)
@@ -94,17 +101,20 @@ class PodStreams:
 
 
 class AttachSession:
-    """The container's own output from now on, until it ends.
+    """The container's own output from now on, until it ends, and its input.
 
-    Containers here run with their stdin closed and their output in a log file (no terminal),
-    so an attach follows that file; what the client types is dropped.
+    Containers here write their output to a log file (a terminal's too, with ``tty: true``),
+    so an attach follows that file. What the client types goes to the container's stdin when
+    it was started with ``stdin: true``, and is dropped otherwise, as a runtime drops it; a
+    resize reaches the container's terminal.
     """
 
-    tty = False
     stderr: asyncio.StreamReader | None = None
 
-    def __init__(self, proc: ContainerProcess) -> None:
+    def __init__(self, proc: ContainerProcess, *, stdin: bool) -> None:
         self._proc = proc
+        self.tty = proc.tty
+        self._stdin = proc.open_stdin() if stdin else None
         self.stdout: asyncio.StreamReader | None = asyncio.StreamReader()
         self._task = asyncio.ensure_future(self._follow(proc.log_path))
 
@@ -124,13 +134,18 @@ class AttachSession:
         self.stdout.feed_eof()
 
     async def write_stdin(self, data: bytes) -> None:
-        return None
+        if self._stdin is not None:
+            await write_all(self._stdin, data)
 
     def close_stdin(self) -> None:
-        return None
+        """The client's input has ended: so has the container's with ``stdinOnce``."""
+        if self._stdin is not None:
+            os.close(self._stdin)
+            self._stdin = None
+            self._proc.attach_ended()
 
     def resize(self, width: int, height: int) -> None:
-        return None
+        self._proc.resize(width, height)
 
     async def wait(self) -> int:
         with contextlib.suppress(asyncio.CancelledError):
@@ -139,10 +154,11 @@ class AttachSession:
         return 0 if code is None else code
 
     def kill(self) -> None:
-        self._task.cancel()
+        self.close()
 
     def close(self) -> None:
         self._task.cancel()
+        self.close_stdin()
 
 
 def _read_from(path: Path, offset: int) -> bytes:

@@ -12,7 +12,7 @@ Filesystem, in the order bwrap applies it:
 3. an empty tmpfs over each *hidden* host directory (the engine's home, every home
    directory: `visibility.private_roots`), and the *shown* directories (the image's
    environment: `visibility.image_roots`) bound back read-only where they lie inside a hidden
-   directory or a private tmpfs;
+   directory, a private tmpfs or a volume (`shown_binds`);
 4. volumes at their mount paths, parents before children, and the generated
    ``/etc/hosts`` and ``/etc/hostname``.
 
@@ -29,7 +29,7 @@ from pathlib import Path, PurePosixPath
 
 from .volumes import Mount
 
-__all__ = ["DEFAULT_CAPS", "PRIVATE_TMPFS", "bwrap_argv", "canonical_target"]
+__all__ = ["DEFAULT_CAPS", "PRIVATE_TMPFS", "bwrap_argv", "canonical_target", "shown_binds"]
 
 # Fresh, writable, per-sandbox directories, as a container has them.
 PRIVATE_TMPFS = ("/tmp", "/run")
@@ -66,6 +66,34 @@ def canonical_target(target: str, hidden: Sequence[str] = ()) -> str:
         if any(_under(current, s) for s in opaque):
             return os.path.join(current, *parts[i + 1 :])
     return current
+
+
+def _masks(hidden: Sequence[str]) -> list[str]:
+    """The hidden directories that get an empty tmpfs, shallowest first."""
+    return sorted(
+        (h for h in hidden if not any(_under(h, s) for s in _SPECIAL)),
+        key=lambda h: len(PurePosixPath(h).parts),
+    )
+
+
+def shown_binds(shown: Sequence[str], mounts: Sequence[Mount], hidden: Sequence[str]) -> list[str]:
+    """The ``shown`` directories bound back at their own paths: those a hidden directory, a
+    private tmpfs or a writable volume above them would otherwise cover.
+
+    The image's environment is the image's, not the volume's: an ``emptyDir`` at ``/tmp``
+    must not take away a venv that lives under the host's ``/tmp`` (bwrap makes the mount
+    point inside that volume, as for any nested mount). A volume at the very path, or a
+    read-only one above it (where no mount point can be made), wins.
+    """
+    masks = _masks(hidden)
+    volumes = [(canonical_target(m.target, masks), m.read_only) for m in mounts]
+    out = []
+    for path in shown:
+        if any(path == t or (ro and _under(path, t)) for t, ro in volumes):
+            continue
+        if any(_under(path, c) for c in [*masks, *PRIVATE_TMPFS, *(t for t, _ in volumes)]):
+            out.append(path)
+    return out
 
 
 def _splits(targets: Sequence[str], hidden: Sequence[str] = ()) -> set[str]:
@@ -140,18 +168,10 @@ def bwrap_argv(
     ``as_root``: bwrap will run as root (default: when we are), really or in a user namespace,
     and must drop capabilities to a container's default set.
     """
-    masks = sorted(
-        (h for h in hidden if not any(_under(h, s) for s in _SPECIAL)),
-        key=lambda h: len(PurePosixPath(h).parts),
-    )
+    masks = _masks(hidden)
+    mounts = list(mounts)
     binds = [(m, canonical_target(m.target, masks)) for m in mounts]
-    # What the sandbox would not see otherwise; a volume at (or above) that path wins, as the
-    # image's files under a mountPath are hidden in a container.
-    volume_targets = [t for _, t in binds]
-    for path in shown:
-        inside = any(_under(path, h) for h in [*masks, *PRIVATE_TMPFS])
-        if inside and not any(_under(path, t) for t in volume_targets):
-            binds.append((Mount(Path(path), path, True), path))
+    binds += [(Mount(Path(p), p, True), p) for p in shown_binds(shown, mounts, hidden)]
     # Resolv.conf that points into a private tmpfs (systemd-resolved) would dangle.
     resolv = os.path.realpath("/etc/resolv.conf")
     own_resolv = any(t == resolv for _, t in binds)  # the pod network's own

@@ -44,6 +44,7 @@ __all__ = [
     "dial_pod",
     "enter_argv",
     "start_exec",
+    "write_all",
 ]
 
 # Read by the relay: pump stdin to the socket and the socket to stdout, half-closing each way.
@@ -170,7 +171,7 @@ class ExecSession:
 
     async def write_stdin(self, data: bytes) -> None:
         if self._master is not None:
-            await _write_all(self._master, data)
+            await write_all(self._master, data)
         elif self._proc.stdin is not None and not self._proc.stdin.is_closing():
             self._proc.stdin.write(data)
             with contextlib.suppress(ConnectionError):
@@ -210,8 +211,9 @@ class ExecSession:
             self._master = None
 
 
-async def _write_all(fd: int, data: bytes) -> None:
-    """Write to the (non-blocking) terminal master, waiting while its buffer is full."""
+async def write_all(fd: int, data: bytes) -> None:
+    """Write to a non-blocking fd (a terminal master, a FIFO), waiting while its buffer is
+    full; a reader that has gone ends the write."""
     view = memoryview(data)
     while view:
         try:

@@ -46,6 +46,11 @@ class Launch:
     # bwrap only: host directories put out of sight, and those shown again (`visibility`).
     hidden: tuple[str, ...] = ()
     shown: tuple[str, ...] = ()
+    # ``stdin: true``: the container reads what attach sessions write (its stdin otherwise
+    # is empty); ``stdinOnce``: that input ends with the first attach session.
+    stdin: bool = False
+    stdin_once: bool = False
+    tty: bool = False  # ``tty: true``: its stdio is a terminal (`terminal.TERMINAL`)
 
 
 def pod_hostname(pod: Mapping[str, Any]) -> str:
@@ -192,9 +197,16 @@ def plan_launch(
         if not os.path.isdir(workdir):
             warnings.append(f"plain mode: working dir {workdir} does not exist; using pod dir")
             workdir = str(ctx.pod_dir)
+    stdin = container.get("stdin") is True
+    once = stdin and container.get("stdinOnce") is True
+    tty = container.get("tty") is True
     if mode == "plain":
-        return Launch(name, argv, env, workdir, hostname, mounts, mode, warnings)
+        return Launch(
+            name, argv, env, workdir, hostname, mounts, mode, warnings, stdin=stdin,
+            stdin_once=once, tty=tty,
+        )  # fmt: skip
     return Launch(
         name, argv, env, workdir, hostname, mounts, mode, warnings, user=user,
-        hidden=private_roots(*ctx.engine_dirs()), shown=image_roots(image),
+        hidden=private_roots(*ctx.engine_dirs()), shown=image_roots(image), stdin=stdin,
+        stdin_once=once, tty=tty,
     )  # fmt: skip

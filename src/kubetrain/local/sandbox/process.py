@@ -15,13 +15,14 @@ import sys
 import time
 from pathlib import Path
 
-from .bwrap import PRIVATE_TMPFS, bwrap_argv
+from .bwrap import PRIVATE_TMPFS, bwrap_argv, shown_binds
 from .cgroups import ContainerCgroup
 from .errors import SandboxError
 from .launch import Launch
 from .procfs import ProcInfo, proc_info, processes_of, signal_all
 from .reaper import REAPER
 from .state import ContainerState, read_exit_code, write_state
+from .terminal import TERMINAL, resize_terminal, terminal_of, tty_command
 
 __all__ = ["UNKNOWN_EXIT_CODE", "ContainerProcess", "rotate_log"]
 
@@ -42,37 +43,66 @@ def rotate_log(log_dir: Path, container: str, restart_count: int) -> Path:
     return current
 
 
+def _as_on_host(path: str, launch: Launch) -> bool:
+    """Whether the container sees ``path`` as the host has it: the deepest of the volumes,
+    bwrap's private tmpfs dirs and the image directories bound back over them (`shown_binds`:
+    a venv under ``/tmp``) that holds ``path`` decides; outside all of them, it does."""
+    covers = [(m.target, False) for m in launch.mounts]
+    if launch.mode == "bwrap":
+        covers += [(t, False) for t in PRIVATE_TMPFS]
+        covers += [(s, True) for s in shown_binds(launch.shown, launch.mounts, launch.hidden)]
+    holding = [(len(root.rstrip("/")), seen) for root, seen in covers if _under(path, root)]
+    return max(holding)[1] if holding else True
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
 def _check_executable(launch: Launch) -> None:
     """Fail like a runtime's StartError when the program surely does not exist.
 
-    Inside bwrap the host's paths are visible unchanged except below mounts and the private
-    tmpfs dirs, where a missing program might still appear; those are left to exec.
+    Where the container does not see the host's files (`_as_on_host`), a missing program might
+    still appear; that is left to exec.
     """
     prog = launch.command[0]
-    hidden = [m.target for m in launch.mounts] + (
-        list(PRIVATE_TMPFS) if launch.mode == "bwrap" else []
-    )
     if "/" in prog:
-        path = prog if prog.startswith("/") else os.path.join(launch.workdir, prog)
-        if any(path.startswith(h.rstrip("/") + "/") for h in hidden) or not prog.startswith("/"):
+        if not prog.startswith("/") or not _as_on_host(prog, launch):
             return
-        if os.access(path, os.X_OK):
+        if os.access(prog, os.X_OK):
             return
         raise SandboxError(
             f'exec: "{prog}": stat {prog}: no such file or not executable',
             reason="RunContainerError",
         )
-    else:
-        search = launch.env.get("PATH", "")
-        if any(
-            d.startswith(h.rstrip("/") + "/") or d == h for d in search.split(":") for h in hidden
-        ):
-            return
-        if shutil.which(prog, path=search):
-            return
+    search = launch.env.get("PATH", "")
+    if not all(_as_on_host(d, launch) for d in search.split(":")):
+        return
+    if shutil.which(prog, path=search):
+        return
     raise SandboxError(
         f'exec: "{prog}": executable file not found in $PATH', reason="RunContainerError"
     )
+
+
+def _open_stdin(launch: Launch, fifo: Path) -> tuple[int | None, int | None]:
+    """The container's stdin and the engine's own hold on it (``stdinOnce``), both None
+    without ``stdin: true``.
+
+    The input is a FIFO beside the state file, so an attach (even from a restarted daemon)
+    opens it for writing. A container whose stdin stays open holds a writer itself (its stdin
+    is opened read-write): a read waits for input instead of ending when no session is
+    attached. With ``stdinOnce`` the engine holds that writer until the first attach session
+    ends; the container then reads the end of its input.
+    """
+    fifo.unlink(missing_ok=True)
+    if not launch.stdin:
+        return None, None
+    os.mkfifo(fifo, 0o600)
+    held = os.open(fifo, os.O_RDWR | os.O_CLOEXEC)
+    if not launch.stdin_once:
+        return held, None
+    return os.open(fifo, os.O_RDONLY | os.O_CLOEXEC), held
 
 
 class ContainerProcess:
@@ -88,6 +118,8 @@ class ContainerProcess:
         self.oom_killed = False
         self._cgroup: ContainerCgroup | None = None
         self._oom_baseline = 0
+        self._stdin_hold: int | None = None  # stdinOnce: the writer kept until an attach ends
+        self._stdin_ended = False  # stdinOnce, after the first attach: later input is dropped
 
     @property
     def name(self) -> str:
@@ -100,6 +132,40 @@ class ContainerProcess:
     @property
     def log_path(self) -> Path:
         return Path(self.state.log)
+
+    @property
+    def stdin_path(self) -> Path:
+        """The FIFO the container reads as its stdin (present with ``stdin: true`` only)."""
+        return Path(self.state.status_file).with_name(f"{self.name}.stdin")
+
+    def open_stdin(self) -> int | None:
+        """A non-blocking writer to the container's stdin; None when it has none (no
+        ``stdin: true``) or no longer reads it (it ended, or ``stdinOnce`` ended its input)."""
+        if self._stdin_ended:
+            return None
+        try:
+            return os.open(self.stdin_path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:  # ENOENT: no stdin; ENXIO: no reader left
+            return None
+
+    def attach_ended(self) -> None:
+        """An attach session with stdin has ended: with ``stdinOnce`` the container's input
+        ends too, once that session's own writer is closed."""
+        if self._stdin_hold is not None:
+            os.close(self._stdin_hold)
+            self._stdin_hold = None
+            self._stdin_ended = True
+
+    @property
+    def tty(self) -> bool:
+        """Whether the container runs on a terminal (``tty: true``) and still has it."""
+        return terminal_of(self.pid) is not None if self.is_alive() else False
+
+    def resize(self, width: int, height: int) -> None:
+        """The container's terminal gets this size (nothing without one)."""
+        path = terminal_of(self.pid) if self.is_alive() else None
+        if path is not None:
+            resize_terminal(path, width, height)
 
     @property
     def exit_code(self) -> int | None:
@@ -132,9 +198,14 @@ class ContainerProcess:
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_TRUNC
         log_fd = os.open(log, flags, 0o644)
         fds: list[int] = []
+        stdin_fd: int | None = None
+        stdin_hold: int | None = None
+        spawned = False
         try:
+            stdin_fd, stdin_hold = _open_stdin(launch, state_dir / f"{launch.name}.stdin")
             for warning in launch.warnings:
                 os.write(log_fd, f"[kubetrain] {warning}\n".encode())
+            command = tty_command(launch.command) if launch.tty else launch.command
             if launch.mode == "bwrap":
                 if bwrap is None:
                     raise SandboxError(
@@ -142,7 +213,7 @@ class ContainerProcess:
                     )
                 full = bwrap_argv(
                     bwrap, hostname=launch.hostname, mounts=launch.mounts,
-                    workdir=launch.workdir, command=launch.command, status_fd=status_fd,
+                    workdir=launch.workdir, command=command, status_fd=status_fd,
                     die_with_parent=die_with_parent, user=launch.user,
                     hidden=launch.hidden, shown=launch.shown,
                     # Entered into the network's user namespace bwrap runs as its root.
@@ -161,15 +232,18 @@ class ContainerProcess:
                     raise SandboxError(
                         "a pod network needs the bwrap sandbox", reason="RunContainerError"
                     )
-                argv = [sys.executable, "-I", "-c", REAPER, str(status), *launch.command]
+                argv = [sys.executable, "-I", "-c", REAPER, str(status), *command]
                 cwd, fds = launch.workdir, []
+            if launch.tty:
+                argv = [sys.executable, "-I", "-c", TERMINAL, *argv]
             if cgroup is not None:
                 argv = cgroup.prelude(argv)
                 oom_baseline = cgroup.oom_kills()
             started_at = time.time()
             try:
                 proc = await asyncio.create_subprocess_exec(
-                    *argv, stdin=asyncio.subprocess.DEVNULL, stdout=log_fd,
+                    *argv, stdout=log_fd,
+                    stdin=asyncio.subprocess.DEVNULL if stdin_fd is None else stdin_fd,
                     stderr=asyncio.subprocess.STDOUT, env=launch.env, cwd=cwd,
                     start_new_session=True, pass_fds=fds, umask=CONTAINER_UMASK,
                 )  # fmt: skip
@@ -177,9 +251,14 @@ class ContainerProcess:
                 raise SandboxError(
                     f"cannot start {argv[0]}: {err}", reason="RunContainerError"
                 ) from err
+            spawned = True
         finally:
             os.close(status_fd)
             os.close(log_fd)
+            if stdin_fd is not None:
+                os.close(stdin_fd)
+            if stdin_hold is not None and not spawned:
+                os.close(stdin_hold)
             for fd in fds[1:]:
                 os.close(fd)
         info = proc_info(proc.pid)
@@ -190,6 +269,7 @@ class ContainerProcess:
         )  # fmt: skip
         write_state(state_dir / f"{launch.name}.json", state)
         started = cls(state, proc)
+        started._stdin_hold = stdin_hold
         if cgroup is not None:
             started._cgroup, started._oom_baseline = cgroup, oom_baseline
         return started
@@ -250,6 +330,7 @@ class ContainerProcess:
         # The container is over when its main process is; anything it left behind (plain
         # mode has no PID namespace to take it down) goes now, as on a node.
         await asyncio.to_thread(self.kill)
+        self.attach_ended()  # nobody reads the input any more
         if self._cgroup is not None:
             self.oom_killed = self._cgroup.oom_kills() > self._oom_baseline
             self._cgroup.remove()
