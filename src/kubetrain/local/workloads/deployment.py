@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kubetrain.api.access import as_dict, as_list
+from kubetrain.api.access import as_dict, as_list, dicts
 from kubetrain.api.meta import format_time, parse_time
 from kubetrain.api.types import Obj
 from kubetrain.kube.client import ApiError
@@ -305,7 +305,7 @@ def deployment_status(
 
 def _until_deadline(deployment: Obj, status: Obj, now: datetime) -> float | None:
     """Seconds until a rollout that is still progressing passes its progress deadline."""
-    cond = next((c for c in status.get("conditions") or [] if c["type"] == "Progressing"), None)
+    cond = next((c for c in dicts(status.get("conditions")) if c["type"] == "Progressing"), None)
     deadline = as_dict(deployment.get("spec")).get("progressDeadlineSeconds")
     if cond is None or deadline is None or cond["reason"] not in (
         "NewReplicaSetCreated", "ReplicaSetUpdated",

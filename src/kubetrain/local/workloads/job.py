@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from kubetrain.api.access import as_dict, as_list
+from kubetrain.api.access import as_dict, as_list, dicts
 from kubetrain.api.labels import JOB_COMPLETION_INDEX, JOB_NAME_LABEL
 from kubetrain.api.meta import find_condition, format_time, parse_time
 from kubetrain.api.types import Obj
@@ -248,7 +248,7 @@ class JobController(Controller):
             await self.delete(POD, pod)
             self.event(job, "Normal", "SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}")
         was = {c.get("type") for c in as_list(as_dict(job.get("status")).get("conditions"))}
-        for cond in decision.status.get("conditions") or []:
+        for cond in dicts(decision.status.get("conditions")):
             if cond["type"] in ("Complete", "Failed") and cond["type"] not in was:
                 kind = "Normal" if cond["type"] == "Complete" else "Warning"
                 reason = "Completed" if cond["type"] == "Complete" else str(cond["reason"])

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
-from kubetrain.api.access import as_dict, as_list
+from kubetrain.api.access import as_dict, as_list, obj_at
 from kubetrain.api.types import Obj
 from kubetrain.controller.events import EventRecorder
 from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
@@ -127,7 +127,7 @@ class Controller:
         return [
             o
             for o in self.shared.informers[kind].items()
-            if (o.get("metadata") or {}).get("namespace") == namespace
+            if obj_at(o, "metadata").get("namespace") == namespace
         ]
 
     def get(self, key: Key) -> Obj | None:

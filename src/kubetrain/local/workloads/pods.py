@@ -13,7 +13,7 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
-from kubetrain.api.access import as_dict, as_list
+from kubetrain.api.access import as_dict, as_list, list_at
 from kubetrain.api.meta import find_condition, parse_time
 from kubetrain.local.executor.jobs import is_deleting, is_ready, is_terminal
 
@@ -113,7 +113,7 @@ def is_available(pod: Obj, min_ready_seconds: int, now: datetime) -> bool:
         return False
     if min_ready_seconds <= 0:
         return True
-    cond = find_condition(as_dict(pod.get("status")).get("conditions"), "Ready") or {}
+    cond = find_condition(list_at(pod, "status", "conditions"), "Ready") or {}
     since = parse_time(cond.get("lastTransitionTime"))
     return since is not None and since + timedelta(seconds=min_ready_seconds) <= now
 
