@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubetrain.api import codec
-from kubetrain.api.access import as_list, list_at, obj_at
+from kubetrain.api.access import as_list, dicts, list_at, obj_at
 from kubetrain.api.errors import FieldError
 from kubetrain.local.apiserver import errors as E
 from kubetrain.local.apiserver.ops import Op, Result
@@ -164,7 +164,7 @@ class Deletion:
                 # The kubelet's final delete once the pod's processes have ended.
                 return self._remove_now(op, res, obj)
             return Result(obj, 200)
-        finalizers = list(meta.get("finalizers") or ())
+        finalizers = list(as_list(meta.get("finalizers")))
         dependents = self.store.dependents(uid)
         if policy == "Foreground" and dependents and "foregroundDeletion" not in finalizers:
             finalizers.append("foregroundDeletion")
@@ -204,7 +204,7 @@ class Deletion:
             if dep is None:
                 continue
             new = codec.clone(dep)
-            refs = [r for r in new["metadata"].get("ownerReferences") or () if r.get("uid") != uid]
+            refs = [r for r in dicts(new["metadata"].get("ownerReferences")) if r.get("uid") != uid]
             if refs:
                 new["metadata"]["ownerReferences"] = refs
             else:
@@ -228,12 +228,12 @@ class Deletion:
                 continue
             live_owner = any(
                 self.store.locate_uid(r.get("uid", "")) is not None
-                for r in dep_obj["metadata"].get("ownerReferences") or ()
+                for r in dicts(dep_obj["metadata"].get("ownerReferences"))
                 if r.get("uid") != uid
             )
             if not live_owner:
                 self._collect(op, dep, "Background")
-        for ref in meta.get("ownerReferences") or ():
+        for ref in dicts(meta.get("ownerReferences")):
             self._maybe_finish_foreground(op, ref.get("uid", ""))
         if ns:
             if (res.group, res.kind, meta["name"]) == ("", "ServiceAccount", "default"):

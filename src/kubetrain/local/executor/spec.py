@@ -119,8 +119,8 @@ def _failure_policy(raw: dict[str, Any] | None) -> FailurePolicy | None:
             # JobSet's webhook names unnamed rules after their position.
             name=str(r.get("name") or f"failurePolicyRule{i}"),
             action=str(r.get("action", "RestartJobSet")),
-            on_job_failure_reasons=tuple(r.get("onJobFailureReasons") or ()),
-            target_replicated_jobs=tuple(r.get("targetReplicatedJobs") or ()),
+            on_job_failure_reasons=tuple(as_list(r.get("onJobFailureReasons"))),
+            target_replicated_jobs=tuple(as_list(r.get("targetReplicatedJobs"))),
         )
         # Positions count every entry, as the webhook's do.
         for i, r in enumerate(as_list(raw.get("rules")))
@@ -164,7 +164,7 @@ def read_spec(jobset: dict[str, Any]) -> JobSetSpec:
         dns_hostnames=network.get("enableDNSHostnames") is not False,
         subdomain=subdomain,
         success_operator=str(success.get("operator") or "All"),
-        success_targets=tuple(success.get("targetReplicatedJobs") or ()),
+        success_targets=tuple(as_list(success.get("targetReplicatedJobs"))),
         failure_policy=_failure_policy(spec.get("failurePolicy")),
         in_order=startup.get("startupPolicyOrder") == "InOrder",
         managed_elsewhere=bool(manager) and manager != JOBSET_CONTROLLER,
