@@ -522,8 +522,8 @@ class ExperimentController:
                     "startTime": now,
                     "suggestionCount": 0,
                     "conditions": [
-                        _cond("Created", "SuggestionCreated", "Suggestion is created", now),
-                        _cond("Running", "SuggestionRunning", "Suggestion is running", now),
+                        condition("Created", "SuggestionCreated", "Suggestion is created", now),
+                        condition("Running", "SuggestionRunning", "Suggestion is running", now),
                     ],
                 },
                 self.suggestions,
@@ -556,9 +556,9 @@ class ExperimentController:
         now = _now(self._clock)
         conditions = [c for c in dicts(status.get("conditions")) if c.get("type") != "Running"]
         conditions.append(
-            _cond("Running", "SuggestionNotRunning", "Suggestion is not running", now, "False")
+            condition("Running", "SuggestionNotRunning", "Suggestion is not running", now, "False")
         )
-        conditions.append(_cond("Failed", "SuggestionFailed", message, now))
+        conditions.append(condition("Failed", "SuggestionFailed", message, now))
         status["conditions"] = conditions
         await self._write_status(SUGGESTION, suggestion, status, self.suggestions)
 
@@ -579,8 +579,8 @@ class ExperimentController:
         status = json.loads(json.dumps(obj_at(suggestion, "status")))
         status["conditions"] = [c for c in conditions if c.get("type") != "Running"]
         status["conditions"] += [
-            _cond("Running", "SuggestionNotRunning", "Suggestion is not running", now, "False"),
-            _cond("Succeeded", "SuggestionSucceeded", "Suggestion is succeeded", now),
+            condition("Running", "SuggestionNotRunning", "Suggestion is not running", now, "False"),
+            condition("Succeeded", "SuggestionSucceeded", "Suggestion is succeeded", now),
         ]
         status["completionTime"] = now
         await self._write_status(SUGGESTION, suggestion, status, self.suggestions)
@@ -603,17 +603,6 @@ class ExperimentController:
         )
         cache.observe(updated)
         return updated
-
-
-def _cond(ctype: str, reason: str, message: str, now: str, status: str = "True") -> dict[str, Any]:
-    return {
-        "type": ctype,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastUpdateTime": now,
-        "lastTransitionTime": now,
-    }
 
 
 def _age_s(stamp: str, clock: Callable[[], datetime]) -> float:

@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from kubetrain.api.access import as_dict, as_list, obj_at
+from kubetrain.api.core import OwnerReference
 from kubetrain.api.meta import condition_true, set_condition
 
 __all__ = [
@@ -74,7 +75,7 @@ def revision(lws: Mapping[str, Any]) -> str:
     return _sha1(json.dumps(template, sort_keys=True, separators=(",", ":")))[:10]
 
 
-def _owner(lws: Mapping[str, Any]) -> Obj:
+def _owner(lws: Mapping[str, Any]) -> OwnerReference:
     meta = lws["metadata"]
     return {
         "apiVersion": API_VERSION,

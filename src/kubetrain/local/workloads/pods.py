@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kubetrain.api.access import as_dict, as_list, list_at, obj_at
+from kubetrain.api.core import OwnerReference
 from kubetrain.api.meta import find_condition, parse_time
 from kubetrain.local.executor.jobs import is_deleting, is_ready, is_terminal
 
@@ -64,7 +65,7 @@ def rc_selector(selector: Any) -> Obj:
     return {"matchLabels": as_dict(selector)}
 
 
-def owner_reference(owner: Obj) -> Obj:
+def owner_reference(owner: Obj) -> OwnerReference:
     """The controller reference a controller puts on what it creates."""
     meta = obj_at(owner, "metadata")
     return {
