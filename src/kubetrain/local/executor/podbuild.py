@@ -14,6 +14,7 @@ import uuid
 from typing import Any
 
 from kubetrain.api.access import as_list, dicts, obj_at
+from kubetrain.api.core import ObjectMeta, OwnerReference
 from kubetrain.api.labels import (
     COORDINATOR_LABEL,
     JOB_COMPLETION_INDEX,
@@ -125,25 +126,20 @@ def build_pod(
             volumes.append({"name": tname, "persistentVolumeClaim": {"claimName": claim}})
     if volumes:
         pod_spec["volumes"] = volumes
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": f"{jname}-{completion_index}-{suffix}",
-            "generateName": f"{jname}-{completion_index}-",
-            "namespace": spec.namespace,
-            "labels": labels,
-            "annotations": annotations,
-            "ownerReferences": [
-                {
-                    "apiVersion": JOBSET_API_VERSION,
-                    "kind": JOBSET_KIND,
-                    "name": spec.name,
-                    "uid": spec.uid,
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        },
-        "spec": pod_spec,
+    owner: OwnerReference = {
+        "apiVersion": JOBSET_API_VERSION,
+        "kind": JOBSET_KIND,
+        "name": spec.name,
+        "uid": spec.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
     }
+    meta: ObjectMeta = {
+        "name": f"{jname}-{completion_index}-{suffix}",
+        "generateName": f"{jname}-{completion_index}-",
+        "namespace": spec.namespace,
+        "labels": labels,
+        "annotations": annotations,
+        "ownerReferences": [owner],
+    }
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}
