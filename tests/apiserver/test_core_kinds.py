@@ -227,6 +227,16 @@ def test_a_negative_scale_is_refused_naming_the_field(api_client: Any, applied: 
     assert json.loads(caught.value.body)["details"]["causes"][0]["field"] == "spec.replicas"
 
 
+def test_a_scale_whose_spec_is_no_object_is_a_bad_request(api_client: Any, applied: str) -> None:
+    from kubernetes.client import ApiException
+
+    path = f"/apis/apps/v1/namespaces/{applied}/replicasets/web-rs/scale"
+    with pytest.raises(ApiException) as caught:
+        kube_request(api_client, "PATCH", path, {"spec": [3]}, "application/merge-patch+json")
+    assert caught.value.status == 400
+    assert "spec of the Scale must be an object" in json.loads(caught.value.body)["message"]
+
+
 def test_wide_output_shows_containers_images_and_selector(cluster: Cluster, applied: str) -> None:
     out = cluster.kubectl("-n", applied, "get", "rs", "web-rs", "-o", "wide").stdout.splitlines()
     assert out[0].split()[-3:] == ["CONTAINERS", "IMAGES", "SELECTOR"]

@@ -190,6 +190,7 @@ def test_token_request_without_audience_is_for_the_api_server() -> None:
             id="binding to a Secret",
         ),
         pytest.param("default", {"kind": "TokenReview"}, 400, id="another kind of body"),
+        pytest.param("default", request(audiences="api"), 400, id="audiences not a list"),
     ],
 )
 def test_token_request_refusals(service_account: str, body: Any, code: int) -> None:

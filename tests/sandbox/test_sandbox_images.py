@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,22 @@ def test_no_mapping_file_means_the_current_environment(tmp_path: Path) -> None:
 def test_an_entry_without_prefix_is_refused(tmp_path: Path) -> None:
     (tmp_path / "images.yaml").write_text("images: {x: {workdir: /}}")
     with pytest.raises(SandboxError, match="needs a 'prefix'"):
+        load_image_map(tmp_path / "images.yaml")
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        pytest.param("images: [x]", "images", id="images as a list"),
+        pytest.param("images: {x: {prefix: /p, env: [A]}}", "images['x'].env", id="env as a list"),
+        pytest.param("default: {prefix: /p, users: root}", "default.users", id="users as a string"),
+    ],
+)
+def test_a_mapping_field_of_another_type_is_refused_naming_it(
+    tmp_path: Path, text: str, field: str
+) -> None:
+    (tmp_path / "images.yaml").write_text(text)
+    with pytest.raises(SandboxError, match=re.escape(f"{field}: expected a mapping")):
         load_image_map(tmp_path / "images.yaml")
 
 

@@ -24,6 +24,8 @@ from typing import Any
 
 import msgspec
 
+from kubetrain.api.access import dicts
+
 __all__ = ["HISTORY_FILE", "Columns", "MetricsHistory", "Point", "as_number", "columns_of"]
 
 HISTORY_FILE = "metrics.db"
@@ -171,9 +173,7 @@ class MetricsHistory:
     ) -> None:
         """Append one accepted ``trainerStatus``."""
         metrics = {
-            str(m.get("name")): str(m.get("value"))
-            for m in trainer_status.get("metrics") or []
-            if isinstance(m, dict)
+            str(m.get("name")): str(m.get("value")) for m in dicts(trainer_status.get("metrics"))
         }
         row = (
             namespace,

@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from aiohttp import web
 
+from kubetrain.api.access import as_list, obj_at
+
 if TYPE_CHECKING:  # the API server imports this module; only the kubelet's side needs a client
     from kubetrain.kube.client import KubeClient
 
@@ -268,7 +270,7 @@ def _service_account_uid(lookup: ObjectLookup, namespace: str, name: str) -> str
     """The service account's uid ("" for the implicit ``default``), None when it does not exist."""
     sa = lookup.get("v1", "ServiceAccount", namespace, name)
     if sa is not None:
-        return str((sa.get("metadata") or {}).get("uid") or "")
+        return str(obj_at(sa, "metadata").get("uid") or "")
     return "" if name == _IMPLICIT_SERVICE_ACCOUNT else None
 
 
@@ -297,7 +299,10 @@ def token_request_answer(
     sa_uid = _service_account_uid(lookup, namespace, service_account)
     if sa_uid is None:
         raise Refusal(404, "NotFound", f'serviceaccounts "{service_account}" not found')
-    audiences = [str(a) for a in spec.get("audiences") or []] or [ISSUER]
+    given = spec.get("audiences")
+    if given is not None and not isinstance(given, list):
+        raise Refusal(400, "BadRequest", "spec.audiences must be a list of strings")
+    audiences = [str(a) for a in as_list(given)] or [ISSUER]
     try:
         expiration = int(spec.get("expirationSeconds") or DEFAULT_EXPIRATION_S)
     except (TypeError, ValueError):
@@ -324,7 +329,7 @@ def token_request_answer(
         stored = lookup.get("v1", "Pod", namespace, name)
         if stored is None:
             raise Refusal(404, "NotFound", f'pods "{name}" not found')
-        meta = stored.get("metadata") or {}
+        meta = obj_at(stored, "metadata")
         uid = str(meta.get("uid") or "")
         if ref.get("uid") and ref["uid"] != uid:
             raise Refusal(
@@ -333,9 +338,7 @@ def token_request_answer(
                 f"the UID in the bound object reference ({ref['uid']}) does not match the UID in "
                 f"record. The object might have been deleted and then recreated",
             )
-        pod_sa = str(
-            (stored.get("spec") or {}).get("serviceAccountName") or _IMPLICIT_SERVICE_ACCOUNT
-        )
+        pod_sa = str(obj_at(stored, "spec").get("serviceAccountName") or _IMPLICIT_SERVICE_ACCOUNT)
         if pod_sa != service_account:
             raise Refusal(
                 422,
@@ -380,7 +383,7 @@ def _bound_objects_error(claims: Claims, lookup: ObjectLookup, now: int) -> str 
         return "service account does not exist"
     if claims.pod is not None:
         stored = lookup.get("v1", "Pod", claims.namespace, claims.pod.name)
-        meta = (stored or {}).get("metadata") or {}
+        meta = obj_at(stored, "metadata")
         if stored is None or meta.get("uid") != claims.pod.uid:
             return f'pod "{claims.pod.name}" the token was bound to has been deleted'
         deleted = meta.get("deletionTimestamp")
@@ -406,9 +409,9 @@ def token_review_answer(key: bytes, lookup: ObjectLookup, *, body: Any, now: int
     """
     if not isinstance(body, dict) or body.get("kind", "TokenReview") != "TokenReview":
         raise Refusal(400, "BadRequest", "the body must be an authentication.k8s.io/v1 TokenReview")
-    spec = body.get("spec") or {}
-    token = str(spec.get("token") or "") if isinstance(spec, dict) else ""
-    wanted = [str(a) for a in (spec.get("audiences") or [])] if isinstance(spec, dict) else []
+    spec = obj_at(body, "spec")
+    token = str(spec.get("token") or "")
+    wanted = [str(a) for a in as_list(spec.get("audiences"))]
     answer: dict[str, Any] = {
         "kind": "TokenReview",
         "apiVersion": "authentication.k8s.io/v1",
@@ -519,7 +522,7 @@ class TokenAuthority:
         answer = token_review_answer(
             self.key, self.lookup, body={"spec": {"token": token}}, now=int(now)
         )
-        status = answer.get("status") or {}
+        status = obj_at(answer, "status")
         user = status.get("user") if status.get("authenticated") else None
         if not isinstance(user, dict):
             return None
@@ -594,9 +597,9 @@ async def request_token(
     The plural carries the service account and the ``token`` subresource: the client's URL
     builder joins it as is, and TokenRequest is a create on that subresource.
     """
-    meta = pod.get("metadata") or {}
+    meta = obj_at(pod, "metadata")
     namespace = str(meta.get("namespace") or "default")
-    sa = str((pod.get("spec") or {}).get("serviceAccountName") or _IMPLICIT_SERVICE_ACCOUNT)
+    sa = str(obj_at(pod, "spec").get("serviceAccountName") or _IMPLICIT_SERVICE_ACCOUNT)
     body = {
         "apiVersion": "authentication.k8s.io/v1",
         "kind": "TokenRequest",
@@ -614,4 +617,4 @@ async def request_token(
         },
     }
     answer = await api.create("v1", f"serviceaccounts/{sa}/token", body)
-    return str((answer.get("status") or {}).get("token") or "")
+    return str(obj_at(answer, "status").get("token") or "")

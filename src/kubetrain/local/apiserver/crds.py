@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.api.access import as_dict, as_list
+from kubetrain.api.access import as_dict, as_list, obj_at
 from kubetrain.api.errors import FieldError
 from kubetrain.local.apiserver.resources import Registry
 
@@ -27,8 +27,8 @@ def is_crd(group: str, kind: str) -> bool:
 
 def crd_errors(crd: dict[str, Any]) -> list[FieldError]:
     """The apiextensions server's checks a kubectl user meets first, each naming its field."""
-    spec = as_dict(crd.get("spec"))
-    names = as_dict(spec.get("names"))
+    spec = obj_at(crd, "spec")
+    names = obj_at(spec, "names")
     errors: list[FieldError] = []
     for path, value in (
         ("spec.group", spec.get("group")),
@@ -52,7 +52,7 @@ def crd_errors(crd: dict[str, Any]) -> list[FieldError]:
         )
     if not errors:
         wanted = f"{names['plural']}.{spec['group']}"
-        name = as_dict(crd.get("metadata")).get("name")
+        name = obj_at(crd, "metadata").get("name")
         if name != wanted:
             errors.append(
                 FieldError(
@@ -66,8 +66,8 @@ def crd_errors(crd: dict[str, Any]) -> list[FieldError]:
 
 def crd_status(crd: dict[str, Any], registry: Registry, when: str) -> dict[str, Any]:
     """The status the apiextensions controllers would settle on, stamped at once."""
-    spec = as_dict(crd.get("spec"))
-    names = as_dict(spec.get("names"))
+    spec = obj_at(crd, "spec")
+    names = obj_at(spec, "names")
     storage = next(
         (
             str(v.get("name"))

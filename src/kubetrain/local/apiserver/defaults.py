@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from kubetrain.api.access import as_dict, dicts, obj_at
+
 __all__ = ["apply_core_defaults", "generate_job_selector"]
 
 Obj = dict[str, Any]
@@ -81,11 +83,10 @@ def _service(obj: Obj) -> None:
     spec = _spec(obj)
     spec.setdefault("type", "ClusterIP")
     spec.setdefault("sessionAffinity", "None")
-    for port in spec.get("ports") or []:
-        if isinstance(port, dict):
-            port.setdefault("protocol", "TCP")
-            if "port" in port:
-                port.setdefault("targetPort", port["port"])
+    for port in dicts(spec.get("ports")):
+        port.setdefault("protocol", "TCP")
+        if "port" in port:
+            port.setdefault("targetPort", port["port"])
 
 
 _DEFAULTS: dict[tuple[str, str], Callable[[Obj], None]] = {
@@ -112,7 +113,7 @@ def generate_job_selector(job: Obj) -> None:
     spec = _spec(job)
     if spec.get("manualSelector") is True:
         return
-    meta = job.get("metadata") or {}
+    meta = obj_at(job, "metadata")
     uid, name = str(meta.get("uid", "")), str(meta.get("name", ""))
     labels = {
         "batch.kubernetes.io/controller-uid": uid,
@@ -124,6 +125,6 @@ def generate_job_selector(job: Obj) -> None:
     if isinstance(template, dict):
         template_meta = template.setdefault("metadata", {})
         if isinstance(template_meta, dict):
-            template_meta["labels"] = {**(template_meta.get("labels") or {}), **labels}
+            template_meta["labels"] = {**as_dict(template_meta.get("labels")), **labels}
     if not spec.get("selector"):
         spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kubetrain.api import codec
+from kubetrain.api.access import as_list, dicts, list_at, obj_at
 from kubetrain.api.errors import FieldError
 from kubetrain.local.apiserver import errors as E
 from kubetrain.local.apiserver.ops import Op, Result
@@ -70,7 +71,7 @@ class Deletion:
     ) -> Result:
         op = Op()
         obj = self.get(res, namespace, name)
-        pre = options.get("preconditions") or {}
+        pre = obj_at(options, "preconditions")
         meta = obj["metadata"]
         if pre.get("uid") and pre["uid"] != meta.get("uid"):
             raise E.conflict(
@@ -163,7 +164,7 @@ class Deletion:
                 # The kubelet's final delete once the pod's processes have ended.
                 return self._remove_now(op, res, obj)
             return Result(obj, 200)
-        finalizers = list(meta.get("finalizers") or ())
+        finalizers = list(as_list(meta.get("finalizers")))
         dependents = self.store.dependents(uid)
         if policy == "Foreground" and dependents and "foregroundDeletion" not in finalizers:
             finalizers.append("foregroundDeletion")
@@ -203,7 +204,7 @@ class Deletion:
             if dep is None:
                 continue
             new = codec.clone(dep)
-            refs = [r for r in new["metadata"].get("ownerReferences") or () if r.get("uid") != uid]
+            refs = [r for r in dicts(new["metadata"].get("ownerReferences")) if r.get("uid") != uid]
             if refs:
                 new["metadata"]["ownerReferences"] = refs
             else:
@@ -227,12 +228,12 @@ class Deletion:
                 continue
             live_owner = any(
                 self.store.locate_uid(r.get("uid", "")) is not None
-                for r in dep_obj["metadata"].get("ownerReferences") or ()
+                for r in dicts(dep_obj["metadata"].get("ownerReferences"))
                 if r.get("uid") != uid
             )
             if not live_owner:
                 self._collect(op, dep, "Background")
-        for ref in meta.get("ownerReferences") or ():
+        for ref in dicts(meta.get("ownerReferences")):
             self._maybe_finish_foreground(op, ref.get("uid", ""))
         if ns:
             if (res.group, res.kind, meta["name"]) == ("", "ServiceAccount", "default"):
@@ -259,7 +260,7 @@ class Deletion:
         if owner is None:
             return
         meta = owner["metadata"]
-        finalizers = meta.get("finalizers") or []
+        finalizers = as_list(meta.get("finalizers"))
         if not meta.get("deletionTimestamp") or "foregroundDeletion" not in finalizers:
             return
         if self.store.dependents(owner_uid):
@@ -340,7 +341,7 @@ class Deletion:
         res = self._resource_of("/namespaces")
         if res is None:
             return
-        spec_finalizers = (ns_obj.get("spec") or {}).get("finalizers") or []
+        spec_finalizers = list_at(ns_obj, "spec", "finalizers")
         if "kubernetes" in spec_finalizers:
             finalized = codec.clone(ns_obj)
             finalized["spec"]["finalizers"] = [f for f in spec_finalizers if f != "kubernetes"]
@@ -350,7 +351,7 @@ class Deletion:
                 self.store.put(Change(rv, "MODIFIED", res.key, "", namespace, finalized, ns_obj))
             )
             ns_obj = finalized
-        if ns_obj["metadata"].get("finalizers") or (ns_obj.get("spec") or {}).get("finalizers"):
+        if ns_obj["metadata"].get("finalizers") or obj_at(ns_obj, "spec").get("finalizers"):
             return
         rv = self.store.next_rv()
         gone = codec.clone(ns_obj)
@@ -370,8 +371,8 @@ def _grace_period(res: ResourceDef, obj: dict[str, Any], grace: int | None) -> i
     deletes it with grace 0; a pod no node runs, or one that has ended, goes at once."""
     if not _is_pod(res):
         return 0
-    spec = obj.get("spec") or {}
-    phase = (obj.get("status") or {}).get("phase")
+    spec = obj_at(obj, "spec")
+    phase = obj_at(obj, "status").get("phase")
     if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
         return 0
     if grace is None:

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kubetrain.api.access import dicts, obj_at
 from kubetrain.api.labels import LOG_ALIASES_ANNOTATION
 from kubetrain.local.apiserver import errors as E
 
@@ -55,9 +56,9 @@ def _int(value: str | None, name: str, least: int) -> int | None:
 
 def pick_container(pod: dict[str, Any], wanted: str) -> str:
     """The container a request means; 400 when ambiguous or unknown, like the kubelet."""
-    spec = pod.get("spec") or {}
-    names = [c.get("name", "") for c in (spec.get("containers") or [])]
-    init_names = [c.get("name", "") for c in (spec.get("initContainers") or [])]
+    spec = obj_at(pod, "spec")
+    names = [c.get("name", "") for c in dicts(spec.get("containers"))]
+    init_names = [c.get("name", "") for c in dicts(spec.get("initContainers"))]
     name = str(pod["metadata"]["name"])
     if wanted:
         alias = _aliases(pod).get(wanted)
@@ -66,9 +67,7 @@ def pick_container(pod: dict[str, Any], wanted: str) -> str:
         if wanted not in names and wanted not in init_names:
             raise E.bad_request(f"container {wanted} is not valid for pod {name}")
         return wanted
-    default = (pod["metadata"].get("annotations") or {}).get(
-        "kubectl.kubernetes.io/default-container"
-    )
+    default = obj_at(pod, "metadata", "annotations").get("kubectl.kubernetes.io/default-container")
     if default in names:
         return str(default)
     if len(names) == 1:
@@ -81,7 +80,7 @@ def pick_container(pod: dict[str, Any], wanted: str) -> str:
 
 def _aliases(pod: dict[str, Any]) -> dict[str, str]:
     """A pod's log aliases (``alias=container,...``): another name for a container's log."""
-    text = (pod["metadata"].get("annotations") or {}).get(LOG_ALIASES_ANNOTATION) or ""
+    text = obj_at(pod, "metadata", "annotations").get(LOG_ALIASES_ANNOTATION) or ""
     pairs = (item.partition("=") for item in str(text).split(",") if "=" in item)
     return {alias.strip(): target.strip() for alias, _, target in pairs}
 

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from kubetrain.api.access import as_dict, dicts
 from kubetrain.api.objectmeta import MAX_ANNOTATIONS_BYTES, validate_metadata
 from kubetrain.local.apiserver.patching import fields_v1, leaf_paths, paths_from_fields_v1
 
@@ -103,9 +104,7 @@ def manager_paths(
     """managedFields as manager → owned paths; optionally only one operation, only the entries
     of one subresource (None: the main resource), and without one manager."""
     out: dict[str, set[tuple[str, ...]]] = {}
-    for entry in meta.get("managedFields") or ():
-        if not isinstance(entry, Mapping):
-            continue
+    for entry in dicts(meta.get("managedFields")):
         if operation is not None and entry.get("operation") != operation:
             continue
         if subresource is not _ANY and entry.get("subresource") != subresource:
@@ -113,7 +112,7 @@ def manager_paths(
         manager = entry.get("manager", "")
         if manager == exclude:
             continue
-        out.setdefault(manager, set()).update(paths_from_fields_v1(entry.get("fieldsV1") or {}))
+        out.setdefault(manager, set()).update(paths_from_fields_v1(as_dict(entry.get("fieldsV1"))))
     return out
 
 
@@ -132,7 +131,7 @@ def record_manager(
     Apply entries own exactly what was last applied (``replace_paths``); Update entries gather
     every field the manager has changed.
     """
-    entries = [dict(e) for e in meta.get("managedFields") or () if isinstance(e, Mapping)]
+    entries = [dict(e) for e in dicts(meta.get("managedFields"))]
     mine = next(
         (
             e
@@ -146,7 +145,7 @@ def record_manager(
     if mine is None:
         mine = {"manager": manager, "operation": operation}
         entries.append(mine)
-    owned = set() if replace_paths else paths_from_fields_v1(mine.get("fieldsV1") or {})
+    owned = set() if replace_paths else paths_from_fields_v1(as_dict(mine.get("fieldsV1")))
     owned |= paths
     mine.update(
         {

@@ -13,6 +13,8 @@ import base64
 from datetime import UTC, datetime
 from typing import Any
 
+from kubetrain.api.access import obj_at
+
 __all__ = ["MAGIC", "ProtobufError", "decode"]
 
 MAGIC = b"k8s\x00"
@@ -266,7 +268,7 @@ def decode(body: bytes) -> dict[str, Any]:
     if not body.startswith(MAGIC):
         raise ProtobufError("missing the k8s protobuf magic")
     envelope = _message(body[len(MAGIC) :], _UNKNOWN)
-    type_meta = envelope.get("typeMeta") or {}
+    type_meta = obj_at(envelope, "typeMeta")
     api_version, kind = type_meta.get("apiVersion", ""), type_meta.get("kind", "")
     spec = _KINDS.get((api_version, kind))
     if spec is None:

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubetrain.api.access import as_dict, as_list
+from kubetrain.api.access import as_dict, as_list, obj_at
 from kubetrain.local.apiserver.selectors import label_selector
 
 __all__ = [
@@ -170,7 +170,7 @@ class Policy:
         if name in seen:
             return
         seen.add(name)
-        aggregation = as_dict(role.get("aggregationRule"))
+        aggregation = obj_at(role, "aggregationRule")
         selectors = [
             label_selector(as_dict(s)) for s in as_list(aggregation.get("clusterRoleSelectors"))
         ]
@@ -185,7 +185,7 @@ class Policy:
 
 
 def _meta(obj: Mapping[str, Any], key: str) -> str:
-    return str(as_dict(obj.get("metadata")).get(key) or "")
+    return str(obj_at(obj, "metadata").get(key) or "")
 
 
 # -- request attributes ---------------------------------------------------------------------
@@ -327,7 +327,7 @@ def _grants(user: User, namespace: str, policy: Policy) -> Iterator[Grant]:
     """(source, rules or None when the role is missing, missing-role error) of each binding of
     ``user``: ClusterRoleBindings first, then RoleBindings in ``namespace``."""
     for binding in policy.cluster_role_bindings:
-        ref = as_dict(binding.get("roleRef"))
+        ref = obj_at(binding, "roleRef")
         for subject in as_list(binding.get("subjects")):
             subject = as_dict(subject)
             if _applies(user, subject, ""):
@@ -342,7 +342,7 @@ def _grants(user: User, namespace: str, policy: Policy) -> Iterator[Grant]:
     if not namespace:
         return
     for binding in policy.role_bindings.get(namespace, ()):
-        ref = as_dict(binding.get("roleRef"))
+        ref = obj_at(binding, "roleRef")
         for subject in as_list(binding.get("subjects")):
             subject = as_dict(subject)
             if _applies(user, subject, namespace):
@@ -472,7 +472,7 @@ def escalation(user: User, obj: Mapping[str, Any], policy: Policy) -> str | None
     if MASTERS in user.groups:
         return None
     kind = str(obj.get("kind") or "")
-    meta = as_dict(obj.get("metadata"))
+    meta = obj_at(obj, "metadata")
     namespace = str(meta.get("namespace") or "") if kind in ("Role", "RoleBinding") else ""
     rules: list[Mapping[str, Any]] | None
     if kind in ("Role", "ClusterRole"):
@@ -481,7 +481,7 @@ def escalation(user: User, obj: Mapping[str, Any], policy: Policy) -> str | None
         rules = [as_dict(r) for r in as_list(obj.get("rules"))]
         verb = "escalate"
     elif kind in ("RoleBinding", "ClusterRoleBinding"):
-        ref = as_dict(obj.get("roleRef"))
+        ref = obj_at(obj, "roleRef")
         plural = "roles" if ref.get("kind") == "Role" else "clusterroles"
         name = str(ref.get("name") or "")
         if plural == "roles":
@@ -555,9 +555,7 @@ def user_from_info(info: Mapping[str, Any] | None) -> User | None:
     """The user of a TokenReview's ``status.user`` (None for no user)."""
     if not info or not info.get("username"):
         return None
-    extra = {
-        str(k): tuple(str(v) for v in as_list(vs)) for k, vs in as_dict(info.get("extra")).items()
-    }
+    extra = {str(k): tuple(str(v) for v in as_list(vs)) for k, vs in obj_at(info, "extra").items()}
     return User(
         str(info["username"]),
         tuple(str(g) for g in as_list(info.get("groups"))),
@@ -568,9 +566,7 @@ def user_from_info(info: Mapping[str, Any] | None) -> User | None:
 
 def user_from_review(spec: Mapping[str, Any]) -> User:
     """The user a SubjectAccessReview asks about."""
-    extra = {
-        str(k): tuple(str(v) for v in as_list(vs)) for k, vs in as_dict(spec.get("extra")).items()
-    }
+    extra = {str(k): tuple(str(v) for v in as_list(vs)) for k, vs in obj_at(spec, "extra").items()}
     return User(
         str(spec.get("user") or ""),
         tuple(str(g) for g in as_list(spec.get("groups"))),
@@ -589,7 +585,7 @@ def access_review_answer(
     """
     if not isinstance(body, dict):
         raise ReviewError(f"the body must be an {_AUTHZ_V1} {kind}")
-    spec = as_dict(body.get("spec"))
+    spec = obj_at(body, "spec")
     attributes = _attributes_from_spec(spec, namespace)
     if kind == "SelfSubjectAccessReview":
         subject = requester
@@ -619,7 +615,7 @@ def rules_review_answer(body: Any, requester: User, policy: Policy) -> dict[str,
     """The answer to a SelfSubjectRulesReview (``kubectl auth can-i --list``)."""
     if not isinstance(body, dict):
         raise ReviewError(f"the body must be an {_AUTHZ_V1} SelfSubjectRulesReview")
-    spec = as_dict(body.get("spec"))
+    spec = obj_at(body, "spec")
     namespace = str(spec.get("namespace") or "")
     resource_rules: list[dict[str, Any]] = []
     non_resource_rules: list[dict[str, Any]] = []

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kubetrain.api.access import obj_at
 from kubetrain.api.errors import FieldError
 from kubetrain.local.apiserver import errors as E
 from kubetrain.local.apiserver.selectors import selector_text
@@ -21,9 +22,9 @@ SCALE_API_VERSION = "autoscaling/v1"
 
 def scale_of(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The Scale a workload shows: desired replicas, observed replicas and the pod selector."""
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
+    meta = obj_at(obj, "metadata")
+    spec = obj_at(obj, "spec")
+    status = obj_at(obj, "status")
     selector = spec.get("selector")
     return {
         "kind": "Scale",
@@ -45,7 +46,9 @@ def replicas_of(scale: Any, kind: str, name: str) -> int:
     """``spec.replicas`` of a Scale body, or 422 naming the field."""
     if not isinstance(scale, dict) or scale.get("kind", "Scale") != "Scale":
         raise E.bad_request("the body must be a Scale of autoscaling/v1")
-    value = (scale.get("spec") or {}).get("replicas", 0)
+    if scale.get("spec") is not None and not isinstance(scale["spec"], dict):
+        raise E.bad_request("spec of the Scale must be an object")
+    value = obj_at(scale, "spec").get("replicas", 0)
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise E.invalid(
             "autoscaling",

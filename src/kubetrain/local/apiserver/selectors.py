@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubetrain.api.access import as_dict, as_list, dicts, obj_at
 from kubetrain.local.apiserver.errors import bad_request
 
 __all__ = [
@@ -48,7 +49,7 @@ class LabelSelector:
     def matches(self, obj: Mapping[str, Any]) -> bool:
         if not self.requirements:
             return True
-        labels = (obj.get("metadata") or {}).get("labels") or {}
+        labels = obj_at(obj, "metadata", "labels")
         return all(r.matches(labels) for r in self.requirements)
 
     @property
@@ -127,13 +128,11 @@ def label_selector(selector: Mapping[str, Any]) -> LabelSelector:
     """
     reqs = [
         _Requirement(str(k), "=", frozenset({str(v)}))
-        for k, v in (selector.get("matchLabels") or {}).items()
+        for k, v in obj_at(selector, "matchLabels").items()
     ]
-    for expr in selector.get("matchExpressions") or ():
-        if not isinstance(expr, Mapping):
-            continue
+    for expr in dicts(selector.get("matchExpressions")):
         op = _OPERATORS.get(str(expr.get("operator")))
-        values = frozenset(str(v) for v in expr.get("values") or ())
+        values = frozenset(str(v) for v in as_list(expr.get("values")))
         if op is None:
             reqs.append(_Requirement(str(expr.get("key")), "in", frozenset()))
         else:
@@ -155,7 +154,7 @@ def _lookup(obj: Mapping[str, Any], path: str) -> str:
 
 
 def _event_source(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("source") or {}).get("component") or "")
+    return str(obj_at(obj, "source").get("component") or "")
 
 
 _SPECIAL: dict[str, Callable[[Mapping[str, Any]], str]] = {"source": _event_source}
@@ -213,10 +212,10 @@ def selector_text(selector: Any) -> str:
     labels = selector.get("matchLabels")
     if "matchLabels" not in selector and "matchExpressions" not in selector:
         labels = selector  # a ReplicationController's selector is a plain map
-    parts = [f"{k}={v}" for k, v in sorted((labels or {}).items())]
+    parts = [f"{k}={v}" for k, v in sorted(as_dict(labels).items())]
     words = {"In": "in", "NotIn": "notin"}
-    for expr in selector.get("matchExpressions") or []:
-        op, key, values = expr.get("operator"), expr.get("key"), expr.get("values") or []
+    for expr in dicts(selector.get("matchExpressions")):
+        op, key, values = expr.get("operator"), expr.get("key"), as_list(expr.get("values"))
         if op in words:
             parts.append(f"{key} {words[op]} ({','.join(sorted(values))})")
         elif op == "Exists":

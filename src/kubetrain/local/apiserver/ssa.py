@@ -14,6 +14,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from kubetrain.api.access import as_list, obj_at
+
 __all__ = ["Path", "apply_merge", "owned_paths", "remove_path", "value_at"]
 
 Path = tuple[str, ...]
@@ -28,7 +30,7 @@ _UNOWNED_META = frozenset(
 
 
 def _child(schema: Mapping[str, Any], key: str) -> Mapping[str, Any]:
-    props = schema.get("properties") or {}
+    props = obj_at(schema, "properties")
     if key in props:
         sub: Mapping[str, Any] = props[key]
         return sub
@@ -38,7 +40,7 @@ def _child(schema: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 
 def _map_keys(schema: Mapping[str, Any]) -> tuple[str, ...] | None:
     if schema.get("x-kubernetes-list-type") == "map":
-        return tuple(schema.get("x-kubernetes-list-map-keys") or ())
+        return tuple(as_list(schema.get("x-kubernetes-list-map-keys")))
     return None
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from kubetrain.api.access import as_list, dicts, list_at, obj_at
 from kubetrain.local.apiserver.resources import PrinterColumn, ResourceDef
 from kubetrain.local.apiserver.selectors import selector_text
 
@@ -107,22 +108,22 @@ def _age(ts: Any) -> str:
 
 
 def _pod_ready(pod: Mapping[str, Any]) -> str:
-    statuses = (pod.get("status") or {}).get("containerStatuses") or []
-    total = len((pod.get("spec") or {}).get("containers") or [])
+    statuses = dicts(obj_at(pod, "status").get("containerStatuses"))
+    total = len(list_at(pod, "spec", "containers"))
     ready = sum(1 for s in statuses if s.get("ready"))
     return f"{ready}/{total}"
 
 
 def _pod_status(pod: Mapping[str, Any]) -> str:
-    status = pod.get("status") or {}
-    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+    status = obj_at(pod, "status")
+    if obj_at(pod, "metadata").get("deletionTimestamp"):
         return "Terminating"
     reason = status.get("reason") or status.get("phase") or "Pending"
-    for cs in status.get("containerStatuses") or []:
-        state = cs.get("state") or {}
-        if state.get("waiting", {}).get("reason"):
+    for cs in dicts(status.get("containerStatuses")):
+        state = obj_at(cs, "state")
+        if obj_at(state, "waiting").get("reason"):
             reason = state["waiting"]["reason"]
-        elif state.get("terminated", {}).get("reason") and status.get("phase") not in ("Running",):
+        elif obj_at(state, "terminated").get("reason") and status.get("phase") not in ("Running",):
             reason = state["terminated"]["reason"]
     return str(reason)
 
@@ -130,16 +131,16 @@ def _pod_status(pod: Mapping[str, Any]) -> str:
 def _pod_restarts(pod: Mapping[str, Any]) -> int:
     return sum(
         int(s.get("restartCount") or 0)
-        for s in (pod.get("status") or {}).get("containerStatuses") or []
+        for s in dicts(obj_at(pod, "status").get("containerStatuses"))
     )
 
 
 def _data_count(obj: Mapping[str, Any]) -> int:
-    return len(obj.get("data") or {}) + len(obj.get("binaryData") or {})
+    return len(obj_at(obj, "data")) + len(obj_at(obj, "binaryData"))
 
 
 def _event_object(ev: Mapping[str, Any]) -> str:
-    ref = ev.get("involvedObject") or {}
+    ref = obj_at(ev, "involvedObject")
     return f"{str(ref.get('kind', '')).lower()}/{ref.get('name', '')}"
 
 
@@ -147,17 +148,17 @@ def _event_last_seen(ev: Mapping[str, Any]) -> str:
     return _age(
         ev.get("lastTimestamp")
         or ev.get("eventTime")
-        or (ev.get("metadata") or {}).get("creationTimestamp")
+        or obj_at(ev, "metadata").get("creationTimestamp")
     )
 
 
 def _node_status(node: Mapping[str, Any]) -> str:
     ready = next(
-        (c for c in (node.get("status") or {}).get("conditions") or [] if c.get("type") == "Ready"),
+        (c for c in dicts(obj_at(node, "status").get("conditions")) if c.get("type") == "Ready"),
         None,
     )
     text = "Ready" if ready and ready.get("status") == "True" else "NotReady"
-    if (node.get("spec") or {}).get("unschedulable"):
+    if obj_at(node, "spec").get("unschedulable"):
         text += ",SchedulingDisabled"
     return text
 
@@ -169,27 +170,25 @@ def _count(obj: Mapping[str, Any], path: str) -> int:
 
 def _ready_of_replicas(obj: Mapping[str, Any]) -> str:
     # Deployments and StatefulSets: ready/desired, desired defaulting to 1 as the API does.
-    desired = (obj.get("spec") or {}).get("replicas")
+    desired = obj_at(obj, "spec").get("replicas")
     return f"{_count(obj, '.status.readyReplicas')}/{1 if desired is None else desired}"
 
 
-def _pod_template(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return _dig(obj, ("spec", "template", "spec")) or {}
+def _pod_template(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return obj_at(obj, "spec", "template", "spec")
 
 
 def _containers(obj: Mapping[str, Any]) -> str:
-    return ",".join(str(c.get("name", "")) for c in _pod_template(obj).get("containers") or [])
+    return ",".join(str(c.get("name", "")) for c in dicts(_pod_template(obj).get("containers")))
 
 
 def _images(obj: Mapping[str, Any]) -> str:
-    return ",".join(str(c.get("image", "")) for c in _pod_template(obj).get("containers") or [])
+    return ",".join(str(c.get("image", "")) for c in dicts(_pod_template(obj).get("containers")))
 
 
 def _job_status(job: Mapping[str, Any]) -> str:
     conditions = {
-        c.get("type"): c.get("status")
-        for c in (job.get("status") or {}).get("conditions") or []
-        if isinstance(c, Mapping)
+        c.get("type"): c.get("status") for c in dicts(obj_at(job, "status").get("conditions"))
     }
     for kind, text in (
         ("Complete", "Complete"),
@@ -200,11 +199,11 @@ def _job_status(job: Mapping[str, Any]) -> str:
     ):
         if conditions.get(kind) == "True":
             return text
-    return "Terminating" if (job.get("metadata") or {}).get("deletionTimestamp") else "Running"
+    return "Terminating" if obj_at(job, "metadata").get("deletionTimestamp") else "Running"
 
 
 def _job_completions(job: Mapping[str, Any]) -> str:
-    spec = job.get("spec") or {}
+    spec = obj_at(job, "spec")
     succeeded = _count(job, ".status.succeeded")
     if spec.get("completions") is not None:
         return f"{succeeded}/{spec['completions']}"
@@ -215,7 +214,7 @@ def _job_completions(job: Mapping[str, Any]) -> str:
 
 
 def _job_duration(job: Mapping[str, Any]) -> str:
-    status = job.get("status") or {}
+    status = obj_at(job, "status")
     start = _parse_time(status.get("startTime"))
     if start is None:
         return ""
@@ -241,9 +240,9 @@ def _more(items: list[str], shown: int = 3) -> str:
 
 def _endpoints(ep: Mapping[str, Any]) -> str:
     found = []
-    for subset in ep.get("subsets") or []:
-        ports = [p.get("port") for p in subset.get("ports") or []] or [None]
-        for address in subset.get("addresses") or []:
+    for subset in dicts(ep.get("subsets")):
+        ports = [p.get("port") for p in dicts(subset.get("ports"))] or [None]
+        for address in dicts(subset.get("addresses")):
             for port in ports:
                 ip = address.get("ip", "")
                 found.append(ip if port is None else f"{ip}:{port}")
@@ -251,18 +250,18 @@ def _endpoints(ep: Mapping[str, Any]) -> str:
 
 
 def _slice_ports(sl: Mapping[str, Any]) -> str:
-    ports = [str(p.get("port")) for p in sl.get("ports") or [] if p.get("port") is not None]
+    ports = [str(p.get("port")) for p in dicts(sl.get("ports")) if p.get("port") is not None]
     return ",".join(ports) if ports else "<unset>"
 
 
 def _slice_endpoints(sl: Mapping[str, Any]) -> str:
-    return _more([str(a) for e in sl.get("endpoints") or [] for a in e.get("addresses") or []])
+    return _more([str(a) for e in dicts(sl.get("endpoints")) for a in as_list(e.get("addresses"))])
 
 
 def _binding_subjects(kind: str) -> Callable[[Mapping[str, Any]], str]:
     def cell(binding: Mapping[str, Any]) -> str:
         names = []
-        for s in binding.get("subjects") or []:
+        for s in dicts(binding.get("subjects")):
             if s.get("kind") != kind:
                 continue
             ns = s.get("namespace")
@@ -275,7 +274,7 @@ def _binding_subjects(kind: str) -> Callable[[Mapping[str, Any]], str]:
 
 
 def _apiservice_available(svc: Mapping[str, Any]) -> str:
-    for c in (svc.get("status") or {}).get("conditions") or []:
+    for c in dicts(obj_at(svc, "status").get("conditions")):
         if c.get("type") == "Available":
             if c.get("status") == "True":
                 return "True"
@@ -284,22 +283,22 @@ def _apiservice_available(svc: Mapping[str, Any]) -> str:
 
 
 def _apiservice_service(svc: Mapping[str, Any]) -> str:
-    ref = (svc.get("spec") or {}).get("service")
+    ref = obj_at(svc, "spec", "service")
     return f"{ref.get('namespace')}/{ref.get('name')}" if ref else "Local"
 
 
 def _service_ports(svc: Mapping[str, Any]) -> str:
     out = []
-    for p in (svc.get("spec") or {}).get("ports") or []:
+    for p in dicts(obj_at(svc, "spec").get("ports")):
         node = f":{p['nodePort']}" if p.get("nodePort") else ""
         out.append(f"{p.get('port')}{node}/{p.get('protocol') or 'TCP'}")
     return ",".join(out) or "<none>"
 
 
 def _service_external_ips(svc: Mapping[str, Any]) -> str:
-    spec = svc.get("spec") or {}
-    ingress = ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
-    ips = list(spec.get("externalIPs") or [])
+    spec = obj_at(svc, "spec")
+    ingress = dicts(obj_at(svc, "status", "loadBalancer").get("ingress"))
+    ips = list(as_list(spec.get("externalIPs")))
     ips += [str(i.get("ip") or i.get("hostname")) for i in ingress]
     if spec.get("type") == "ExternalName":
         return str(spec.get("externalName") or "<none>")
@@ -311,14 +310,14 @@ def _service_external_ips(svc: Mapping[str, Any]) -> str:
 _COMPUTED: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "service_ports": _service_ports,
     "service_external_ips": _service_external_ips,
-    "service_selector": lambda o: selector_text((o.get("spec") or {}).get("selector")),
+    "service_selector": lambda o: selector_text(obj_at(o, "spec").get("selector")),
     "ready_of_replicas": _ready_of_replicas,
     "desired_replicas": lambda o: (
-        _count(o, ".spec.replicas") if "replicas" in (o.get("spec") or {}) else 1
+        _count(o, ".spec.replicas") if "replicas" in obj_at(o, "spec") else 1
     ),
     "containers": _containers,
     "images": _images,
-    "selector": lambda o: selector_text((o.get("spec") or {}).get("selector")),
+    "selector": lambda o: selector_text(obj_at(o, "spec").get("selector")),
     "node_selector": lambda o: selector_text(_pod_template(o).get("nodeSelector")),
     "job_status": _job_status,
     "job_completions": _job_completions,
@@ -326,9 +325,9 @@ _COMPUTED: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "endpoints": _endpoints,
     "slice_ports": _slice_ports,
     "slice_endpoints": _slice_endpoints,
-    "created_at": lambda o: str((o.get("metadata") or {}).get("creationTimestamp", "")),
+    "created_at": lambda o: str(obj_at(o, "metadata").get("creationTimestamp", "")),
     "binding_role": lambda o: (
-        f"{(o.get('roleRef') or {}).get('kind')}/{(o.get('roleRef') or {}).get('name')}"
+        f"{obj_at(o, 'roleRef').get('kind')}/{obj_at(o, 'roleRef').get('name')}"
     ),
     "binding_users": _binding_subjects("User"),
     "binding_groups": _binding_subjects("Group"),
@@ -340,7 +339,7 @@ _COMPUTED: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "pod_status": _pod_status,
     "pod_restarts": _pod_restarts,
     "data_count": _data_count,
-    "sa_secrets": lambda o: len(o.get("secrets") or []),
+    "sa_secrets": lambda o: len(as_list(o.get("secrets"))),
     "event_object": _event_object,
     "event_last_seen": _event_last_seen,
 }
@@ -413,7 +412,7 @@ def table(
     rows = []
     for obj in objects:
         cells: list[Any] = [_cell(obj, c) for c in columns]
-        name = (obj.get("metadata") or {}).get("name", "")
+        name = obj_at(obj, "metadata").get("name", "")
         cells = [name, *cells] if name_first else [*cells, name]
         row: dict[str, Any] = {"cells": cells}
         if include == "Object":

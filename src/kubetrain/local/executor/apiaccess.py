@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from kubetrain.api.access import as_list, dicts, obj_at
 from kubetrain.api.types import Obj
 
 __all__ = ["API_HOST", "MOUNT_PATH", "ROOT_CA", "VOLUME", "with_api_access"]
@@ -29,13 +30,13 @@ _EXPIRATION_S = 3607
 
 
 def _mounts_it(container: Obj) -> bool:
-    return any(m.get("mountPath") == MOUNT_PATH for m in container.get("volumeMounts") or [])
+    return any(m.get("mountPath") == MOUNT_PATH for m in dicts(container.get("volumeMounts")))
 
 
 def with_api_access(pod: Obj, port: int) -> Obj:
     """``pod`` with the service-account volume, mounts and env (``pod`` itself when it opts out)."""
-    spec = pod.get("spec") or {}
-    containers = [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+    spec = obj_at(pod, "spec")
+    containers = [*dicts(spec.get("initContainers")), *dicts(spec.get("containers"))]
     if spec.get("automountServiceAccountToken") is False or any(map(_mounts_it, containers)):
         return pod
     out = copy.deepcopy(pod)
@@ -60,15 +61,15 @@ def with_api_access(pod: Obj, port: int) -> Obj:
             ],
         },
     }
-    spec["volumes"] = [*(spec.get("volumes") or []), volume]
+    spec["volumes"] = [*as_list(spec.get("volumes")), volume]
     env = [
         {"name": "KUBERNETES_SERVICE_HOST", "value": API_HOST},
         {"name": "KUBERNETES_SERVICE_PORT", "value": str(port)},
         {"name": "KUBERNETES_SERVICE_PORT_HTTPS", "value": str(port)},
     ]
-    for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+    for c in [*dicts(spec.get("initContainers")), *dicts(spec.get("containers"))]:
         mount = {"name": VOLUME, "mountPath": MOUNT_PATH, "readOnly": True}
-        c["volumeMounts"] = [*(c.get("volumeMounts") or []), mount]
-        names = {e.get("name") for e in c.get("env") or []}
-        c["env"] = [*(c.get("env") or []), *(e for e in env if e["name"] not in names)]
+        c["volumeMounts"] = [*as_list(c.get("volumeMounts")), mount]
+        names = {e.get("name") for e in dicts(c.get("env"))}
+        c["env"] = [*as_list(c.get("env")), *(e for e in env if e["name"] not in names)]
     return out

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api.access import dicts, obj_at
 from kubetrain.api.labels import JOBSET_NAME_LABEL, RESTART_ATTEMPT_LABEL
 from kubetrain.api.meta import format_time, now
 
@@ -24,19 +25,19 @@ Obj = dict[str, Any]
 
 
 def key_of(obj: Mapping[str, Any]) -> Key:
-    meta = obj.get("metadata") or {}
+    meta = obj_at(obj, "metadata")
     return str(meta.get("namespace") or "default"), str(meta.get("name", ""))
 
 
 def jobset_key_of(pod: Mapping[str, Any]) -> Key | None:
-    meta = pod.get("metadata") or {}
-    name = (meta.get("labels") or {}).get(JOBSET_NAME_LABEL)
+    meta = obj_at(pod, "metadata")
+    name = obj_at(meta, "labels").get(JOBSET_NAME_LABEL)
     return (str(meta.get("namespace") or "default"), str(name)) if name else None
 
 
 def rv_of(obj: Mapping[str, Any]) -> int:
     try:
-        return int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+        return int(obj_at(obj, "metadata").get("resourceVersion") or 0)
     except ValueError:
         return 0
 
@@ -48,7 +49,7 @@ _EARLIER_JOBSET = "-1"
 def _owned_by(pod: Mapping[str, Any], uid: str) -> bool:
     """Whether ``pod`` belongs to the JobSet of ``uid`` (a pod without owners is taken as
     the JobSet's own)."""
-    owners = [r.get("uid") for r in pod["metadata"].get("ownerReferences") or []]
+    owners = [r.get("uid") for r in dicts(pod["metadata"].get("ownerReferences"))]
     return not (uid and owners and uid not in owners)
 
 
@@ -84,7 +85,7 @@ class Cluster:
                 continue  # a pod of an earlier JobSet of the same name
             seen.add(pod["metadata"].get("uid"))
             out.append(pod)
-        attempt = str(int((jobset.get("status") or {}).get("restarts") or 0))
+        attempt = str(int(obj_at(jobset, "status").get("restarts") or 0))
         # Only the current restart attempt's Jobs count lost pods; older Jobs are gone.
         out += [
             g
@@ -109,7 +110,7 @@ class Cluster:
         """A pod deleted from outside before it ended counts as a failed pod of its Job."""
         meta = pod["metadata"]
         uid = str(meta.get("uid", ""))
-        if uid in self.own_deletions or (pod.get("status") or {}).get("phase") in (
+        if uid in self.own_deletions or obj_at(pod, "status").get("phase") in (
             "Succeeded",
             "Failed",
         ):
@@ -131,7 +132,7 @@ class Cluster:
                         "terminated": {"exitCode": 137, "reason": "Error", "finishedAt": stamp}
                     },
                 }
-                for c in (pod.get("spec") or {}).get("containers") or []
+                for c in dicts(obj_at(pod, "spec").get("containers"))
             ],
         }
         self.lost.setdefault(str(jobset["metadata"].get("uid")), []).append(ghost)

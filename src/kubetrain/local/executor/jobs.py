@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api.access import dicts, obj_at
 from kubetrain.api.labels import (
     JOB_COMPLETION_INDEX,
     JOB_INDEX_LABEL,
@@ -54,7 +55,7 @@ def job_name(jobset: str, rjob: str, index: int) -> str:
 
 
 def _labels(pod: dict[str, Any]) -> dict[str, str]:
-    return dict((pod.get("metadata") or {}).get("labels") or {})
+    return dict(obj_at(pod, "metadata", "labels"))
 
 
 def _int_label(pod: dict[str, Any], key: str) -> int:
@@ -81,7 +82,7 @@ def pod_completion_index(pod: dict[str, Any]) -> int:
 
 
 def pod_phase(pod: dict[str, Any]) -> str:
-    return str((pod.get("status") or {}).get("phase") or "Pending")
+    return str(obj_at(pod, "status").get("phase") or "Pending")
 
 
 def is_terminal(pod: dict[str, Any]) -> bool:
@@ -89,21 +90,21 @@ def is_terminal(pod: dict[str, Any]) -> bool:
 
 
 def is_deleting(pod: dict[str, Any]) -> bool:
-    return bool((pod.get("metadata") or {}).get("deletionTimestamp"))
+    return bool(obj_at(pod, "metadata").get("deletionTimestamp"))
 
 
 def is_ready(pod: dict[str, Any]) -> bool:
-    for cond in (pod.get("status") or {}).get("conditions") or []:
+    for cond in dicts(obj_at(pod, "status").get("conditions")):
         if cond.get("type") == "Ready":
             return bool(cond.get("status") == "True")
     return False
 
 
 def container_restarts(pod: dict[str, Any]) -> int:
-    status = pod.get("status") or {}
+    status = obj_at(pod, "status")
     statuses = [
-        *(status.get("initContainerStatuses") or []),
-        *(status.get("containerStatuses") or []),
+        *dicts(status.get("initContainerStatuses")),
+        *dicts(status.get("containerStatuses")),
     ]
     return sum(int(s.get("restartCount") or 0) for s in statuses)
 
@@ -111,8 +112,8 @@ def container_restarts(pod: dict[str, Any]) -> int:
 def last_finished_at(pod: dict[str, Any]) -> str:
     """The latest ``finishedAt`` of the pod's terminated containers ('' when none)."""
     times = [
-        str(((s.get("state") or {}).get("terminated") or {}).get("finishedAt") or "")
-        for s in (pod.get("status") or {}).get("containerStatuses") or []
+        str(obj_at(s, "state", "terminated").get("finishedAt") or "")
+        for s in dicts(obj_at(pod, "status").get("containerStatuses"))
     ]
     return max(times, default="")
 
@@ -159,7 +160,7 @@ class JobView:
         when the limit is 0).
         """
         for p in self.pods:
-            status = p.get("status") or {}
+            status = obj_at(p, "status")
             reason = status.get("reason")
             if pod_phase(p) == "Failed" and reason in _FINAL_REASONS:
                 # The local engine can never run this pod, or it failed for good: retrying
@@ -187,13 +188,13 @@ class JobView:
         the termination message of its first failed container ('' when it left none)."""
         failed = sorted((p for p in self.pods if pod_phase(p) == "Failed"), key=last_finished_at)
         for p in failed:
-            status = p.get("status") or {}
+            status = obj_at(p, "status")
             texts = [str(status.get("message") or "")]
             for cs in [
-                *(status.get("initContainerStatuses") or []),
-                *(status.get("containerStatuses") or []),
+                *dicts(status.get("initContainerStatuses")),
+                *dicts(status.get("containerStatuses")),
             ]:
-                term = (cs.get("state") or {}).get("terminated") or {}
+                term = obj_at(cs, "state", "terminated")
                 if term.get("exitCode") not in (None, 0):
                     texts.append(str(term.get("message") or ""))
             for text in texts:

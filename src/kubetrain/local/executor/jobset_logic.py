@@ -23,6 +23,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from kubetrain.api.access import obj_at
 from kubetrain.api.meta import condition_true, format_time, parse_time
 
 from . import labels as L
@@ -168,7 +169,7 @@ def reconcile(
 ) -> Decision:
     """Decide the next step for ``jobset`` given every pod labelled with its name."""
     spec = read_spec(jobset)
-    old = copy.deepcopy(jobset.get("status") or {})
+    old = copy.deepcopy(obj_at(jobset, "status"))
     if spec.managed_elsewhere:
         return Decision(status=old)
     status = copy.deepcopy(old)
@@ -219,7 +220,7 @@ def reconcile(
 
 def creation_failed(jobset: dict[str, Any], message: str, *, now: datetime) -> dict[str, Any]:
     """The JobSet status once one of its pods was refused by the API server for good."""
-    status = copy.deepcopy(jobset.get("status") or {})
+    status = copy.deepcopy(obj_at(jobset, "status"))
     conditions: list[dict[str, Any]] = status.setdefault("conditions", [])
     stamp = format_time(now)
     set_condition(

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from kubetrain.api.access import dicts, obj_at
 from kubetrain.api.meta import format_time, now
 from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.kinds import CONFIGMAP, POD, SECRET
@@ -158,7 +159,7 @@ class Kubelet:
         for pod in self.cluster.pods.values():
             # A pod of no JobSet with a hostname and subdomain (a StatefulSet's) is named
             # under its headless Service, as cluster DNS names it.
-            pod_spec, ip = pod.get("spec") or {}, (pod.get("status") or {}).get("podIP")
+            pod_spec, ip = obj_at(pod, "spec"), obj_at(pod, "status").get("podIP")
             if ip and pod_spec.get("subdomain") and jobset_key_of(pod) is None:
                 host = str(pod_spec.get("hostname") or pod["metadata"].get("name"))
                 hosts.update(
@@ -236,7 +237,7 @@ class Kubelet:
             return
         if uid in self.tasks:
             return
-        phase = (pod.get("status") or {}).get("phase")
+        phase = obj_at(pod, "status").get("phase")
         if phase in ("Succeeded", "Failed"):
             return
         has_state = bool(read_states(self._pod_dir(uid)))
@@ -244,7 +245,7 @@ class Kubelet:
             # It ran under a previous daemon and left no trace: record the loss, never re-run.
             self._spawn(uid, self._record_unknown_end(pod))
             return
-        node = (pod.get("spec") or {}).get("nodeName")
+        node = obj_at(pod, "spec").get("nodeName")
         if not node:
             if not has_state:
                 self._schedule(pod)
@@ -301,7 +302,7 @@ class Kubelet:
         are held under). A JobSet's pods share their JobSet's block of addresses; any other
         pod gets a block of one, keyed by its uid (None: the pod's JobSet is gone)."""
         meta = pod["metadata"]
-        spec = pod.get("spec") or {}
+        spec = obj_at(pod, "spec")
         hostname = str(spec.get("hostname") or meta.get("name"))
         if jobset_key_of(pod) is None:
             uid = str(meta.get("uid"))
@@ -324,7 +325,7 @@ class Kubelet:
         uid = str(pod["metadata"].get("uid"))
         if uid in self.binding:
             return
-        spec = pod.get("spec") or {}
+        spec = obj_at(pod, "spec")
         if spec.get("schedulingGates"):
             # Left alone until its gates are removed (that change brings it back here).
             if self.waiting.get(uid) != GATED_MESSAGE:
@@ -435,10 +436,10 @@ class Kubelet:
                 await runner.publish()
 
     async def _record_unknown_end(self, pod: Obj) -> None:
-        status = copy.deepcopy(pod.get("status") or {})
+        status = copy.deepcopy(obj_at(pod, "status"))
         stamp = format_time(now())
-        for cs in status.get("containerStatuses") or []:
-            if "terminated" not in (cs.get("state") or {}):
+        for cs in dicts(status.get("containerStatuses")):
+            if "terminated" not in obj_at(cs, "state"):
                 cs["state"] = {
                     "terminated": {
                         "exitCode": 137,
@@ -466,7 +467,7 @@ class Kubelet:
             if not err.not_found:
                 log.warning("pod %s/%s: status update failed: %s", *key, err)
             return
-        if (self.cluster.pods.get(key) or {}).get("metadata", {}).get("uid") == uid:
+        if obj_at(self.cluster.pods.get(key), "metadata").get("uid") == uid:
             self.cluster.pods[key] = updated
         self._requeue_jobset(pod)
 
@@ -501,7 +502,7 @@ class Kubelet:
                         }
                     },
                 }
-                for c in (pod.get("spec") or {}).get("containers") or []
+                for c in dicts(obj_at(pod, "spec").get("containers"))
             ],
         }
 
@@ -642,11 +643,11 @@ class Kubelet:
         spec = read_spec(jobset)
         self.addresses.release(spec.uid)
         # PVCs of volumeClaimPolicies with whenDeleted: Delete (the default) go with the JobSet.
-        for policy in (jobset.get("spec") or {}).get("volumeClaimPolicies") or []:
-            if ((policy.get("retentionPolicy") or {}).get("whenDeleted") or "Delete") != "Delete":
+        for policy in dicts(obj_at(jobset, "spec").get("volumeClaimPolicies")):
+            if (obj_at(policy, "retentionPolicy").get("whenDeleted") or "Delete") != "Delete":
                 continue
-            for template in policy.get("templates") or []:
-                claim = f"{(template.get('metadata') or {}).get('name', '')}-{spec.name}"
+            for template in dicts(policy.get("templates")):
+                claim = f"{obj_at(template, 'metadata').get('name', '')}-{spec.name}"
                 shutil.rmtree(self.home / "volumes" / spec.namespace / claim, ignore_errors=True)
 
     async def stop(self, *, kill_pods: bool) -> None:
@@ -693,17 +694,15 @@ class Kubelet:
         for name in cm_names:
             with contextlib.suppress(ApiError):
                 cm = await self.api.get(CONFIGMAP.api_version, CONFIGMAP.plural, name, namespace=ns)
-                data = dict(cm.get("data") or {})
-                for k, v in (cm.get("binaryData") or {}).items():
+                data = dict(obj_at(cm, "data"))
+                for k, v in obj_at(cm, "binaryData").items():
                     data[k] = base64.b64decode(v).decode(errors="replace")
                 config_maps[name] = data
         for name in secret_names:
             with contextlib.suppress(ApiError):
                 sec = await self.api.get(SECRET.api_version, SECRET.plural, name, namespace=ns)
-                decoded = {k: base64.b64decode(v) for k, v in (sec.get("data") or {}).items()}
-                decoded.update(
-                    {k: str(v).encode() for k, v in (sec.get("stringData") or {}).items()}
-                )
+                decoded = {k: base64.b64decode(v) for k, v in obj_at(sec, "data").items()}
+                decoded.update({k: str(v).encode() for k, v in obj_at(sec, "stringData").items()})
                 secrets[name] = decoded
         if ROOT_CA in cm_names and ROOT_CA not in config_maps and self.settings.api_ca_pem:
             # What kube-controller-manager publishes in every namespace: the API server's CA.
@@ -751,11 +750,11 @@ class Kubelet:
 def _owner(pod: Obj) -> str:
     """The uid of the pod's JobSet (label, else controller reference); a pod of no JobSet
     is its own owner (its ports are its own, not its ReplicaSet's)."""
-    meta = pod.get("metadata") or {}
-    uid = (meta.get("labels") or {}).get(JOBSET_UID)
+    meta = obj_at(pod, "metadata")
+    uid = obj_at(meta, "labels").get(JOBSET_UID)
     if uid:
         return str(uid)
     if jobset_key_of(pod) is None:
         return str(meta.get("uid", ""))
-    refs = [r for r in meta.get("ownerReferences") or [] if r.get("controller")]
+    refs = [r for r in dicts(meta.get("ownerReferences")) if r.get("controller")]
     return str(refs[0].get("uid")) if refs else str(meta.get("uid", ""))

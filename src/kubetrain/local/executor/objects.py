@@ -7,6 +7,8 @@ import random
 import time
 from typing import Any
 
+from kubetrain.api.access import dicts, obj_at
+
 __all__ = ["make_event", "pod_references", "random_suffix"]
 
 # The alphabet Kubernetes uses for generateName suffixes: no vowels, no look-alikes.
@@ -30,7 +32,7 @@ def make_event(
     field_path: str | None = None,
 ) -> dict[str, Any]:
     """A core/v1 Event with ``firstTimestamp`` (the official SDK drops events without it)."""
-    meta = involved.get("metadata") or {}
+    meta = obj_at(involved, "metadata")
     name = str(meta.get("name", ""))
     ref: dict[str, Any] = {
         "apiVersion": involved.get("apiVersion", "v1"),
@@ -66,30 +68,30 @@ def make_event(
 
 def pod_references(pod: dict[str, Any]) -> tuple[set[str], set[str], set[str]]:
     """(ConfigMap names, Secret names, token audiences) the pod's volumes and env name."""
-    spec = pod.get("spec") or {}
+    spec = obj_at(pod, "spec")
     cms: set[str] = set()
     secrets: set[str] = set()
     audiences: set[str] = set()
-    for vol in spec.get("volumes") or []:
+    for vol in dicts(spec.get("volumes")):
         if "configMap" in vol:
             cms.add(str(vol["configMap"].get("name", "")))
         if "secret" in vol:
             secrets.add(str(vol["secret"].get("secretName", "")))
-        for src in (vol.get("projected") or {}).get("sources") or []:
+        for src in dicts(obj_at(vol, "projected").get("sources")):
             if "configMap" in src:
                 cms.add(str(src["configMap"].get("name", "")))
             if "secret" in src:
                 secrets.add(str(src["secret"].get("name", "")))
             if "serviceAccountToken" in src:
                 audiences.add(str(src["serviceAccountToken"].get("audience") or ""))
-    for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
-        for env in c.get("env") or []:
-            source = env.get("valueFrom") or {}
+    for c in [*dicts(spec.get("initContainers")), *dicts(spec.get("containers"))]:
+        for env in dicts(c.get("env")):
+            source = obj_at(env, "valueFrom")
             if "configMapKeyRef" in source:
                 cms.add(str(source["configMapKeyRef"].get("name", "")))
             if "secretKeyRef" in source:
                 secrets.add(str(source["secretKeyRef"].get("name", "")))
-        for env_from in c.get("envFrom") or []:
+        for env_from in dicts(c.get("envFrom")):
             if "configMapRef" in env_from:
                 cms.add(str(env_from["configMapRef"].get("name", "")))
             if "secretRef" in env_from:

@@ -13,6 +13,8 @@ import hashlib
 import uuid
 from typing import Any
 
+from kubetrain.api.access import as_list, dicts, obj_at
+from kubetrain.api.core import ObjectMeta, OwnerReference
 from kubetrain.api.labels import (
     COORDINATOR_LABEL,
     JOB_COMPLETION_INDEX,
@@ -77,8 +79,8 @@ def jobset_labels(
 
 
 def _has_mount(pod_spec: dict[str, Any], volume: str) -> bool:
-    containers = [*(pod_spec.get("containers") or []), *(pod_spec.get("initContainers") or [])]
-    return any(m.get("name") == volume for c in containers for m in c.get("volumeMounts") or [])
+    containers = [*dicts(pod_spec.get("containers")), *dicts(pod_spec.get("initContainers"))]
+    return any(m.get("name") == volume for c in containers for m in dicts(c.get("volumeMounts")))
 
 
 def build_pod(
@@ -96,9 +98,9 @@ def build_pod(
     uid = job_uid(spec, jname, attempt)
     template = rjob.pod_template
     stamped = jobset_labels(spec, rjob, index, attempt)
-    tmeta = template.get("metadata") or {}
+    tmeta = obj_at(template, "metadata")
     labels = {
-        **(tmeta.get("labels") or {}),
+        **obj_at(tmeta, "labels"),
         **stamped,
         L.CONTROLLER_UID: uid,
         JOB_NAME_LABEL: jname,
@@ -107,42 +109,37 @@ def build_pod(
         JOB_COMPLETION_INDEX: str(completion_index),
     }
     annotations = {
-        **(tmeta.get("annotations") or {}),
+        **obj_at(tmeta, "annotations"),
         **stamped,
         JOB_COMPLETION_INDEX: str(completion_index),
     }
-    pod_spec = copy.deepcopy(template.get("spec") or {})
+    pod_spec = copy.deepcopy(obj_at(template, "spec"))
     if not pod_spec.get("hostname"):
         pod_spec["hostname"] = f"{jname}-{completion_index}"
     if spec.dns_hostnames:
         pod_spec["subdomain"] = spec.subdomain
     # The pod is bound at creation: this machine is the only node.
     pod_spec["nodeName"] = node_name
-    volumes = list(pod_spec.get("volumes") or [])
+    volumes = list(as_list(pod_spec.get("volumes")))
     for tname, claim in spec.claim_templates:
         if _has_mount(pod_spec, tname) and not any(v.get("name") == tname for v in volumes):
             volumes.append({"name": tname, "persistentVolumeClaim": {"claimName": claim}})
     if volumes:
         pod_spec["volumes"] = volumes
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": f"{jname}-{completion_index}-{suffix}",
-            "generateName": f"{jname}-{completion_index}-",
-            "namespace": spec.namespace,
-            "labels": labels,
-            "annotations": annotations,
-            "ownerReferences": [
-                {
-                    "apiVersion": JOBSET_API_VERSION,
-                    "kind": JOBSET_KIND,
-                    "name": spec.name,
-                    "uid": spec.uid,
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        },
-        "spec": pod_spec,
+    owner: OwnerReference = {
+        "apiVersion": JOBSET_API_VERSION,
+        "kind": JOBSET_KIND,
+        "name": spec.name,
+        "uid": spec.uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
     }
+    meta: ObjectMeta = {
+        "name": f"{jname}-{completion_index}-{suffix}",
+        "generateName": f"{jname}-{completion_index}-",
+        "namespace": spec.namespace,
+        "labels": labels,
+        "annotations": annotations,
+        "ownerReferences": [owner],
+    }
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}

@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from kubetrain.api.access import dicts, obj_at
 from kubetrain.local.sandbox import ContainerProcess, PodSandbox, SandboxContext, SandboxError
 from kubetrain.local.sandbox.probes import Probe, Readiness, run_network_probe
 
@@ -76,7 +77,7 @@ class PodRunner:
         self._wake = asyncio.Event()
         self._lock = asyncio.Lock()
         self._published: dict[str, Any] | None = None
-        spec = pod.get("spec") or {}
+        spec = obj_at(pod, "spec")
         self.policy = str(spec.get("restartPolicy") or "Always")
         self.final_failure = final_failure
 
@@ -91,7 +92,7 @@ class PodRunner:
     async def run(self, *, adopt: bool = False) -> str:
         """Run to the end; the final phase ('' when stopped before it ended)."""
         if not adopt:
-            node = (self.pod.get("spec") or {}).get("nodeName", "")
+            node = obj_at(self.pod, "spec").get("nodeName", "")
             ns = self.pod["metadata"].get("namespace", "default")
             await self.emit(
                 "Normal", "Scheduled", f"Successfully assigned {ns}/{self.name} to {node}"
@@ -101,13 +102,13 @@ class PodRunner:
         if sandbox is None:
             return ""
         self.sandbox = sandbox
-        spec = self.pod.get("spec") or {}
+        spec = obj_at(self.pod, "spec")
         adopted = dict(sandbox.processes) if adopt else {}
         if adopt:
-            self.model.resume(self.pod.get("status") or {})
+            self.model.resume(obj_at(self.pod, "status"))
         sidecars: list[str] = []
-        main_adopted = any(str(c["name"]) in adopted for c in spec.get("containers") or [])
-        for c in spec.get("initContainers") or []:
+        main_adopted = any(str(c["name"]) in adopted for c in dicts(spec.get("containers")))
+        for c in dicts(spec.get("initContainers")):
             name = str(c["name"])
             if self.stopping:
                 return ""
@@ -123,7 +124,7 @@ class PodRunner:
                 return await self._end()
         if self.stopping:
             return ""
-        names = [str(c["name"]) for c in spec.get("containers") or []]
+        names = [str(c["name"]) for c in dicts(spec.get("containers"))]
         await asyncio.gather(*(self._loop(n, False, adopted.get(n)) for n in names))
         await self._stop_sidecars(sidecars)
         return await self._end()
@@ -239,7 +240,7 @@ class PodRunner:
     def _readiness(self, name: str, init: bool) -> asyncio.Task[None] | None:
         """Start probing a container's readiness (when it has a probe) while it runs."""
         container = next(
-            (c for c in (self.pod.get("spec") or {}).get("containers") or [] if c["name"] == name),
+            (c for c in dicts(obj_at(self.pod, "spec").get("containers")) if c["name"] == name),
             None,
         )
         probe = Probe.of(container) if container is not None and not init else None
@@ -278,7 +279,7 @@ class PodRunner:
             await asyncio.wait_for(self._wake.wait(), timeout=seconds)
 
     def _grace(self, cap: float | None) -> float:
-        value = (self.pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+        value = obj_at(self.pod, "spec").get("terminationGracePeriodSeconds")
         grace = 30.0 if value is None else float(value)
         return grace if cap is None else min(grace, cap)
 

@@ -11,6 +11,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api.access import dicts, obj_at
+
 __all__ = [
     "UNKNOWN_MESSAGE",
     "UNKNOWN_REASON",
@@ -70,15 +72,15 @@ class PodStatusModel:
     """The kubelet's view of one pod on this node."""
 
     def __init__(self, pod: dict[str, Any], *, pod_ip: str, host_ip: str, now: str) -> None:
-        spec = pod.get("spec") or {}
+        spec = obj_at(pod, "spec")
         self.restart_policy = str(spec.get("restartPolicy") or "Always")
         self.pod_ip = pod_ip
         self.host_ip = host_ip
-        self.start_time = str((pod.get("status") or {}).get("startTime") or now)
+        self.start_time = str(obj_at(pod, "status").get("startTime") or now)
         self.scheduled_at = now
         self.init = [
             ContainerRecord(str(c["name"]), str(c.get("image", "")), True)
-            for c in spec.get("initContainers") or []
+            for c in dicts(spec.get("initContainers"))
         ]
         self.containers = [
             ContainerRecord(
@@ -86,7 +88,7 @@ class PodStatusModel:
                 str(c.get("image", "")),
                 probed_ready=False if c.get("readinessProbe") else None,
             )
-            for c in spec.get("containers") or []
+            for c in dicts(spec.get("containers"))
         ]
         for rec in self.init:
             rec.state = (
@@ -113,15 +115,15 @@ class PodStatusModel:
             ("initContainerStatuses", self.init),
             ("containerStatuses", self.containers),
         ):
-            for cs in status.get(key) or []:
+            for cs in dicts(status.get(key)):
                 rec = next((r for r in records if r.name == cs.get("name")), None)
                 if rec is None:
                     continue
                 rec.restart_count = int(cs.get("restartCount") or 0)
-                rec.state = copy.deepcopy(cs.get("state") or rec.state)
-                rec.last_state = copy.deepcopy(cs.get("lastState") or {})
+                rec.state = copy.deepcopy(obj_at(cs, "state") or rec.state)
+                rec.last_state = copy.deepcopy(obj_at(cs, "lastState"))
                 rec.container_id = str(cs.get("containerID") or "")
-        for cond in status.get("conditions") or []:
+        for cond in dicts(status.get("conditions")):
             if cond.get("type") and cond.get("lastTransitionTime"):
                 self._transitions[str(cond["type"])] = (
                     str(cond.get("status")),
@@ -156,7 +158,7 @@ class PodStatusModel:
         """``message``: the container's termination message; ``reason``: what the runtime says
         beyond the code (``OOMKilled``)."""
         rec = self.record(name)
-        started_at = str((rec.state.get("running") or {}).get("startedAt") or now)
+        started_at = str(obj_at(rec.state, "running").get("startedAt") or now)
         term: dict[str, Any] = {
             "exitCode": exit_code,
             "reason": reason or ("Completed" if exit_code == 0 else "Error"),

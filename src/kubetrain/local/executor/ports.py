@@ -25,14 +25,16 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from kubetrain.api.access import dicts, obj_at
+
 __all__ = ["PortGate", "declared_ports", "default_lock_dir", "port_is_free"]
 
 
 def declared_ports(pod: Mapping[str, Any]) -> set[int]:
-    spec = pod.get("spec") or {}
+    spec = obj_at(pod, "spec")
     out: set[int] = set()
-    for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
-        for port in c.get("ports") or []:
+    for c in [*dicts(spec.get("initContainers")), *dicts(spec.get("containers"))]:
+        for port in dicts(c.get("ports")):
             for key in ("containerPort", "hostPort"):
                 value = port.get(key)
                 if isinstance(value, int) and 0 < value < 65536:

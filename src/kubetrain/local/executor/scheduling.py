@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kubetrain.api.access import obj_at
 from kubetrain.api.podresources import pod_requests as podgroup_requests
 from kubetrain.api.quantity import quantity_milli_value, quantity_value
 
@@ -65,7 +66,7 @@ def pod_requests(pod: Mapping[str, Any]) -> Resources:
     """What kube-scheduler counts for ``pod``: `kubetrain.api.podresources.pod_requests`
     (Kubernetes' PodRequests helper) over the pod as the API server stored it, where a limit
     stands in for a missing request."""
-    requests = podgroup_requests(dict(pod.get("spec") or {}), limits_as_requests=True)
+    requests = podgroup_requests(dict(obj_at(pod, "spec")), limits_as_requests=True)
     return resources_of(requests)
 
 

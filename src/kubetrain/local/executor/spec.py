@@ -12,6 +12,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api.access import as_list, dicts, obj_at
 from kubetrain.api.labels import JOBSET_CONTROLLER
 
 __all__ = ["FailurePolicy", "FailureRule", "JobSetSpec", "ReplicatedJob", "read_spec"]
@@ -85,11 +86,11 @@ def _int(value: Any, default: int) -> int:
 
 
 def _rjob(raw: dict[str, Any]) -> ReplicatedJob:
-    job_spec = (raw.get("template") or {}).get("spec") or {}
+    job_spec = obj_at(raw, "template", "spec")
     parallelism = _int(job_spec.get("parallelism"), 1)
     # Indexed Jobs must name completions; parallelism stands in when a template omits it.
     completions = _int(job_spec.get("completions"), parallelism)
-    pod_template = copy.deepcopy(job_spec.get("template") or {})
+    pod_template = copy.deepcopy(obj_at(job_spec, "template"))
     pod_spec = pod_template.setdefault("spec", {})
     # JobSet's webhook defaults restartPolicy to OnFailure (Jobs refuse Always).
     restart_policy = pod_spec.get("restartPolicy") or "OnFailure"
@@ -104,7 +105,7 @@ def _rjob(raw: dict[str, Any]) -> ReplicatedJob:
         restart_policy=restart_policy,
         depends_on=tuple(
             (str(d.get("name", "")), str(d.get("status", "Complete")))
-            for d in raw.get("dependsOn") or []
+            for d in dicts(raw.get("dependsOn"))
         ),
         pod_template=pod_template,
     )
@@ -118,10 +119,11 @@ def _failure_policy(raw: dict[str, Any] | None) -> FailurePolicy | None:
             # JobSet's webhook names unnamed rules after their position.
             name=str(r.get("name") or f"failurePolicyRule{i}"),
             action=str(r.get("action", "RestartJobSet")),
-            on_job_failure_reasons=tuple(r.get("onJobFailureReasons") or ()),
-            target_replicated_jobs=tuple(r.get("targetReplicatedJobs") or ()),
+            on_job_failure_reasons=tuple(as_list(r.get("onJobFailureReasons"))),
+            target_replicated_jobs=tuple(as_list(r.get("targetReplicatedJobs"))),
         )
-        for i, r in enumerate(raw.get("rules") or [])
+        # Positions count every entry, as the webhook's do.
+        for i, r in enumerate(as_list(raw.get("rules")))
     )
     return FailurePolicy(
         max_restarts=_int(raw.get("maxRestarts"), 0),
@@ -132,17 +134,17 @@ def _failure_policy(raw: dict[str, Any] | None) -> FailurePolicy | None:
 
 def read_spec(jobset: dict[str, Any]) -> JobSetSpec:
     """The defaulted view of ``jobset`` (a JobSet object as the API server returns it)."""
-    meta = jobset.get("metadata") or {}
-    spec = jobset.get("spec") or {}
-    network = spec.get("network") or {}
-    success = spec.get("successPolicy") or {}
-    startup = spec.get("startupPolicy") or {}
+    meta = obj_at(jobset, "metadata")
+    spec = obj_at(jobset, "spec")
+    network = obj_at(spec, "network")
+    success = obj_at(spec, "successPolicy")
+    startup = obj_at(spec, "startupPolicy")
     name = str(meta.get("name", ""))
     manager = spec.get("managedBy")
     claims: list[tuple[str, str]] = []
-    for policy in spec.get("volumeClaimPolicies") or []:
-        for template in policy.get("templates") or []:
-            tname = str((template.get("metadata") or {}).get("name", ""))
+    for policy in dicts(spec.get("volumeClaimPolicies")):
+        for template in dicts(policy.get("templates")):
+            tname = str(obj_at(template, "metadata").get("name", ""))
             claims.append((tname, f"{tname}-{name}"))
     ttl = spec.get("ttlSecondsAfterFinished")
     coord = spec.get("coordinator")
@@ -157,12 +159,12 @@ def read_spec(jobset: dict[str, Any]) -> JobSetSpec:
         name=name,
         namespace=str(meta.get("namespace") or "default"),
         uid=str(meta.get("uid", "")),
-        replicated_jobs=tuple(_rjob(r) for r in spec.get("replicatedJobs") or []),
+        replicated_jobs=tuple(_rjob(r) for r in dicts(spec.get("replicatedJobs"))),
         suspend=bool(spec.get("suspend", False)),
         dns_hostnames=network.get("enableDNSHostnames") is not False,
         subdomain=subdomain,
         success_operator=str(success.get("operator") or "All"),
-        success_targets=tuple(success.get("targetReplicatedJobs") or ()),
+        success_targets=tuple(as_list(success.get("targetReplicatedJobs"))),
         failure_policy=_failure_policy(spec.get("failurePolicy")),
         in_order=startup.get("startupPolicyOrder") == "InOrder",
         managed_elsewhere=bool(manager) and manager != JOBSET_CONTROLLER,

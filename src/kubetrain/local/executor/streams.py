@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kubetrain.api.access import obj_at
 from kubetrain.local.sandbox import ContainerProcess, PodSandbox, SandboxError
 from kubetrain.local.sandbox.enter import (
     ExecSession,
@@ -43,17 +44,17 @@ class PodStreams:
         self.kubelet = kubelet
 
     def _sandbox(self, pod: Mapping[str, Any]) -> PodSandbox:
-        uid = str((pod.get("metadata") or {}).get("uid", ""))
+        uid = str(obj_at(pod, "metadata").get("uid", ""))
         runner = self.kubelet.runners.get(uid)
         if runner is None or runner.sandbox is None:
-            name = (pod.get("metadata") or {}).get("name", "")
+            name = obj_at(pod, "metadata").get("name", "")
             raise LookupError(f'pod "{name}" is not running on this node')
         return runner.sandbox
 
     def _container(
         self, pod: Mapping[str, Any], container: str
     ) -> tuple[PodSandbox, ContainerProcess]:
-        uid = str((pod.get("metadata") or {}).get("uid", ""))
+        uid = str(obj_at(pod, "metadata").get("uid", ""))
         runner = self.kubelet.runners.get(uid)
         sandbox = runner.sandbox if runner is not None else None
         proc = sandbox.processes.get(container) if sandbox is not None else None

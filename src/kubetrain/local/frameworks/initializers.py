@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from kubetrain.api.access import dicts, obj_at
 from kubetrain.initializers.config import DEFAULT_OUTPUT, Kind
 from kubetrain.initializers.main import CACHE_ENV
 from kubetrain.local.sandbox import ImageEnv, ImageMap
@@ -75,7 +76,7 @@ def initializer_overlay(
     """The shared cache for an initializer container; nothing for any other."""
     if initializer_kind(container.get("image")) is None:
         return Overlay()
-    namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
+    namespace = str(obj_at(pod, "metadata").get("namespace") or "default")
     cache = (home / INITIALIZER_CACHE_DIR / namespace).resolve()
     cache.mkdir(parents=True, exist_ok=True)
     # Bound at its own path, so the env means the same in bwrap and plain mode.
@@ -84,5 +85,5 @@ def initializer_overlay(
 
 def initializer_failure(pod: Mapping[str, Any]) -> bool:
     """True for a failed initializer pod: its failure is final (see the module doc)."""
-    spec = pod.get("spec") or {}
-    return any(initializer_kind(c.get("image")) for c in spec.get("containers") or [])
+    containers = dicts(obj_at(pod, "spec").get("containers"))
+    return any(initializer_kind(c.get("image")) for c in containers)

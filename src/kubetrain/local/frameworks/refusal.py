@@ -11,6 +11,8 @@ import shutil
 from collections.abc import Mapping
 from typing import Any
 
+from kubetrain.api.access import as_list, dicts, obj_at
+
 from .ssh import MPI_SSH_VOLUME, sshd_config_path
 
 __all__ = ["REFUSAL_REASON", "local_refusal"]
@@ -34,8 +36,8 @@ _MISSING = (
 
 
 def _containers(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    spec = pod.get("spec") or {}
-    return [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]
+    spec = obj_at(pod, "spec")
+    return [*dicts(spec.get("initContainers")), *dicts(spec.get("containers"))]
 
 
 def local_refusal(
@@ -47,7 +49,7 @@ def local_refusal(
     """
     containers = _containers(pod)
     for c in containers:
-        command = [str(a) for a in c.get("command") or []]
+        command = [str(a) for a in as_list(c.get("command"))]
         if c.get("name") == "flux-installer" or "/etc/flux-config/entrypoint.sh" in command:
             image = next(
                 (x.get("image") for x in containers if x.get("name") == "flux-installer"),
@@ -57,7 +59,7 @@ def local_refusal(
     mpi = [
         c
         for c in containers
-        if any(m.get("name") == MPI_SSH_VOLUME for m in c.get("volumeMounts") or [])
+        if any(m.get("name") == MPI_SSH_VOLUME for m in dicts(c.get("volumeMounts")))
     ]
     if not mpi:
         return None
@@ -66,12 +68,12 @@ def local_refusal(
     for c in mpi:
         sshd = sshd_config_path(c)
         if sshd is not None:
-            program = str((c.get("command") or ["/usr/sbin/sshd"])[0])
+            program = str((as_list(c.get("command")) or ["/usr/sbin/sshd"])[0])
             if shutil.which(program) is None:
                 return _MISSING.format(what="the OpenSSH server", path=program,
                                        package="openssh-server")  # fmt: skip
         launcher = any(
-            e.get("name") == "OMPI_MCA_orte_default_hostfile" for e in c.get("env") or []
+            e.get("name") == "OMPI_MCA_orte_default_hostfile" for e in dicts(c.get("env"))
         )
         if sshd is None and launcher and shutil.which("ssh") is None:
             return _MISSING.format(what="the OpenSSH client", path="ssh",

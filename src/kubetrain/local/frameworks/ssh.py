@@ -44,6 +44,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from kubetrain.api.access import as_list, dicts, obj_at
+
 from .types import Overlay
 
 __all__ = [
@@ -71,13 +73,13 @@ _NOBODY = 65534
 
 def _mounts(container: Mapping[str, Any]) -> dict[str, str]:
     return {
-        str(m.get("name")): str(m.get("mountPath")) for m in container.get("volumeMounts") or []
+        str(m.get("name")): str(m.get("mountPath")) for m in dicts(container.get("volumeMounts"))
     }
 
 
 def sshd_config_path(container: Mapping[str, Any]) -> str | None:
     """The file an sshd container is told to read with ``-f``; None for anything else."""
-    argv = [str(a) for a in [*(container.get("command") or []), *(container.get("args") or [])]]
+    argv = [str(a) for a in [*as_list(container.get("command")), *as_list(container.get("args"))]]
     if not argv or PurePosixPath(argv[0]).name != "sshd":
         return None
     for i, arg in enumerate(argv[1:], start=1):
@@ -167,8 +169,8 @@ exec ssh "$@"
 
 def own_names(pod: Mapping[str, Any], pod_ip: str) -> list[str]:
     """Every name (and the address) under which peers reach ``pod``, as on a cluster's DNS."""
-    meta = pod.get("metadata") or {}
-    spec = pod.get("spec") or {}
+    meta = obj_at(pod, "metadata")
+    spec = obj_at(pod, "spec")
     host = str(spec.get("hostname") or meta.get("name") or "")
     names = [host]
     sub = spec.get("subdomain")
@@ -248,5 +250,5 @@ def ssh_overlay(
 def _is_launcher(container: Mapping[str, Any]) -> bool:
     """The MPI plugin points the launcher's OpenMPI at the hostfile; nodes get no such env."""
     return any(
-        e.get("name") == "OMPI_MCA_orte_default_hostfile" for e in container.get("env") or []
+        e.get("name") == "OMPI_MCA_orte_default_hostfile" for e in dicts(container.get("env"))
     )

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from kubetrain.api.access import dicts, list_at, obj_at
 from kubetrain.api.types import Obj
 from kubetrain.controller.events import EventRecorder
 from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
@@ -69,7 +70,7 @@ def _now(clock: Callable[[], datetime]) -> str:
 
 
 def _owner_experiment(obj: Obj) -> str | None:
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
+    for ref in dicts(obj_at(obj, "metadata").get("ownerReferences")):
         if ref.get("apiVersion") == KATIB_API_VERSION and ref.get("kind") in (
             "Trial",
             "Experiment",
@@ -101,7 +102,7 @@ class ExperimentController:
         self.trials = Informer(
             client,
             TRIAL,
-            keep=lambda o: EXPERIMENT_LABEL in ((o.get("metadata") or {}).get("labels") or {}),
+            keep=lambda o: EXPERIMENT_LABEL in obj_at(o, "metadata", "labels"),
         )
         self.trainjobs = Informer(client, TRAINJOB, keep=_trial_job)
         self.suggestions = Informer(client, SUGGESTION)
@@ -131,7 +132,7 @@ class ExperimentController:
         if trial is not None:
             self._on_trial(_type, trial)
         else:
-            for ref in obj["metadata"].get("ownerReferences") or []:
+            for ref in dicts(obj["metadata"].get("ownerReferences")):
                 if ref.get("kind") == "Experiment":
                     self.queue.add((namespace, str(ref.get("name"))))
 
@@ -210,7 +211,7 @@ class ExperimentController:
         uid = experiment["metadata"].get("uid")
         for job in self.trainjobs.items():
             meta = job["metadata"]
-            refs = meta.get("ownerReferences") or []
+            refs = list_at(meta, "ownerReferences")
             if (
                 meta.get("namespace") != experiment["metadata"]["namespace"]
                 or meta["name"] in names
@@ -242,14 +243,14 @@ class ExperimentController:
         outcome, _ = job_outcome(trial, job)
         observed = None
         requeue = None
-        if outcome == "Running" and (trial.get("spec") or {}).get("earlyStoppingRules"):
+        if outcome == "Running" and obj_at(trial, "spec").get("earlyStoppingRules"):
             stopped = await self._maybe_stop_early(trial, job)
             if stopped is not None:
                 return stopped, None
             requeue = 1.0  # the rule is checked on the trial's output as it runs
         if outcome in ("Succeeded", "Failed"):
             observed = await self._collect(trial, job)
-        elif (job.get("status") or {}).get("trainerStatus"):
+        elif obj_at(job, "status").get("trainerStatus"):
             # Beyond Katib: the running observation from TrainJob progress reports.
             observed = self._progress_observation(trial, job)
         status = next_trial_status(trial, job, observed, _now(self._clock))
@@ -258,8 +259,7 @@ class ExperimentController:
         return await self._write_status(TRIAL, trial, status, self.trials), requeue
 
     async def _objective_values(self, trial: Obj) -> list[float]:
-        spec = trial.get("spec") or {}
-        metric = str((spec.get("objective") or {}).get("objectiveMetricName"))
+        metric = str(obj_at(trial, "spec", "objective").get("objectiveMetricName"))
         values = []
         for entry in await self._stdout_logs(trial, [metric]):
             try:
@@ -271,7 +271,7 @@ class ExperimentController:
     async def _early_stopping_rules(
         self, experiment: Obj, trials: list[Obj]
     ) -> list[dict[str, Any]]:
-        if not (experiment["spec"].get("earlyStopping") or {}).get("algorithmName"):
+        if not obj_at(experiment["spec"], "earlyStopping").get("algorithmName"):
             return []
         histories = [
             await self._objective_values(t) for t in trials if trial_state(t) == "Succeeded"
@@ -281,10 +281,10 @@ class ExperimentController:
     async def _maybe_stop_early(self, trial: Obj, job: Obj) -> Obj | None:
         """medianstop: suspend the TrainJob (its processes stop) and mark the Trial EarlyStopped
         when its objective so far breaks a rule at the rule's start step."""
-        spec = trial.get("spec") or {}
+        spec = obj_at(trial, "spec")
         values = await self._objective_values(trial)
-        maximize = (spec.get("objective") or {}).get("type") == "maximize"
-        if not should_stop(spec.get("earlyStoppingRules") or [], values, maximize):
+        maximize = obj_at(spec, "objective").get("type") == "maximize"
+        if not should_stop(dicts(spec.get("earlyStoppingRules")), values, maximize):
             return None
         namespace, name = object_key(trial)
         await self.client.patch(
@@ -296,9 +296,9 @@ class ExperimentController:
         )
         now = _now(self._clock)
         logs = await self._stdout_logs(trial, self._metric_names(trial))
-        status = json.loads(json.dumps(trial.get("status") or {}))
+        status = json.loads(json.dumps(obj_at(trial, "status")))
         status["observation"] = observation(
-            logs, (spec.get("objective") or {}).get("metricStrategies") or []
+            logs, dicts(obj_at(spec, "objective").get("metricStrategies"))
         )
         conditions = status.setdefault("conditions", [])
         set_condition(
@@ -317,7 +317,7 @@ class ExperimentController:
 
     async def _adopt(self, trial: Obj, job: Obj) -> None:
         """Hand the TrainJob from the Experiment to its Trial (see the module's docstring)."""
-        refs = job["metadata"].get("ownerReferences") or []
+        refs = dicts(job["metadata"].get("ownerReferences"))
         uid = trial["metadata"].get("uid")
         if any(r.get("uid") == uid for r in refs):
             return
@@ -335,16 +335,16 @@ class ExperimentController:
             self.trainjobs.observe(updated)
 
     def _metric_names(self, trial: Obj) -> list[str]:
-        objective = (trial.get("spec") or {}).get("objective") or {}
-        return [str(s["name"]) for s in objective.get("metricStrategies") or []]
+        objective = obj_at(trial, "spec", "objective")
+        return [str(s["name"]) for s in dicts(objective.get("metricStrategies"))]
 
     def _progress_logs(self, trial: Obj, job: Obj) -> list[MetricLog]:
-        trainer = (job.get("status") or {}).get("trainerStatus") or {}
+        trainer = obj_at(job, "status", "trainerStatus")
         stamp = str(trainer.get("lastUpdatedTime") or "0001-01-01T00:00:00Z")
         names = set(self._metric_names(trial))
         return [
             MetricLog(str(m["name"]), str(m["value"]), stamp)
-            for m in trainer.get("metrics") or []
+            for m in dicts(trainer.get("metrics"))
             if m.get("name") in names
         ]
 
@@ -353,40 +353,38 @@ class ExperimentController:
         logs = self._progress_logs(trial, job)
         if not logs:
             return None
-        old = ((trial.get("status") or {}).get("observation") or {}).get("metrics") or []
+        old = dicts(obj_at(trial, "status", "observation").get("metrics"))
         seen: list[MetricLog] = []
         for metric in old:
             for key in ("min", "max"):
                 seen.append(MetricLog(metric["name"], str(metric[key]), "0001-01-01T00:00:00Z"))
-        strategies = ((trial.get("spec") or {}).get("objective") or {}).get(
-            "metricStrategies"
-        ) or []
+        strategies = dicts(obj_at(trial, "spec", "objective").get("metricStrategies"))
         folded = observation([*seen, *logs], strategies)
         return folded
 
     async def _collect(self, trial: Obj, job: Obj) -> dict[str, Any]:
         """Metrics of a finished trial: the primary pod's output (StdOut) and the TrainJob's
         progress reports, folded as Katib folds its observation logs."""
-        spec = trial.get("spec") or {}
+        spec = obj_at(trial, "spec")
         names = self._metric_names(trial)
         logs = await self._stdout_logs(trial, names)
         logs += self._progress_logs(trial, job)
-        old = ((trial.get("status") or {}).get("observation") or {}).get("metrics") or []
+        old = dicts(obj_at(trial, "status", "observation").get("metrics"))
         for metric in old:  # progress reports seen while it ran
             logs += [
                 MetricLog(metric["name"], str(metric[k]), "0001-01-01T00:00:00Z")
                 for k in ("min", "max")
                 if metric.get(k) not in (None, "unavailable")
             ]
-        return observation(logs, (spec.get("objective") or {}).get("metricStrategies") or [])
+        return observation(logs, dicts(obj_at(spec, "objective").get("metricStrategies")))
 
     async def _stdout_logs(self, trial: Obj, names: list[str]) -> list[MetricLog]:
-        spec = trial.get("spec") or {}
-        collector = spec.get("metricsCollector") or {}
-        source = collector.get("source") or {}
-        formats = (source.get("filter") or {}).get("metricsFormat") or []
+        spec = obj_at(trial, "spec")
+        collector = obj_at(spec, "metricsCollector")
+        source = obj_at(collector, "source")
+        formats = list_at(source, "filter", "metricsFormat")
         namespace, name = object_key(trial)
-        labels = {"jobset.sigs.k8s.io/jobset-name": name, **(spec.get("primaryPodLabels") or {})}
+        labels = {"jobset.sigs.k8s.io/jobset-name": name, **obj_at(spec, "primaryPodLabels")}
         selector = ",".join(f"{k}={v}" for k, v in labels.items())
         pods, _ = await self.client.list(
             POD.api_version, POD.plural, namespace=namespace, label_selector=selector
@@ -406,19 +404,19 @@ class ExperimentController:
         except ApiError as err:
             log.info("trial %s: no output to read metrics from: %s", name, err)
             return []
-        kind = (collector.get("collector") or {}).get("kind")
+        kind = obj_at(collector, "collector").get("kind")
         if kind == "File":
             # What the primary container printed after its metrics file marker (see
             # kubetrain.runtime.katib.admission); nothing when the file never appeared.
             text = text.partition(METRICS_FILE_MARKER + "\n")[2]
-            fmt = (source.get("fileSystemPath") or {}).get("format")
+            fmt = obj_at(source, "fileSystemPath").get("format")
             return parse_metric_lines(text, names, formats, json_lines=fmt == "JSON")
         return parse_metric_lines(text, names, formats)
 
     def _suggestion_failure(self, experiment: Obj) -> tuple[str, str] | None:
         namespace, name = object_key(experiment)
         suggestion = self.suggestions.get(name, namespace)
-        for cond in ((suggestion or {}).get("status") or {}).get("conditions") or []:
+        for cond in dicts(obj_at(suggestion, "status").get("conditions")):
             if cond.get("type") == "Failed" and cond.get("status") == "True":
                 return "ExperimentFailed", f"Suggestion has failed: {cond.get('message', '')}"
         return None
@@ -524,8 +522,8 @@ class ExperimentController:
                     "startTime": now,
                     "suggestionCount": 0,
                     "conditions": [
-                        _cond("Created", "SuggestionCreated", "Suggestion is created", now),
-                        _cond("Running", "SuggestionRunning", "Suggestion is running", now),
+                        condition("Created", "SuggestionCreated", "Suggestion is created", now),
+                        condition("Running", "SuggestionRunning", "Suggestion is running", now),
                     ],
                 },
                 self.suggestions,
@@ -542,7 +540,7 @@ class ExperimentController:
         return existing
 
     async def _record_suggestions(self, suggestion: Obj, trials: list[Obj]) -> None:
-        status = json.loads(json.dumps(suggestion.get("status") or {}))
+        status = json.loads(json.dumps(obj_at(suggestion, "status")))
         status["suggestionCount"] = len(trials)
         status["suggestions"] = [
             {
@@ -554,13 +552,13 @@ class ExperimentController:
         await self._write_status(SUGGESTION, suggestion, status, self.suggestions)
 
     async def _fail_suggestion(self, suggestion: Obj, message: str) -> None:
-        status = json.loads(json.dumps(suggestion.get("status") or {}))
+        status = json.loads(json.dumps(obj_at(suggestion, "status")))
         now = _now(self._clock)
-        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "Running"]
+        conditions = [c for c in dicts(status.get("conditions")) if c.get("type") != "Running"]
         conditions.append(
-            _cond("Running", "SuggestionNotRunning", "Suggestion is not running", now, "False")
+            condition("Running", "SuggestionNotRunning", "Suggestion is not running", now, "False")
         )
-        conditions.append(_cond("Failed", "SuggestionFailed", message, now))
+        conditions.append(condition("Failed", "SuggestionFailed", message, now))
         status["conditions"] = conditions
         await self._write_status(SUGGESTION, suggestion, status, self.suggestions)
 
@@ -569,7 +567,7 @@ class ExperimentController:
         suggestion = self.suggestions.get(name, namespace)
         if suggestion is None:
             return
-        conditions = (suggestion.get("status") or {}).get("conditions") or []
+        conditions = dicts(obj_at(suggestion, "status").get("conditions"))
         if any(
             c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True"
             for c in conditions
@@ -578,11 +576,11 @@ class ExperimentController:
         if experiment["spec"].get("resumePolicy") == "LongRunning":
             return
         now = _now(self._clock)
-        status = json.loads(json.dumps(suggestion.get("status") or {}))
+        status = json.loads(json.dumps(obj_at(suggestion, "status")))
         status["conditions"] = [c for c in conditions if c.get("type") != "Running"]
         status["conditions"] += [
-            _cond("Running", "SuggestionNotRunning", "Suggestion is not running", now, "False"),
-            _cond("Succeeded", "SuggestionSucceeded", "Suggestion is succeeded", now),
+            condition("Running", "SuggestionNotRunning", "Suggestion is not running", now, "False"),
+            condition("Succeeded", "SuggestionSucceeded", "Suggestion is succeeded", now),
         ]
         status["completionTime"] = now
         await self._write_status(SUGGESTION, suggestion, status, self.suggestions)
@@ -590,7 +588,7 @@ class ExperimentController:
     async def _write_status(
         self, kind: Kind, obj: Obj, status: Mapping[str, Any], cache: Informer
     ) -> Obj:
-        if (obj.get("status") or {}) == status:
+        if obj_at(obj, "status") == status:
             return obj
         namespace, name = object_key(obj)
         patch = [{"op": "add", "path": "/status", "value": dict(status)}]
@@ -605,17 +603,6 @@ class ExperimentController:
         )
         cache.observe(updated)
         return updated
-
-
-def _cond(ctype: str, reason: str, message: str, now: str, status: str = "True") -> dict[str, Any]:
-    return {
-        "type": ctype,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastUpdateTime": now,
-        "lastTransitionTime": now,
-    }
 
 
 def _age_s(stamp: str, clock: Callable[[], datetime]) -> float:

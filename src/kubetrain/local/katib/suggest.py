@@ -26,6 +26,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kubetrain.api.access import dicts, obj_at
 from kubetrain.runtime.katib.experiment import SearchParameter, parse_parameters
 from kubetrain.runtime.katib.trials import UNAVAILABLE, trial_state
 
@@ -39,8 +40,8 @@ class SuggestionError(Exception):
 
 
 def _settings(experiment: Mapping[str, Any]) -> dict[str, str]:
-    algorithm = (experiment.get("spec") or {}).get("algorithm") or {}
-    return {str(s["name"]): str(s.get("value")) for s in algorithm.get("algorithmSettings") or []}
+    settings = dicts(obj_at(experiment, "spec", "algorithm").get("algorithmSettings"))
+    return {str(s["name"]): str(s.get("value")) for s in settings}
 
 
 def _int(settings: Mapping[str, str], key: str) -> int | None:
@@ -54,10 +55,10 @@ class Suggester:
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        spec = experiment.get("spec") or {}
-        self.algorithm = str((spec.get("algorithm") or {}).get("algorithmName"))
+        spec = obj_at(experiment, "spec")
+        self.algorithm = str(obj_at(spec, "algorithm").get("algorithmName"))
         self.parameters = parse_parameters(experiment)
-        self.objective = spec.get("objective") or {}
+        self.objective = obj_at(spec, "objective")
         self._max_trials = int(spec.get("maxTrialCount") or 0)
         settings = _settings(experiment)
         self._grid: list[dict[str, str]] | None = None
@@ -257,7 +258,7 @@ def _params(
     from optuna.distributions import CategoricalDistribution
 
     given = {
-        a["name"]: a["value"] for a in (trial.get("spec") or {}).get("parameterAssignments") or []
+        a["name"]: a["value"] for a in dicts(obj_at(trial, "spec").get("parameterAssignments"))
     }
     out: dict[str, Any] = {}
     for p in parameters:
@@ -283,13 +284,13 @@ def objective_value(trial: Mapping[str, Any], objective: Mapping[str, Any]) -> f
     """The Trial's objective under its metric strategy (latest when min/max is unavailable)."""
     name = objective.get("objectiveMetricName")
     strategy = next(
-        (s.get("value") for s in objective.get("metricStrategies") or [] if s.get("name") == name),
+        (s.get("value") for s in dicts(objective.get("metricStrategies")) if s.get("name") == name),
         "latest",
     )
-    for metric in ((trial.get("status") or {}).get("observation") or {}).get("metrics") or []:
+    for metric in dicts(obj_at(trial, "status", "observation").get("metrics")):
         if metric.get("name") != name:
             continue
-        value = metric.get(strategy) if strategy in ("min", "max") else metric.get("latest")
+        value: Any = metric.get(strategy) if strategy in ("min", "max") else metric.get("latest")
         if value in (None, UNAVAILABLE):
             value = metric.get("latest")
         try:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from kubetrain.api.access import obj_at
 from kubetrain.api.types import Obj
 from kubetrain.controller.events import EventRecorder
 from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
@@ -33,7 +34,7 @@ _RETRIED: tuple[type[Exception], ...] = (ApiError, *TRANSPORT_ERRORS)
 
 
 def _lws_pod(obj: Obj) -> bool:
-    return NAME in ((obj.get("metadata") or {}).get("labels") or {})
+    return NAME in obj_at(obj, "metadata", "labels")
 
 
 class LwsController:
@@ -117,7 +118,7 @@ class LwsController:
                 await self.client.delete(POD.api_version, POD.plural, pod_name, namespace=namespace)
         for pod in step.create:
             await self._create(POD, pod)
-        if step.status != {k: v for k, v in (lws.get("status") or {}).items() if k in step.status}:
+        if step.status != {k: v for k, v in obj_at(lws, "status").items() if k in step.status}:
             written = await self.client.patch(
                 LEADER_WORKER_SET.api_version, LEADER_WORKER_SET.plural, name,
                 {"status": step.status}, namespace=namespace, subresource="status",

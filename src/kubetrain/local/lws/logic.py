@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from kubetrain.api.access import as_dict, as_list
+from kubetrain.api.access import as_dict, as_list, obj_at
+from kubetrain.api.core import OwnerReference
 from kubetrain.api.meta import condition_true, set_condition
 
 __all__ = [
@@ -63,8 +64,8 @@ def _sha1(text: str) -> str:
 
 
 def _spec(lws: Mapping[str, Any]) -> tuple[int, int, Obj]:
-    spec = as_dict(lws.get("spec"))
-    template = as_dict(spec.get("leaderWorkerTemplate"))
+    spec = obj_at(lws, "spec")
+    template = obj_at(spec, "leaderWorkerTemplate")
     return int(spec.get("replicas", 1)), int(template.get("size", 1)), template
 
 
@@ -74,7 +75,7 @@ def revision(lws: Mapping[str, Any]) -> str:
     return _sha1(json.dumps(template, sort_keys=True, separators=(",", ":")))[:10]
 
 
-def _owner(lws: Mapping[str, Any]) -> Obj:
+def _owner(lws: Mapping[str, Any]) -> OwnerReference:
     meta = lws["metadata"]
     return {
         "apiVersion": API_VERSION,
@@ -99,19 +100,19 @@ def _pod(lws: Mapping[str, Any], group: int, worker: int) -> Obj:
     _, size, template = _spec(lws)
     leader = f"{name}-{group}"
     tpl = template.get("leaderTemplate") if worker == 0 else None
-    pod_tpl = copy.deepcopy(as_dict(tpl) or as_dict(template.get("workerTemplate")))
-    meta = as_dict(pod_tpl.get("metadata"))
-    spec = as_dict(pod_tpl.get("spec"))
+    pod_tpl = copy.deepcopy(as_dict(tpl) or obj_at(template, "workerTemplate"))
+    meta = obj_at(pod_tpl, "metadata")
+    spec = obj_at(pod_tpl, "spec")
     pod_name = leader if worker == 0 else f"{leader}-{worker}"
     labels = {
-        **as_dict(meta.get("labels")),
+        **obj_at(meta, "labels"),
         NAME: name,
         GROUP_INDEX: str(group),
         WORKER_INDEX: str(worker),
         GROUP_KEY: _sha1(f"{ns}/{leader}"),
         REVISION: revision(lws),
     }
-    annotations = {**as_dict(meta.get("annotations")), SIZE: str(size)}
+    annotations = {**obj_at(meta, "annotations"), SIZE: str(size)}
     if worker:
         annotations[LEADER_NAME] = leader
     spec.setdefault("hostname", pod_name)
@@ -160,14 +161,14 @@ def headless_service(lws: Mapping[str, Any]) -> Obj:
 
 
 def _ready(pod: Mapping[str, Any]) -> bool:
-    status = as_dict(pod.get("status"))
+    status = obj_at(pod, "status")
     return status.get("phase") == "Running" and condition_true(status.get("conditions"), "Ready")
 
 
 def _broken(pod: Mapping[str, Any]) -> bool:
     """LWS's trigger for recreating a group: a restarted container, a pod being deleted; and,
     since no StatefulSet recreates it here, a pod that ended."""
-    meta, status = as_dict(pod.get("metadata")), as_dict(pod.get("status"))
+    meta, status = obj_at(pod, "metadata"), obj_at(pod, "status")
     if meta.get("deletionTimestamp"):
         return True
     phase = status.get("phase")
@@ -201,7 +202,7 @@ def plan(lws: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], now: datetim
     groups_ready = 0
     groups_made = 0
     policy = template.get("restartPolicy", "RecreateGroupOnPodRestart")
-    leader_ready_first = as_dict(lws.get("spec")).get("startupPolicy") == "LeaderReady"
+    leader_ready_first = obj_at(lws, "spec").get("startupPolicy") == "LeaderReady"
     wanted = desired_pods(lws)
     wanted_names = {p["metadata"]["name"] for p in wanted}
     for g in range(replicas):
@@ -238,7 +239,7 @@ def plan(lws: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], now: datetim
 
 
 def _status(lws: Mapping[str, Any], made: int, ready: int, replicas: int, now: datetime) -> Obj:
-    old = as_dict(lws.get("status"))
+    old = obj_at(lws, "status")
     name = lws["metadata"]["name"]
     conditions = copy.deepcopy(as_list(old.get("conditions")))
     available = ready >= replicas

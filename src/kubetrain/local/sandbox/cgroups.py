@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubetrain.api.access import obj_at
 from kubetrain.api.quantity import quantity_milli_value, quantity_value
 
 __all__ = ["CgroupProbe", "CgroupTree", "ContainerCgroup", "Limits", "cgroup_probe", "limits_of"]
@@ -42,7 +43,7 @@ class Limits:
 
 
 def limits_of(container: Mapping[str, Any]) -> Limits:
-    limits = (container.get("resources") or {}).get("limits") or {}
+    limits = obj_at(container, "resources", "limits")
     memory = limits.get("memory")
     cpu = limits.get("cpu")
     return Limits(

@@ -13,6 +13,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from kubetrain.api.access import dicts, obj_at
+
 from .context import SandboxContext
 from .errors import SandboxError
 
@@ -55,8 +57,8 @@ def expand(text: str, env: Mapping[str, str]) -> str:
 
 def field_ref(pod: Mapping[str, Any], path: str, ctx: SandboxContext) -> str:
     """The downward-API value of ``fieldPath`` for this pod (missing label/annotation → "")."""
-    meta = pod.get("metadata") or {}
-    spec = pod.get("spec") or {}
+    meta = obj_at(pod, "metadata")
+    spec = obj_at(pod, "spec")
     simple: dict[str, str] = {
         "metadata.name": str(meta.get("name", "")),
         "metadata.namespace": str(meta.get("namespace") or "default"),
@@ -72,9 +74,9 @@ def field_ref(pod: Mapping[str, Any], path: str, ctx: SandboxContext) -> str:
         return simple[path]
     m = _SUBSCRIPT.match(path)
     if m:
-        return str((meta.get(m.group(1)) or {}).get(m.group(2), ""))
+        return str(obj_at(meta, m.group(1)).get(m.group(2), ""))
     if path in ("metadata.labels", "metadata.annotations"):
-        items = sorted((meta.get(path.split(".")[1]) or {}).items())
+        items = sorted(obj_at(meta, path.split(".")[1]).items())
         return "\n".join(f'{k}="{v}"' for k, v in items)
     raise SandboxError(f"unsupported fieldRef fieldPath {path!r}")
 
@@ -101,10 +103,10 @@ def _resource_ref(container: Mapping[str, Any], ref: Mapping[str, Any]) -> str:
     # Limits that are not set default to what the node has, as on a cluster.
     resource = str(ref.get("resource", ""))
     kind, _, name = resource.partition(".")
-    resources = container.get("resources") or {}
-    value = (resources.get(kind) or {}).get(name)
+    resources = obj_at(container, "resources")
+    value = obj_at(resources, kind).get(name)
     if value is None and kind == "requests":
-        value = (resources.get("limits") or {}).get(name)
+        value = obj_at(resources, "limits").get(name)
     if value is None:
         if name == "cpu":
             amount = float(os.cpu_count() or 1)
@@ -138,7 +140,7 @@ def resolve_env(
     """The container's own variables (not the base env), resolved and expanded."""
     env: dict[str, str] = {}
     store: Mapping[str, Mapping[str, bytes | str]]
-    for source in container.get("envFrom") or []:
+    for source in dicts(container.get("envFrom")):
         prefix = str(source.get("prefix") or "")
         if "configMapRef" in source:
             kind, ref, store = "configmap", source["configMapRef"], ctx.config_maps
@@ -154,7 +156,7 @@ def resolve_env(
             raise SandboxError(f"{kind} {name!r} not found")
         for key, raw in data.items():
             env[prefix + key] = raw.decode() if isinstance(raw, bytes) else raw
-    for var in container.get("env") or []:
+    for var in dicts(container.get("env")):
         name = str(var["name"])
         if "valueFrom" not in var:
             env[name] = expand(str(var.get("value") or ""), env)

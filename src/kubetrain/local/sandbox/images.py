@@ -24,23 +24,34 @@ from .errors import SandboxError
 __all__ = ["image_map_from_dict", "load_image_map"]
 
 
+def _table(where: str, value: Any) -> Mapping[str, Any]:
+    """A mapping of the file ({} when absent or empty); anything else is an error naming it."""
+    if not value:
+        return {}
+    if not isinstance(value, Mapping):
+        raise SandboxError(f"{where}: expected a mapping, not {type(value).__name__}")
+    return value
+
+
 def _env(where: str, data: Any) -> ImageEnv:
     if not isinstance(data, Mapping) or "prefix" not in data:
         raise SandboxError(f"{where}: an image entry needs a 'prefix'")
     users = {
-        int(uid): (str(entry[0]), str(entry[1])) for uid, entry in (data.get("users") or {}).items()
+        int(uid): (str(entry[0]), str(entry[1]))
+        for uid, entry in _table(f"{where}.users", data.get("users")).items()
     }
     return ImageEnv(
         prefix=Path(str(data["prefix"])).expanduser(),
         workdir=str(data.get("workdir") or "/"),
         entrypoint=tuple(str(x) for x in data.get("entrypoint") or ()),
-        env={str(k): str(v) for k, v in (data.get("env") or {}).items()},
+        env={str(k): str(v) for k, v in _table(f"{where}.env", data.get("env")).items()},
         users=users,
     )
 
 
 def image_map_from_dict(data: Mapping[str, Any]) -> ImageMap:
-    images = {str(k): _env(f"images[{k!r}]", v) for k, v in (data.get("images") or {}).items()}
+    given = _table("images", data.get("images"))
+    images = {str(k): _env(f"images[{k!r}]", v) for k, v in given.items()}
     default = _env("default", data["default"]) if data.get("default") else current_image_env()
     return ImageMap(images=images, default=default)
 

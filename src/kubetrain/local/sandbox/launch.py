@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kubetrain.api.access import as_list, dicts, obj_at
+
 from .context import SandboxContext, SandboxMode
 from .envvars import expand, resolve_env
 from .errors import SandboxError
@@ -55,14 +57,13 @@ class Launch:
 
 def pod_hostname(pod: Mapping[str, Any]) -> str:
     """``spec.hostname``, else the pod name, cut to a DNS label as the kubelet does."""
-    spec = pod.get("spec") or {}
-    name = str(spec.get("hostname") or (pod.get("metadata") or {}).get("name") or "pod")
+    name = str(obj_at(pod, "spec").get("hostname") or obj_at(pod, "metadata").get("name") or "pod")
     return name[:63].rstrip("-.")
 
 
 def find_container(pod: Mapping[str, Any], name: str) -> Mapping[str, Any]:
-    spec = pod.get("spec") or {}
-    for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
+    spec = obj_at(pod, "spec")
+    for c in [*dicts(spec.get("initContainers")), *dicts(spec.get("containers"))]:
         if c.get("name") == name:
             return dict(c)
     raise SandboxError(f"pod has no container {name!r}")
@@ -74,8 +75,8 @@ def run_as(pod: Mapping[str, Any], container: Mapping[str, Any]) -> tuple[int, i
     Without ``runAsGroup`` the group is the user's own from the host's passwd, else 0, as a
     runtime falls back to the image's passwd and then to root's group.
     """
-    pod_sc = (pod.get("spec") or {}).get("securityContext") or {}
-    sc = container.get("securityContext") or {}
+    pod_sc = obj_at(pod, "spec", "securityContext")
+    sc = obj_at(container, "securityContext")
     uid = sc.get("runAsUser", pod_sc.get("runAsUser"))
     if uid is None:
         return None
@@ -158,8 +159,8 @@ def plan_launch(
         ]
         own = {k: _rewrite_names(v, names) for k, v in own.items()}
     env = {**base, **own, **ctx.device_env}
-    command = [str(c) for c in container.get("command") or []] or list(image.entrypoint)
-    args = [str(a) for a in container.get("args") or []]
+    command = [str(c) for c in as_list(container.get("command"))] or list(image.entrypoint)
+    args = [str(a) for a in as_list(container.get("args"))]
     if not command and not args:
         raise SandboxError(
             f"container {name!r} has no command: images are local Python environments here "

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from kubetrain.api.access import dicts, obj_at
+
 from .cgroups import limits_of
 from .context import SandboxContext, SandboxMode
 from .errors import SandboxError
@@ -85,7 +87,7 @@ class PodSandbox:
         self.mode: SandboxMode = ctx.mode or report.mode
         self._bwrap = report.bwrap
         self.hostname = pod_hostname(pod)
-        meta = pod.get("metadata") or {}
+        meta = obj_at(pod, "metadata")
         self.namespace = str(meta.get("namespace") or "default")
         self.name = str(meta.get("name") or self.hostname)
         self.log_dir = ctx.log_dir / self.namespace / self.name
@@ -112,8 +114,9 @@ class PodSandbox:
     def write_hosts(self, hosts: Mapping[str, str], services: Mapping[str, Sequence[str]]) -> None:
         """(Re)write the pod's /etc/hosts in place: running containers see the new names,
         as a cluster's DNS answers for pods and Services that appeared after them."""
-        spec = self.pod.get("spec") or {}
-        own = pod_dns_names(self.hostname, spec.get("subdomain"), self.namespace)
+        own = pod_dns_names(
+            self.hostname, obj_at(self.pod, "spec").get("subdomain"), self.namespace
+        )
         text = hosts_file(hosts, own, self.ctx.pod_ip, services)
         path = self.ctx.pod_dir / "etc" / "hosts"
         with contextlib.suppress(OSError):
@@ -229,7 +232,7 @@ class PodSandbox:
         cgroup = None
         limits = limits_of(find_container(self.pod, name))
         if self.ctx.cgroups is not None and limits:
-            uid = str((self.pod.get("metadata") or {}).get("uid") or self.name)
+            uid = str(obj_at(self.pod, "metadata").get("uid") or self.name)
             try:
                 cgroup = self.ctx.cgroups.create(self.ctx.cgroup_key, uid, name, limits)
             except OSError as err:
@@ -275,7 +278,7 @@ class PodSandbox:
     # -- lifecycle -----------------------------------------------------------------------
 
     def _restart_policy(self) -> str:
-        return str((self.pod.get("spec") or {}).get("restartPolicy") or "Always")
+        return str(obj_at(self.pod, "spec").get("restartPolicy") or "Always")
 
     async def _run_one(
         self, name: str, init: bool, on_event: EventHook | None, backoff: float, cap: float
@@ -323,9 +326,9 @@ class PodSandbox:
         containers already running keep running until `terminate`.
         """
         self.prepare()
-        spec = self.pod.get("spec") or {}
+        spec = obj_at(self.pod, "spec")
         sidecars: list[str] = []
-        for c in spec.get("initContainers") or []:
+        for c in dicts(spec.get("initContainers")):
             if self._stopping:
                 return self._finish()
             name = str(c["name"])
@@ -344,7 +347,7 @@ class PodSandbox:
                 return self._finish()
         if self._stopping:
             return self._finish()
-        names = [str(c["name"]) for c in spec.get("containers") or []]
+        names = [str(c["name"]) for c in dicts(spec.get("containers"))]
         codes = await asyncio.gather(
             *(self._run_one(n, False, on_event, backoff, backoff_cap) for n in names)
         )
@@ -365,7 +368,7 @@ class PodSandbox:
         return self.result
 
     def _grace(self) -> float:
-        value = (self.pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+        value = obj_at(self.pod, "spec").get("terminationGracePeriodSeconds")
         return 30.0 if value is None else float(value)
 
     def is_alive(self) -> bool:

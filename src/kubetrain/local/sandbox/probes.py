@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubetrain.api.access import as_list, dicts
+
 from . import netprobe
 
 __all__ = ["Probe", "Readiness", "run_argv", "run_network_probe"]
@@ -52,7 +54,7 @@ class Probe:
             "failure_threshold": int(spec.get("failureThreshold") or 3),
         }
         if isinstance(spec.get("exec"), Mapping):
-            command = tuple(str(c) for c in spec["exec"].get("command") or ())
+            command = tuple(str(c) for c in as_list(spec["exec"].get("command")))
             return cls("exec", command=command, **timing)  # type: ignore[arg-type]
         for key, kind in (("httpGet", "http"), ("tcpSocket", "tcp")):
             handler = spec.get(key)
@@ -65,7 +67,7 @@ class Probe:
                     scheme=str(handler.get("scheme") or "HTTP"),
                     headers=tuple(
                         (str(h.get("name")), str(h.get("value")))
-                        for h in handler.get("httpHeaders") or ()
+                        for h in dicts(handler.get("httpHeaders"))
                     ),
                     **timing,  # type: ignore[arg-type]
                 )
@@ -75,7 +77,7 @@ class Probe:
 def _port(value: Any, container: Mapping[str, Any]) -> int:
     if isinstance(value, int) or (isinstance(value, str) and value.isdigit()):
         return int(value)
-    for port in container.get("ports") or ():
+    for port in dicts(container.get("ports")):
         if port.get("name") == value:
             return int(port["containerPort"])
     return 0  # an unknown named port: every probe fails, as the kubelet's does

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from kubetrain.api.access import dicts, obj_at
+
 from .context import SandboxContext
 from .envvars import field_ref
 from .errors import SandboxError
@@ -151,7 +153,7 @@ def _prepare_one(
     pod: Mapping[str, Any], volume: Mapping[str, Any], ctx: SandboxContext, base: Path
 ) -> Path:
     name = str(volume["name"])
-    namespace = str((pod.get("metadata") or {}).get("namespace") or "default")
+    namespace = str(obj_at(pod, "metadata").get("namespace") or "default")
     here = base / name
     if "emptyDir" in volume:
         here.mkdir(parents=True, exist_ok=True)
@@ -191,18 +193,19 @@ def _prepare_one(
     if "downwardAPI" in volume:
         src = volume["downwardAPI"]
         mode = int(src.get("defaultMode", DEFAULT_MODE))
-        _project_downward(files, pod, src.get("items") or [], ctx, mode)
+        _project_downward(files, pod, dicts(src.get("items")), ctx, mode)
         return _sync(here, files)
     if "projected" in volume:
         spec = volume["projected"]
         mode = int(spec.get("defaultMode", DEFAULT_MODE))
-        for source in spec.get("sources") or []:
+        for source in dicts(spec.get("sources")):
             if "configMap" in source:
                 _project_data(files, "configmap", source["configMap"], ctx.config_maps, mode)
             elif "secret" in source:
                 _project_data(files, "secret", source["secret"], ctx.secrets, mode)
             elif "downwardAPI" in source:
-                _project_downward(files, pod, source["downwardAPI"].get("items") or [], ctx, mode)
+                items = dicts(source["downwardAPI"].get("items"))
+                _project_downward(files, pod, items, ctx, mode)
             elif "serviceAccountToken" in source:
                 sat = source["serviceAccountToken"]
                 _write(files, str(sat.get("path", "token")), _token(sat, ctx), mode)
@@ -217,8 +220,8 @@ def prepare_volumes(pod: Mapping[str, Any], ctx: SandboxContext) -> dict[str, Pa
     """Create or refresh every volume of the pod; volume name → host path."""
     base = ctx.pod_dir / "volumes"
     base.mkdir(parents=True, exist_ok=True)
-    spec = pod.get("spec") or {}
-    return {str(v["name"]): _prepare_one(pod, v, ctx, base) for v in spec.get("volumes") or []}
+    volumes = dicts(obj_at(pod, "spec").get("volumes"))
+    return {str(v["name"]): _prepare_one(pod, v, ctx, base) for v in volumes}
 
 
 # Volume kinds the kubelet always mounts read-only, whatever the mount says.
@@ -229,10 +232,9 @@ def container_mounts(
     pod: Mapping[str, Any], container: Mapping[str, Any], volumes: Mapping[str, Path]
 ) -> list[Mount]:
     """The container's volumeMounts as host path → mountPath binds, in declaration order."""
-    spec = pod.get("spec") or {}
-    kinds = {str(v["name"]): v for v in spec.get("volumes") or []}
+    kinds = {str(v["name"]): v for v in dicts(obj_at(pod, "spec").get("volumes"))}
     mounts: list[Mount] = []
-    for vm in container.get("volumeMounts") or []:
+    for vm in dicts(container.get("volumeMounts")):
         name = str(vm["name"])
         if name not in volumes:
             raise SandboxError(f"volumeMount {name!r} refers to no volume of the pod")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from kubetrain.api.access import as_dict
+from kubetrain.api.access import obj_at
 from kubetrain.api.types import Obj
 from kubetrain.kube.kinds import DAEMON_SET, NODE, POD, Kind
 
@@ -32,35 +32,33 @@ class DaemonSetDecision:
 
 
 def _revision(daemonset: Obj) -> str:
-    return template_hash(template_key(as_dict(daemonset.get("spec")).get("template")))
+    return template_hash(template_key(obj_at(daemonset, "spec").get("template")))
 
 
 def _wanted_on(daemonset: Obj, node: Obj) -> bool:
-    pod_spec = as_dict(as_dict(as_dict(daemonset.get("spec")).get("template")).get("spec"))
-    labels = as_dict(as_dict(node.get("metadata")).get("labels"))
-    selector = as_dict(pod_spec.get("nodeSelector"))
+    pod_spec = obj_at(daemonset, "spec", "template", "spec")
+    labels = obj_at(node, "metadata", "labels")
+    selector = obj_at(pod_spec, "nodeSelector")
     return all(labels.get(k) == v for k, v in selector.items())
 
 
 def daemonset_decision(
     daemonset: Obj, nodes: list[Obj], pods: list[Obj], now: datetime
 ) -> DaemonSetDecision:
-    spec = as_dict(daemonset.get("spec"))
+    spec = obj_at(daemonset, "spec")
     revision = _revision(daemonset)
-    rolling = as_dict(spec.get("updateStrategy")).get("type", "RollingUpdate") == "RollingUpdate"
+    rolling = obj_at(spec, "updateStrategy").get("type", "RollingUpdate") == "RollingUpdate"
     min_ready = int(spec.get("minReadySeconds") or 0)
     wanted = {str(n["metadata"]["name"]) for n in nodes if _wanted_on(daemonset, n)}
     live = [p for p in pods if is_active(p)]
     by_node: dict[str, list[Obj]] = {}
     for pod in live:
-        by_node.setdefault(str(as_dict(pod.get("spec")).get("nodeName") or ""), []).append(pod)
+        by_node.setdefault(str(obj_at(pod, "spec").get("nodeName") or ""), []).append(pod)
     create: list[str] = []
     delete: list[Obj] = []
     # Ended pods of a DaemonSet are replaced: they go, and a new one follows.
     delete += [
-        p
-        for p in pods
-        if not is_active(p) and not as_dict(p.get("metadata")).get("deletionTimestamp")
+        p for p in pods if not is_active(p) and not obj_at(p, "metadata").get("deletionTimestamp")
     ]
     stale_replaced = False
     for node in sorted(wanted):
@@ -87,7 +85,7 @@ def daemonset_decision(
         "desiredNumberScheduled": len(wanted),
         "numberMisscheduled": sum(len(ps) for n, ps in by_node.items() if n not in wanted),
         "numberReady": sum(1 for p in scheduled if is_ready(p)),
-        "observedGeneration": as_dict(daemonset.get("metadata")).get("generation", 1),
+        "observedGeneration": obj_at(daemonset, "metadata").get("generation", 1),
         "updatedNumberScheduled": sum(
             1 for p in scheduled if _label(p, REVISION_LABEL) == revision
         ),
@@ -102,16 +100,16 @@ def daemonset_decision(
 
 
 def _label(pod: Obj, key: str) -> str:
-    return str(as_dict(as_dict(pod.get("metadata")).get("labels")).get(key) or "")
+    return str(obj_at(pod, "metadata", "labels").get(key) or "")
 
 
 def daemonset_pod(daemonset: Obj, node: str) -> Obj:
     """The DaemonSet's pod for ``node``, bound to it."""
     labels = {
         REVISION_LABEL: _revision(daemonset),
-        GENERATION_LABEL: str(as_dict(daemonset.get("metadata")).get("generation", 1)),
+        GENERATION_LABEL: str(obj_at(daemonset, "metadata").get("generation", 1)),
     }
-    template = as_dict(daemonset.get("spec")).get("template")
+    template = obj_at(daemonset, "spec").get("template")
     return pod_from_template(daemonset, template, labels=labels, spec={"nodeName": node})
 
 
@@ -130,7 +128,7 @@ class DaemonSetController(Controller):
 
     async def reconcile(self, key: Key) -> float | None:
         daemonset = self.get(key)
-        if daemonset is None or as_dict(daemonset.get("metadata")).get("deletionTimestamp"):
+        if daemonset is None or obj_at(daemonset, "metadata").get("deletionTimestamp"):
             return None
         nodes = list(self.shared.informers[NODE].items())
         pods = owned_by(daemonset, self.cached(POD, key[0]))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kubetrain.api.access import as_dict, as_list
+from kubetrain.api.access import as_dict, dicts, list_at, obj_at
 from kubetrain.api.meta import format_time, parse_time
 from kubetrain.api.types import Obj
 from kubetrain.kube.client import ApiError
@@ -40,7 +40,7 @@ MAX_REPLICAS = "deployment.kubernetes.io/max-replicas"
 
 
 def _status_int(obj: Obj, field: str) -> int:
-    return int(as_dict(obj.get("status")).get(field) or 0)
+    return int(obj_at(obj, "status").get(field) or 0)
 
 
 @dataclass(frozen=True)
@@ -61,10 +61,10 @@ def _scaled(value: Any, total: int, *, round_up: bool) -> int:
 def read_strategy(deployment: Obj) -> Strategy:
     """``spec.strategy`` with apps/v1's defaults (RollingUpdate, 25% surge, 25% unavailable);
     surge rounds up, unavailability down, and both zero means one may be unavailable."""
-    strategy = as_dict(as_dict(deployment.get("spec")).get("strategy"))
+    strategy = obj_at(deployment, "spec", "strategy")
     if strategy.get("type") == "Recreate":
         return Strategy("Recreate", 0, 0)
-    rolling = as_dict(strategy.get("rollingUpdate"))
+    rolling = obj_at(strategy, "rollingUpdate")
     desired = replicas_of(deployment)
     surge = _scaled(rolling.get("maxSurge", "25%"), desired, round_up=True)
     unavailable = _scaled(rolling.get("maxUnavailable", "25%"), desired, round_up=False)
@@ -87,22 +87,20 @@ def _pruned(value: Any) -> Any:
 def template_key(template: Any) -> Any:
     """A pod template as compared and hashed: pruned, without the pod-template-hash label."""
     out = _pruned(copy.deepcopy(as_dict(template)))
-    labels = as_dict(as_dict(out.get("metadata")).get("labels"))
+    labels = obj_at(out, "metadata", "labels")
     labels.pop(TEMPLATE_HASH, None)
     return _pruned(out)
 
 
 def matches_template(replica_set: Obj, deployment: Obj) -> bool:
     """The ReplicaSet runs the Deployment's current pod template."""
-    ours = template_key(as_dict(deployment.get("spec")).get("template"))
-    return bool(ours == template_key(as_dict(replica_set.get("spec")).get("template")))
+    ours = template_key(obj_at(deployment, "spec").get("template"))
+    return bool(ours == template_key(obj_at(replica_set, "spec").get("template")))
 
 
 def revision_of(replica_set: Obj) -> int:
     try:
-        return int(
-            as_dict(as_dict(replica_set.get("metadata")).get("annotations")).get(REVISION, 0)
-        )
+        return int(obj_at(replica_set, "metadata", "annotations").get(REVISION, 0))
     except ValueError:
         return 0
 
@@ -110,18 +108,18 @@ def revision_of(replica_set: Obj) -> int:
 def new_replica_set(deployment: Obj, revision: int, replicas: int) -> Obj:
     """The ReplicaSet of the Deployment's current template: ``<deployment>-<hash>``, the hash
     in its selector and its pods' labels, the revision in its annotations."""
-    spec = as_dict(deployment.get("spec"))
-    meta = as_dict(deployment.get("metadata"))
-    template = copy.deepcopy(as_dict(spec.get("template")))
-    collisions = int(as_dict(deployment.get("status")).get("collisionCount") or 0)
+    spec = obj_at(deployment, "spec")
+    meta = obj_at(deployment, "metadata")
+    template = copy.deepcopy(obj_at(spec, "template"))
+    collisions = int(obj_at(deployment, "status").get("collisionCount") or 0)
     digest = template_hash(template_key(template), collisions)
     tmeta = template.setdefault("metadata", {})
-    tmeta["labels"] = {**as_dict(tmeta.get("labels")), TEMPLATE_HASH: digest}
-    selector = copy.deepcopy(as_dict(spec.get("selector")))
-    selector["matchLabels"] = {**as_dict(selector.get("matchLabels")), TEMPLATE_HASH: digest}
+    tmeta["labels"] = {**obj_at(tmeta, "labels"), TEMPLATE_HASH: digest}
+    selector = copy.deepcopy(obj_at(spec, "selector"))
+    selector["matchLabels"] = {**obj_at(selector, "matchLabels"), TEMPLATE_HASH: digest}
     strategy = read_strategy(deployment)
     annotations = {
-        k: v for k, v in as_dict(meta.get("annotations")).items() if k != REVISION
+        k: v for k, v in obj_at(meta, "annotations").items() if k != REVISION
         and not k.startswith("kubectl.kubernetes.io/last-applied")
     }  # fmt: skip
     annotations.update({
@@ -163,7 +161,7 @@ def rollout_targets(
     new_replicas = replicas_of(new) if new is not None else 0
     old_sorted = sorted(
         (o for o in olds if replicas_of(o) > 0),
-        key=lambda o: str(as_dict(o.get("metadata")).get("creationTimestamp") or ""),
+        key=lambda o: str(obj_at(o, "metadata").get("creationTimestamp") or ""),
     )
     if strategy.kind == "Recreate":
         if old_sorted:
@@ -242,7 +240,7 @@ def deployment_status(
     desired = replicas_of(deployment)
     available = sum(_status_int(rs, "availableReplicas") for rs in every)
     total_spec = sum(replicas_of(rs) for rs in every)
-    status: Obj = {"observedGeneration": as_dict(deployment.get("metadata")).get("generation", 1)}
+    status: Obj = {"observedGeneration": obj_at(deployment, "metadata").get("generation", 1)}
     counts = {
         "replicas": sum(_status_int(rs, "replicas") for rs in every),
         "updatedReplicas": _status_int(new, "replicas") if new is not None else 0,
@@ -251,7 +249,7 @@ def deployment_status(
         "unavailableReplicas": max(total_spec - available, 0),
     }
     status.update({k: v for k, v in counts.items() if v})
-    old = as_list(as_dict(deployment.get("status")).get("conditions"))
+    old = list_at(deployment, "status", "conditions")
     stamp = format_time(now)
     minimum = desired - read_strategy(deployment).max_unavailable
     if available >= minimum:
@@ -268,9 +266,9 @@ def deployment_status(
             and counts["replicas"] == desired
             and available >= desired
             and _status_int(new, "observedGeneration")
-            >= int(as_dict(new.get("metadata")).get("generation") or 0)
+            >= int(obj_at(new, "metadata").get("generation") or 0)
         )
-        before = as_dict(deployment.get("status"))
+        before = obj_at(deployment, "status")
         # What the deployment controller counts as progress: more updated, ready or
         # available pods, or fewer pods in all.
         moved = any(
@@ -278,7 +276,7 @@ def deployment_status(
             for k in ("updatedReplicas", "readyReplicas", "availableReplicas")
         ) or counts["replicas"] < int(before.get("replicas") or 0)
         prev: Obj = next((c for c in old if as_dict(c).get("type") == "Progressing"), {})
-        deadline = as_dict(deployment.get("spec")).get("progressDeadlineSeconds")
+        deadline = obj_at(deployment, "spec").get("progressDeadlineSeconds")
         since = parse_time(prev.get("lastUpdateTime"))
         stalled = (
             not complete and not moved and not created and deadline is not None
@@ -298,15 +296,15 @@ def deployment_status(
                               f'ReplicaSet "{name}" is progressing.', stamp, touched=moved)  # fmt: skip
         conditions.append(cond)
     status["conditions"] = conditions
-    if as_dict(deployment.get("status")).get("collisionCount"):
+    if obj_at(deployment, "status").get("collisionCount"):
         status["collisionCount"] = deployment["status"]["collisionCount"]
     return status
 
 
 def _until_deadline(deployment: Obj, status: Obj, now: datetime) -> float | None:
     """Seconds until a rollout that is still progressing passes its progress deadline."""
-    cond = next((c for c in status.get("conditions") or [] if c["type"] == "Progressing"), None)
-    deadline = as_dict(deployment.get("spec")).get("progressDeadlineSeconds")
+    cond = next((c for c in dicts(status.get("conditions")) if c["type"] == "Progressing"), None)
+    deadline = obj_at(deployment, "spec").get("progressDeadlineSeconds")
     if cond is None or deadline is None or cond["reason"] not in (
         "NewReplicaSetCreated", "ReplicaSetUpdated",
     ):  # fmt: skip
@@ -323,9 +321,9 @@ class DeploymentController(Controller):
     def keys_for(self, kind: Kind, etype: str, obj: Obj) -> list[Key]:
         if kind == POD:
             # A pod's ReplicaSet's Deployment (Recreate waits for old pods to be gone).
-            ns = str(as_dict(obj.get("metadata")).get("namespace") or "")
+            ns = str(obj_at(obj, "metadata").get("namespace") or "")
             out = []
-            for ref in as_list(as_dict(obj.get("metadata")).get("ownerReferences")):
+            for ref in list_at(obj, "metadata", "ownerReferences"):
                 if as_dict(ref).get("controller") and ref.get("kind") == "ReplicaSet":
                     rs = self.shared.informers[REPLICA_SET].get(str(ref.get("name")), ns)
                     if rs is not None:
@@ -335,12 +333,12 @@ class DeploymentController(Controller):
 
     async def reconcile(self, key: Key) -> float | None:
         deployment = self.get(key)
-        if deployment is None or as_dict(deployment.get("metadata")).get("deletionTimestamp"):
+        if deployment is None or obj_at(deployment, "metadata").get("deletionTimestamp"):
             return None
         owned = owned_by(deployment, self.cached(REPLICA_SET, key[0]))
         new = next((rs for rs in owned if matches_template(rs, deployment)), None)
         olds = [rs for rs in owned if rs is not new]
-        paused = bool(as_dict(deployment.get("spec")).get("paused"))
+        paused = bool(obj_at(deployment, "spec").get("paused"))
         created = False
         if not paused:
             old_uids = {str(o["metadata"].get("uid")) for o in olds}
@@ -358,8 +356,8 @@ class DeploymentController(Controller):
                     if not err.conflict:
                         raise
                     # A ReplicaSet of that name that is not ours: the next name is another.
-                    count = int(as_dict(deployment.get("status")).get("collisionCount") or 0)
-                    status = {**as_dict(deployment.get("status")), "collisionCount": count + 1}
+                    count = int(obj_at(deployment, "status").get("collisionCount") or 0)
+                    status = {**obj_at(deployment, "status"), "collisionCount": count + 1}
                     await self.write_status(deployment, status)
                     return 0.0
                 created = True
@@ -386,7 +384,7 @@ class DeploymentController(Controller):
             await self._clean_history(deployment, olds)
         if new is not None and revision_of(new):
             rev = str(revision_of(new))
-            annotations = as_dict(as_dict(deployment.get("metadata")).get("annotations"))
+            annotations = obj_at(deployment, "metadata", "annotations")
             if annotations.get(REVISION) != rev:
                 deployment = await self.patch(
                     DEPLOYMENT, deployment, {"metadata": {"annotations": {REVISION: rev}}}
@@ -402,7 +400,7 @@ class DeploymentController(Controller):
 
     async def _clean_history(self, deployment: Obj, olds: list[Obj]) -> None:
         """Old ReplicaSets beyond ``revisionHistoryLimit`` (default 10) with no pods left go."""
-        limit = as_dict(deployment.get("spec")).get("revisionHistoryLimit")
+        limit = obj_at(deployment, "spec").get("revisionHistoryLimit")
         limit = 10 if limit is None else int(limit)
         idle = sorted(
             (o for o in olds if replicas_of(o) == 0 and _status_int(o, "replicas") == 0),

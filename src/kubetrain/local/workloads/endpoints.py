@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubetrain.api.access import as_dict, as_list
+from kubetrain.api.access import as_dict, as_list, list_at, obj_at
 from kubetrain.api.types import Obj
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.kinds import ENDPOINT_SLICE, ENDPOINTS, POD, SERVICE, Kind
@@ -29,21 +29,21 @@ SLICE_CONTROLLER = "endpointslice-controller.k8s.io"
 
 def _selector_matches(service: Obj, labels: dict[str, Any]) -> bool:
     """A Service's plain selector (none selects nothing) matches ``labels``."""
-    selector = as_dict(as_dict(service.get("spec")).get("selector"))
+    selector = obj_at(service, "spec", "selector")
     return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
 
 
 def _selects(service: Obj, pod: Obj) -> bool:
-    meta = as_dict(pod.get("metadata"))
-    same_ns = meta.get("namespace") == as_dict(service.get("metadata")).get("namespace")
-    return same_ns and _selector_matches(service, as_dict(meta.get("labels")))
+    meta = obj_at(pod, "metadata")
+    same_ns = meta.get("namespace") == obj_at(service, "metadata").get("namespace")
+    return same_ns and _selector_matches(service, obj_at(meta, "labels"))
 
 
 def _members(service: Obj, pods: list[Obj]) -> list[Obj]:
     """Selected pods that have an address and have not ended, by name."""
     out = [
         p for p in pods
-        if _selects(service, p) and as_dict(p.get("status")).get("podIP") and not is_terminal(p)
+        if _selects(service, p) and obj_at(p, "status").get("podIP") and not is_terminal(p)
     ]  # fmt: skip
     return sorted(out, key=lambda p: str(p["metadata"]["name"]))
 
@@ -54,7 +54,7 @@ def _target_port(port: Obj, pod: Obj) -> int | None:
         return target
     if isinstance(target, str) and target.isdigit():
         return int(target)
-    for c in as_list(as_dict(pod.get("spec")).get("containers")):
+    for c in list_at(pod, "spec", "containers"):
         for cp in as_list(as_dict(c).get("ports")):
             if as_dict(cp).get("name") == target:
                 return int(cp["containerPort"])
@@ -63,7 +63,7 @@ def _target_port(port: Obj, pod: Obj) -> int | None:
 
 def _ports(service: Obj, pod: Obj) -> list[Obj]:
     out = []
-    for port in as_list(as_dict(service.get("spec")).get("ports")):
+    for port in list_at(service, "spec", "ports"):
         number = _target_port(as_dict(port), pod)
         if number is None:
             continue
@@ -75,9 +75,9 @@ def _ports(service: Obj, pod: Obj) -> list[Obj]:
 
 
 def _address(pod: Obj) -> Obj:
-    meta = as_dict(pod.get("metadata"))
+    meta = obj_at(pod, "metadata")
     out: Obj = {"ip": pod["status"]["podIP"]}
-    if as_dict(pod.get("spec")).get("nodeName"):
+    if obj_at(pod, "spec").get("nodeName"):
         out["nodeName"] = pod["spec"]["nodeName"]
     out["targetRef"] = {
         "kind": "Pod", "namespace": meta.get("namespace"), "name": meta.get("name"),
@@ -87,8 +87,8 @@ def _address(pod: Obj) -> Obj:
 
 
 def _ready(service: Obj, pod: Obj) -> bool:
-    publish = bool(as_dict(service.get("spec")).get("publishNotReadyAddresses"))
-    deleting = bool(as_dict(pod.get("metadata")).get("deletionTimestamp"))
+    publish = bool(obj_at(service, "spec").get("publishNotReadyAddresses"))
+    deleting = bool(obj_at(pod, "metadata").get("deletionTimestamp"))
     return publish or (is_ready(pod) and not deleting)
 
 
@@ -118,7 +118,7 @@ def service_slice(service: Obj, pods: list[Obj]) -> tuple[list[Obj], list[Obj]]:
     endpoints = []
     for pod in members:
         ready = _ready(service, pod)
-        terminating = bool(as_dict(pod.get("metadata")).get("deletionTimestamp"))
+        terminating = bool(obj_at(pod, "metadata").get("deletionTimestamp"))
         address = _address(pod)
         entry: Obj = {
             "addresses": [address["ip"]],
@@ -143,16 +143,16 @@ class EndpointsController(Controller):
         self._labels: dict[Key, dict[str, Any]] = {}
 
     def keys_for(self, kind: Kind, etype: str, obj: Obj) -> list[Key]:
-        meta = as_dict(obj.get("metadata"))
+        meta = obj_at(obj, "metadata")
         ns = str(meta.get("namespace") or "")
         if kind in (SERVICE, ENDPOINTS):
             return [(ns, str(meta.get("name")))]
         if kind == ENDPOINT_SLICE:
-            name = as_dict(meta.get("labels")).get(SERVICE_NAME)
+            name = obj_at(meta, "labels").get(SERVICE_NAME)
             return [(ns, str(name))] if name else []
         # A pod: the Services whose selector matches its labels now or matched them before
         # (a pod whose labels changed must leave the Services it no longer matches).
-        labels = as_dict(meta.get("labels"))
+        labels = obj_at(meta, "labels")
         before = self._labels.pop((ns, str(meta.get("name"))), {})
         if etype != "DELETED":
             self._labels[(ns, str(meta.get("name")))] = labels
@@ -170,7 +170,7 @@ class EndpointsController(Controller):
             if endpoints is not None:
                 await self.delete(ENDPOINTS, endpoints)
             return None  # its EndpointSlice is owned by it: garbage collection removes it
-        if not as_dict(service.get("spec")).get("selector"):
+        if not obj_at(service, "spec").get("selector"):
             return None  # endpoints kept by hand
         pods = self.cached(POD, ns)
         await self._endpoints(service, endpoints, service_subsets(service, pods))
@@ -179,7 +179,7 @@ class EndpointsController(Controller):
 
     async def _endpoints(self, service: Obj, current: Obj | None, subsets: list[Obj]) -> None:
         meta = service["metadata"]
-        labels = dict(as_dict(meta.get("labels")))
+        labels = dict(obj_at(meta, "labels"))
         if current is None:
             body: Obj = {
                 "apiVersion": "v1", "kind": "Endpoints",
@@ -202,7 +202,7 @@ class EndpointsController(Controller):
         uid = meta.get("uid")
         mine = [
             s for s in self.cached(ENDPOINT_SLICE, ns)
-            if as_dict(as_dict(s.get("metadata")).get("labels")).get(SERVICE_NAME) == name
+            if obj_at(s, "metadata", "labels").get(SERVICE_NAME) == name
             and any(r.get("uid") == uid for r in as_list(s["metadata"].get("ownerReferences")))
         ]  # fmt: skip
         if not mine:
@@ -213,7 +213,7 @@ class EndpointsController(Controller):
                     "generateName": f"{name}-",
                     "namespace": ns,
                     "labels": {
-                        **as_dict(meta.get("labels")), SERVICE_NAME: name,
+                        **obj_at(meta, "labels"), SERVICE_NAME: name,
                         MANAGED_BY: SLICE_CONTROLLER,
                     },
                     "ownerReferences": [owner_reference({**service, "apiVersion": "v1", "kind": "Service"})],

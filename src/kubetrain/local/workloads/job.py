@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from kubetrain.api.access import as_dict, as_list
+from kubetrain.api.access import as_dict, as_list, dicts, list_at, obj_at
 from kubetrain.api.labels import JOB_COMPLETION_INDEX, JOB_NAME_LABEL
 from kubetrain.api.meta import find_condition, format_time, parse_time
 from kubetrain.api.types import Obj
@@ -43,8 +43,8 @@ class JobDecision:
 
 
 def _view(job: Obj, pods: list[Obj]) -> JobView:
-    spec = as_dict(job.get("spec"))
-    template = as_dict(spec.get("template"))
+    spec = obj_at(job, "spec")
+    template = obj_at(spec, "template")
     completions = spec.get("completions")
     rjob = ReplicatedJob(
         name=str(job["metadata"]["name"]),
@@ -55,7 +55,7 @@ def _view(job: Obj, pods: list[Obj]) -> JobView:
         backoff_limit=int(
             DEFAULT_BACKOFF_LIMIT if spec.get("backoffLimit") is None else spec["backoffLimit"]
         ),
-        restart_policy=str(as_dict(template.get("spec")).get("restartPolicy") or "Never"),
+        restart_policy=str(obj_at(template, "spec").get("restartPolicy") or "Never"),
         depends_on=(),
         pod_template=template,
     )
@@ -86,8 +86,8 @@ def _condition(old: list[object], type_: str, reason: str, message: str, now: st
 
 def job_decision(job: Obj, pods: list[Obj], now: datetime) -> JobDecision:
     """What the Job controller does next for ``job`` and its pods, and the status it reports."""
-    spec = as_dict(job.get("spec"))
-    old = as_dict(job.get("status"))
+    spec = obj_at(job, "spec")
+    old = obj_at(job, "status")
     old_conds = as_list(old.get("conditions"))
     stamp = format_time(now)
     view = _view(job, pods)
@@ -181,7 +181,7 @@ def job_decision(job: Obj, pods: list[Obj], now: datetime) -> JobDecision:
 
 
 def _ready(pod: Obj) -> bool:
-    cond = find_condition(as_dict(pod.get("status")).get("conditions"), "Ready")
+    cond = find_condition(obj_at(pod, "status").get("conditions"), "Ready")
     return cond is not None and cond.get("status") == "True" and not is_terminal(pod)
 
 
@@ -203,7 +203,7 @@ def job_pod(job: Obj, index: int | None) -> Obj:
         CONTROLLER_UID_LEGACY: uid,
         JOB_NAME_LEGACY: name,
     }
-    template = as_dict(as_dict(job.get("spec")).get("template"))
+    template = obj_at(job, "spec", "template")
     pod = pod_from_template(job, template, labels=labels)
     if index is not None:
         pod["metadata"]["generateName"] = f"{name}-{index}-"
@@ -231,7 +231,7 @@ class JobController(Controller):
 
     async def reconcile(self, key: Key) -> float | None:
         job = self.get(key)
-        if job is None or as_dict(job.get("metadata")).get("deletionTimestamp"):
+        if job is None or obj_at(job, "metadata").get("deletionTimestamp"):
             return None
         pods = owned_by(job, self.cached(POD, key[0]))
         decision = job_decision(job, pods, self.shared.clock())
@@ -247,8 +247,8 @@ class JobController(Controller):
         for pod in decision.delete:
             await self.delete(POD, pod)
             self.event(job, "Normal", "SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}")
-        was = {c.get("type") for c in as_list(as_dict(job.get("status")).get("conditions"))}
-        for cond in decision.status.get("conditions") or []:
+        was = {c.get("type") for c in list_at(job, "status", "conditions")}
+        for cond in dicts(decision.status.get("conditions")):
             if cond["type"] in ("Complete", "Failed") and cond["type"] not in was:
                 kind = "Normal" if cond["type"] == "Complete" else "Warning"
                 reason = "Completed" if cond["type"] == "Complete" else str(cond["reason"])

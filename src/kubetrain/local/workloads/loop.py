@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
-from kubetrain.api.access import as_dict, as_list
+from kubetrain.api.access import as_dict, list_at, obj_at
 from kubetrain.api.types import Obj
 from kubetrain.controller.events import EventRecorder
 from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
@@ -115,10 +115,10 @@ class Controller:
         controller (by controller reference)."""
         if kind == self.kind:
             return [object_key(obj)]
-        ns = str(as_dict(obj.get("metadata")).get("namespace") or "")
+        ns = str(obj_at(obj, "metadata").get("namespace") or "")
         return [
             (ns, str(ref.get("name")))
-            for ref in as_list(as_dict(obj.get("metadata")).get("ownerReferences"))
+            for ref in list_at(obj, "metadata", "ownerReferences")
             if as_dict(ref).get("controller") and ref.get("kind") == self.kind.kind
         ]
 
@@ -127,7 +127,7 @@ class Controller:
         return [
             o
             for o in self.shared.informers[kind].items()
-            if (o.get("metadata") or {}).get("namespace") == namespace
+            if obj_at(o, "metadata").get("namespace") == namespace
         ]
 
     def get(self, key: Key) -> Obj | None:
@@ -170,7 +170,7 @@ class Controller:
     async def write_status(self, obj: Obj, status: Obj) -> None:
         """Store ``status`` unless it is what the object already says; a merge patch that
         names every old key, so fields that went away are removed."""
-        old = as_dict(obj.get("status"))
+        old = obj_at(obj, "status")
         if old == status:
             return
         body = {k: status.get(k) for k in {*old, *status}}

@@ -13,7 +13,8 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
-from kubetrain.api.access import as_dict, as_list
+from kubetrain.api.access import as_dict, as_list, list_at, obj_at
+from kubetrain.api.core import OwnerReference
 from kubetrain.api.meta import find_condition, parse_time
 from kubetrain.local.executor.jobs import is_deleting, is_ready, is_terminal
 
@@ -42,7 +43,7 @@ def selector_matches(selector: Any, labels: Any) -> bool:
     if selector is None:
         return False
     sel, have = as_dict(selector), as_dict(labels)
-    for key, value in as_dict(sel.get("matchLabels")).items():
+    for key, value in obj_at(sel, "matchLabels").items():
         if have.get(key) != value:
             return False
     for expr in as_list(sel.get("matchExpressions")):
@@ -64,9 +65,9 @@ def rc_selector(selector: Any) -> Obj:
     return {"matchLabels": as_dict(selector)}
 
 
-def owner_reference(owner: Obj) -> Obj:
+def owner_reference(owner: Obj) -> OwnerReference:
     """The controller reference a controller puts on what it creates."""
-    meta = as_dict(owner.get("metadata"))
+    meta = obj_at(owner, "metadata")
     return {
         "apiVersion": owner["apiVersion"],
         "kind": owner["kind"],
@@ -79,7 +80,7 @@ def owner_reference(owner: Obj) -> Obj:
 
 def controller_uid(obj: Obj) -> str | None:
     """The uid of the object's controller (the ownerReference with ``controller: true``)."""
-    for ref in as_list(as_dict(obj.get("metadata")).get("ownerReferences")):
+    for ref in list_at(obj, "metadata", "ownerReferences"):
         if as_dict(ref).get("controller"):
             return str(ref.get("uid"))
     return None
@@ -87,18 +88,16 @@ def controller_uid(obj: Obj) -> str | None:
 
 def owned_by(owner: Obj, objs: Any) -> list[Obj]:
     """The objects of ``objs`` the owner controls, in the owner's namespace."""
-    meta = as_dict(owner.get("metadata"))
+    meta = obj_at(owner, "metadata")
     uid, ns = str(meta.get("uid")), meta.get("namespace")
     return [
-        o
-        for o in objs
-        if controller_uid(o) == uid and as_dict(o.get("metadata")).get("namespace") == ns
+        o for o in objs if controller_uid(o) == uid and obj_at(o, "metadata").get("namespace") == ns
     ]
 
 
 def replicas_of(obj: Obj) -> int:
     """``spec.replicas`` with the API's default of 1."""
-    value = as_dict(obj.get("spec")).get("replicas")
+    value = obj_at(obj, "spec").get("replicas")
     return 1 if value is None else int(value)
 
 
@@ -113,7 +112,7 @@ def is_available(pod: Obj, min_ready_seconds: int, now: datetime) -> bool:
         return False
     if min_ready_seconds <= 0:
         return True
-    cond = find_condition(as_dict(pod.get("status")).get("conditions"), "Ready") or {}
+    cond = find_condition(list_at(pod, "status", "conditions"), "Ready") or {}
     since = parse_time(cond.get("lastTransitionTime"))
     return since is not None and since + timedelta(seconds=min_ready_seconds) <= now
 
@@ -141,10 +140,10 @@ def pod_from_template(
     """A Pod the owner creates from its template: ``<owner>-<random>`` (``generateName``)
     unless named, the template's labels and annotations, a controller reference."""
     tmpl = as_dict(template)
-    tmeta = as_dict(tmpl.get("metadata"))
+    tmeta = obj_at(tmpl, "metadata")
     meta: Obj = {
-        "namespace": as_dict(owner.get("metadata")).get("namespace") or "default",
-        "labels": {**as_dict(tmeta.get("labels")), **(labels or {})},
+        "namespace": obj_at(owner, "metadata").get("namespace") or "default",
+        "labels": {**obj_at(tmeta, "labels"), **(labels or {})},
         "ownerReferences": [owner_reference(owner)],
     }
     if name:
@@ -153,6 +152,6 @@ def pod_from_template(
         meta["generateName"] = f"{owner['metadata']['name']}-"
     if tmeta.get("annotations"):
         meta["annotations"] = copy.deepcopy(tmeta["annotations"])
-    pod_spec = copy.deepcopy(as_dict(tmpl.get("spec")))
+    pod_spec = copy.deepcopy(obj_at(tmpl, "spec"))
     pod_spec.update(spec or {})
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": pod_spec}

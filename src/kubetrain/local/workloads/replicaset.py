@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from kubetrain.api.access import as_dict
+from kubetrain.api.access import as_dict, obj_at
 from kubetrain.api.types import Obj
 from kubetrain.kube.kinds import POD, REPLICA_SET, REPLICATION_CONTROLLER, Kind
 from kubetrain.local.executor.jobs import container_restarts, pod_phase
@@ -49,13 +49,13 @@ def deletion_order(pods: list[Obj]) -> list[Obj]:
     unscheduled before scheduled, pending before running, not ready before ready, more
     restarts first, newest first."""
     newest_first = sorted(
-        pods, key=lambda p: str(as_dict(p.get("metadata")).get("creationTimestamp") or ""),
+        pods, key=lambda p: str(obj_at(p, "metadata").get("creationTimestamp") or ""),
         reverse=True,
     )  # fmt: skip
     return sorted(
         newest_first,
         key=lambda p: (
-            bool(as_dict(p.get("spec")).get("nodeName")),
+            bool(obj_at(p, "spec").get("nodeName")),
             _PHASE_RANK.get(pod_phase(p), 3),
             is_ready(p),
             -container_restarts(p),
@@ -68,18 +68,18 @@ def replica_decision(
 ) -> ReplicaDecision:
     """What the controller does next for ``owner`` (a ReplicaSet or ReplicationController)
     given the pods it controls, and the status it then reports."""
-    spec = as_dict(owner.get("spec"))
+    spec = obj_at(owner, "spec")
     desired = replicas_of(owner)
     min_ready = int(spec.get("minReadySeconds") or 0)
     active = [p for p in pods if is_active(p)]
-    deleting = bool(as_dict(owner.get("metadata")).get("deletionTimestamp"))
+    deleting = bool(obj_at(owner, "metadata").get("deletionTimestamp"))
     create, delete = 0, []
     if not deleting:
         if len(active) < desired:
             create = min(desired - len(active), MAX_BURST)
         elif len(active) > desired:
             delete = deletion_order(active)[: len(active) - desired]
-    labels = [as_dict(as_dict(p.get("metadata")).get("labels")) for p in active]
+    labels = [obj_at(p, "metadata", "labels") for p in active]
     status: Obj = {"replicas": len(active)}
     counts = {
         "fullyLabeledReplicas": sum(1 for lab in labels if selector_matches(selector, lab)),
@@ -87,7 +87,7 @@ def replica_decision(
         "availableReplicas": sum(1 for p in active if is_available(p, min_ready, now)),
     }
     status.update({k: v for k, v in counts.items() if v})
-    generation = as_dict(owner.get("metadata")).get("generation")
+    generation = obj_at(owner, "metadata").get("generation")
     if generation is not None:
         status["observedGeneration"] = generation
     return ReplicaDecision(create, delete, status)
@@ -105,12 +105,12 @@ class ReplicaSetController(Controller):
         super().__init__(shared)
 
     def selector(self, owner: Obj) -> Any:
-        spec = as_dict(owner.get("spec"))
+        spec = obj_at(owner, "spec")
         if self.kind == REPLICATION_CONTROLLER:
             # An RC without a selector selects its template's labels (the API server's default).
-            plain = spec.get("selector") or as_dict(
-                as_dict(spec.get("template")).get("metadata")
-            ).get("labels")
+            plain = spec.get("selector") or as_dict(obj_at(spec, "template").get("metadata")).get(
+                "labels"
+            )
             return rc_selector(plain)
         return spec.get("selector")
 
@@ -121,7 +121,7 @@ class ReplicaSetController(Controller):
         pods = owned_by(owner, self.cached(POD, key[0]))
         now = self.shared.clock()
         decision = replica_decision(owner, self.selector(owner), pods, now=now)
-        template = as_dict(owner.get("spec")).get("template")
+        template = obj_at(owner, "spec").get("template")
         for _ in range(decision.create):
             created = await self.create(POD, pod_from_template(owner, template))
             self.event(
@@ -137,7 +137,7 @@ class ReplicaSetController(Controller):
             pods = owned_by(owner, self.cached(POD, key[0]))
             decision = replica_decision(owner, self.selector(owner), pods, now=now)
         await self.write_status(owner, decision.status)
-        min_ready = int(as_dict(owner.get("spec")).get("minReadySeconds") or 0)
+        min_ready = int(obj_at(owner, "spec").get("minReadySeconds") or 0)
         ready, available = (
             decision.status.get(k, 0) for k in ("readyReplicas", "availableReplicas")
         )

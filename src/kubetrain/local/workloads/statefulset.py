@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from kubetrain.api.access import as_dict, as_list
+from kubetrain.api.access import as_dict, as_list, obj_at
 from kubetrain.api.types import Obj
 from kubetrain.kube.client import ApiError
 from kubetrain.kube.kinds import POD, STATEFUL_SET
@@ -51,28 +51,28 @@ class StatefulSetDecision:
 
 def revision_of_set(statefulset: Obj) -> str:
     """``<set>-<hash of the pod template>``: the update revision pods are labelled with."""
-    template = as_dict(statefulset.get("spec")).get("template")
+    template = obj_at(statefulset, "spec").get("template")
     return f"{statefulset['metadata']['name']}-{template_hash(template_key(template))}"
 
 
 def ordinal_of(statefulset: Obj, pod: Obj) -> int:
     prefix = f"{statefulset['metadata']['name']}-"
-    name = str(as_dict(pod.get("metadata")).get("name"))
+    name = str(obj_at(pod, "metadata").get("name"))
     tail = name[len(prefix) :] if name.startswith(prefix) else ""
     return int(tail) if tail.isdigit() else -1
 
 
 def _pod_revision(pod: Obj) -> str:
-    return str(as_dict(as_dict(pod.get("metadata")).get("labels")).get(REVISION_LABEL) or "")
+    return str(obj_at(pod, "metadata", "labels").get(REVISION_LABEL) or "")
 
 
 def statefulset_decision(statefulset: Obj, pods: list[Obj], now: datetime) -> StatefulSetDecision:
-    spec = as_dict(statefulset.get("spec"))
+    spec = obj_at(statefulset, "spec")
     desired = replicas_of(statefulset)
     parallel = spec.get("podManagementPolicy") == "Parallel"
-    update = as_dict(spec.get("updateStrategy"))
+    update = obj_at(spec, "updateStrategy")
     rolling = update.get("type", "RollingUpdate") == "RollingUpdate"
-    partition = int(as_dict(update.get("rollingUpdate")).get("partition") or 0)
+    partition = int(obj_at(update, "rollingUpdate").get("partition") or 0)
     revision = revision_of_set(statefulset)
     min_ready = int(spec.get("minReadySeconds") or 0)
     by_ordinal: dict[int, Obj] = {}
@@ -109,11 +109,11 @@ def statefulset_decision(statefulset: Obj, pods: list[Obj], now: datetime) -> St
             delete.append(live[stale[0]])
     in_range = list(live.values())
     updated = sum(1 for p in in_range if _pod_revision(p) == revision)
-    current_revision = str(as_dict(statefulset.get("status")).get("currentRevision") or revision)
+    current_revision = str(obj_at(statefulset, "status").get("currentRevision") or revision)
     if updated == len(in_range) == desired:
         current_revision = revision
     status: Obj = {
-        "observedGeneration": as_dict(statefulset.get("metadata")).get("generation", 1),
+        "observedGeneration": obj_at(statefulset, "metadata").get("generation", 1),
         "replicas": len(in_range),
         "readyReplicas": sum(1 for p in in_range if is_ready(p)),
         "currentReplicas": sum(1 for p in in_range if _pod_revision(p) == current_revision),
@@ -132,12 +132,12 @@ def statefulset_decision(statefulset: Obj, pods: list[Obj], now: datetime) -> St
 
 
 def _ended(pod: Obj) -> bool:
-    return str(as_dict(pod.get("status")).get("phase")) in ("Succeeded", "Failed")
+    return str(obj_at(pod, "status").get("phase")) in ("Succeeded", "Failed")
 
 
 def statefulset_pod(statefulset: Obj, ordinal: int) -> Obj:
     """Pod ``<set>-<ordinal>``: named under the governing Service, with its own claims."""
-    spec = as_dict(statefulset.get("spec"))
+    spec = obj_at(statefulset, "spec")
     set_name = str(statefulset["metadata"]["name"])
     name = f"{set_name}-{ordinal}"
     labels = {
@@ -166,7 +166,7 @@ class StatefulSetController(Controller):
 
     async def reconcile(self, key: Key) -> float | None:
         statefulset = self.get(key)
-        if statefulset is None or as_dict(statefulset.get("metadata")).get("deletionTimestamp"):
+        if statefulset is None or obj_at(statefulset, "metadata").get("deletionTimestamp"):
             return None
         pods = owned_by(statefulset, self.cached(POD, key[0]))
         now = self.shared.clock()
