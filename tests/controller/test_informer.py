@@ -6,7 +6,8 @@ import asyncio
 import contextlib
 from pathlib import Path
 
-from conftest import PrivateServer, eventually
+from controller_plane import PrivateServer, eventually
+
 from kubetrain.api.types import Obj
 from kubetrain.controller import connect
 from kubetrain.kube.informer import Backoff, Informer

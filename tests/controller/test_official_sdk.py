@@ -11,8 +11,8 @@ import asyncio
 from typing import Any
 
 import pytest
+from controller_plane import CONFIGMAPS, JOBSETS, Plane, condition, eventually
 
-from conftest import CONFIGMAPS, JOBSETS, Plane, condition, eventually
 from kubetrain.api.types import Obj
 
 pytest.importorskip("kubeflow.trainer")

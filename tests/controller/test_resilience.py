@@ -8,8 +8,8 @@ import gc
 from collections.abc import Iterator
 
 import pytest
+from controller_plane import FAST, JOBSETS, TRAINJOBS, Plane, PrivateServer, condition, eventually
 
-from conftest import FAST, JOBSETS, TRAINJOBS, Plane, PrivateServer, condition, eventually
 from kubetrain.api.types import Obj
 from kubetrain.controller import Controller, KubeClient, LeaderElector, LeadershipLost, connect
 

@@ -11,8 +11,8 @@ import base64
 import copy
 
 import pytest
+from controller_plane import CONFIGMAPS, JOBSETS, TRAINJOBS, Plane, condition, eventually
 
-from conftest import CONFIGMAPS, JOBSETS, TRAINJOBS, Plane, condition, eventually
 from kubetrain.api.types import Obj
 from kubetrain.controller import run_controller
 from kubetrain.local.apiserver import ServerThread

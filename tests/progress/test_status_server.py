@@ -18,8 +18,8 @@ from typing import Any
 
 import aiohttp
 import pytest
+from progress_plane import NAMESPACE, Plane
 
-from conftest import NAMESPACE, Plane
 from kubetrain.controller.statusserver import MAX_BODY_BYTES, status_audience
 from kubetrain.local.tokens import BoundPod, load_or_create_key, mint
 

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
+from progress_plane import NAMESPACE, Plane
 
-from conftest import NAMESPACE, Plane
 from kubetrain.controller.pki import service_dns_names
 from kubetrain.controller.statusserver import status_audience
 from kubetrain.local.statusplane import LOOPBACK, start_status_plane, token_provider
