@@ -204,9 +204,16 @@ class ApiServer:
         """The CA that signed the serving certificate (None over plain http)."""
         return self._cert.ca_pem if self._cert is not None else None
 
+    def _default_loaded(self) -> None:
+        """Custom objects as read from storage get their CRD's defaults (not written back)."""
+        for res in self.registry.stored():
+            if res.custom:
+                self.store.revise_loaded(res.key, self.engine.schema.read_defaults)
+
     async def start(self) -> None:
         """Open storage, create the default namespaces and seed objects, then listen."""
         await self.store.open()
+        self._default_loaded()
         await self.engine.ensure(
             [
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}

@@ -6,8 +6,8 @@ its defaults and enums (what its kubebuilder markers say, v0.10); the pod templa
 as given (``x-kubernetes-preserve-unknown-fields``), and the pods made from them are checked
 by the API server as any pod is.
 
-The embedded API server applies schema defaults only for kubetrain's own CRDs so far, so the
-stored object keeps what was sent; `logic` reads every field with LWS's default when absent.
+The embedded API server applies this schema's defaults as it applies any CRD's, on every write
+and to what it loads from storage, so `logic` finds them in the stored object and repeats none.
 """
 
 from __future__ import annotations
