@@ -67,6 +67,17 @@ def test_a_read_waits_for_a_restarting_cache_and_gets_the_same_rows(cache: Any) 
     assert after == before
 
 
+def test_a_worker_restarted_alone_gets_its_rows_from_the_head_again(cache: Any) -> None:
+    before = ids_of(ShardReader(cache.endpoint, 0, 1))
+    # Restart policy None: the worker comes back alone and empty; the head, still up, loads
+    # it again, and the reader rides it out.
+    cache.workers[0].stop()
+    cache.start_worker(0)
+    after = ids_of(ShardReader(cache.endpoint, 0, 1, retry_timeout_s=60))
+    assert after == before
+    assert "had lost its rows: loaded it again" in cache.head.log.read_text()
+
+
 def test_a_cache_that_never_comes_back_fails_the_read_clearly() -> None:
     reader = ShardReader("grpc://127.0.0.1:9", 0, 1, retry_timeout_s=1)
     with pytest.raises(Exception, match=r"shard 0/1: no progress for 1 s after 0 row\(s\)"):
