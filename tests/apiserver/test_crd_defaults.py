@@ -130,6 +130,20 @@ async def test_a_crd_installed_for_a_served_kind_brings_its_defaults(
     assert created["spec"] == {"size": 1, "color": "blue"}
 
 
+async def test_objects_stored_before_a_crd_gained_a_default_read_back_with_it(
+    serve: Callable[..., Any],
+) -> None:
+    api: KubeClient = await serve(widget_crd())
+    before = await api.create(*WIDGETS, widget(size=2))
+    installed = widget_crd(color={"type": "string", "default": "blue"})
+    await api.create(
+        CUSTOM_RESOURCE_DEFINITION.api_version, CUSTOM_RESOURCE_DEFINITION.plural, installed
+    )
+    after = await api.get(*WIDGETS, "w", namespace="default")
+    assert after["spec"] == {"size": 2, "color": "blue"}
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
 async def test_objects_loaded_from_storage_get_defaults_their_crd_gained_since(
     serve: Callable[..., Any],
 ) -> None:

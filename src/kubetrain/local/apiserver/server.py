@@ -21,6 +21,8 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from kubetrain.api.access import obj_at
+from kubetrain.kube.kinds import CUSTOM_RESOURCE_DEFINITION
 from kubetrain.local.apiserver.admission import Admission, ObjectReader, TrainJobDefaulter
 from kubetrain.local.apiserver.authz import PolicyCache, review_routes
 from kubetrain.local.apiserver.engine import Engine, WriteOptions
@@ -28,7 +30,7 @@ from kubetrain.local.apiserver.http import HttpApi, Route
 from kubetrain.local.apiserver.rbac import User, bootstrap_policy, escalation
 from kubetrain.local.apiserver.resources import Registry, ResourceDef
 from kubetrain.local.apiserver.schema import SchemaRules
-from kubetrain.local.apiserver.store import Store
+from kubetrain.local.apiserver.store import Change, Store
 from kubetrain.local.apiserver.streaming import PodStreamer
 from kubetrain.local.apiserver.tls import ensure_serving_cert
 from kubetrain.local.apiserver.webhooks import WebhookDispatcher
@@ -91,6 +93,9 @@ def _abort_lingering(port: int) -> None:
             continue
         if local and local[1] == port and transport.get_extra_info("peername") is not None:
             transport.abort()
+
+
+_CRDS_KEY = ResourceDef.of(CUSTOM_RESOURCE_DEFINITION).key
 
 
 class ApiServer:
@@ -208,6 +213,18 @@ class ApiServer:
         """Custom objects as read from storage get their CRD's defaults (not written back)."""
         for res in self.registry.stored():
             if res.custom:
+                self.store.revise_loaded(res.key, self.engine.schema.read_defaults)
+        self.store.subscribe(self._crd_changed)
+
+    def _crd_changed(self, change: Change) -> None:
+        """A CRD installed, changed or removed for a served kind: its objects are read with
+        the schema now in force, as kube-apiserver reads them from etcd with it."""
+        if change.resource != _CRDS_KEY:
+            return
+        spec = obj_at(change.obj, "spec")
+        group, plural = spec.get("group"), obj_at(spec, "names").get("plural")
+        for res in self.registry.stored():
+            if res.custom and res.group == group and res.plural == plural:
                 self.store.revise_loaded(res.key, self.engine.schema.read_defaults)
 
     async def start(self) -> None:
