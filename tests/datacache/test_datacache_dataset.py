@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 
 from kubetrain.datacache import ShardReader  # noqa: E402
 from kubetrain.datacache.dataset import CacheDataset  # noqa: E402
-from kubetrain.datacache.reader import _Progress  # noqa: E402
+from kubetrain.datacache.reader import CacheReadError, _Progress  # noqa: E402
 
 
 def ids_of(batches: Any) -> list[int]:
@@ -52,6 +52,13 @@ def test_a_resumed_read_starts_after_the_rows_already_given(cache: Any) -> None:
     full = ids_of(reader._stream(_Progress()))
     resumed = ids_of(reader._stream(_Progress(rows=1234)))
     assert resumed == full[1234:]
+
+
+def test_a_resumed_read_refuses_a_cache_that_now_serves_other_columns(cache: Any) -> None:
+    reader = ShardReader(cache.endpoint, 0, 1)
+    before = _Progress(rows=10, schema=pa.schema([("other", pa.int8())]))
+    with pytest.raises(CacheReadError, match="changed its columns between attempts"):
+        next(iter(reader._stream(before)))
 
 
 def test_a_read_waits_for_a_restarting_cache_and_gets_the_same_rows(cache: Any) -> None:
