@@ -15,6 +15,7 @@ from kubetrain.api import (
     LoadError,
     load_files,
     load_objects,
+    parse_documents,
 )
 from upstream_data import require
 
@@ -500,3 +501,11 @@ def test_absurdly_deep_nesting_is_a_load_error() -> None:
         load_objects(text, source="t")
     with pytest.raises(LoadError):
         load_objects("a: " + "[" * 5000 + "]" * 5000, source="t")
+
+
+@pytest.mark.parametrize(
+    "value", ["2001-12-14", "2001-12-14 ---"], ids=["a valid one", "a malformed one"]
+)
+def test_an_explicit_timestamp_tag_stays_its_text(value: str) -> None:
+    # PyYAML would build a datetime, or crash on a malformed value.
+    assert parse_documents(f"x: !!timestamp {value}\n", source="t") == [{"x": value}]

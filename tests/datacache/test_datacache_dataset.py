@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 
 from kubetrain.datacache import ShardReader  # noqa: E402
 from kubetrain.datacache.dataset import CacheDataset  # noqa: E402
-from kubetrain.datacache.reader import _Progress  # noqa: E402
+from kubetrain.datacache.reader import CacheReadError, _Progress  # noqa: E402
 
 
 def ids_of(batches: Any) -> list[int]:
@@ -54,6 +54,13 @@ def test_a_resumed_read_starts_after_the_rows_already_given(cache: Any) -> None:
     assert resumed == full[1234:]
 
 
+def test_a_resumed_read_refuses_a_cache_that_now_serves_other_columns(cache: Any) -> None:
+    reader = ShardReader(cache.endpoint, 0, 1)
+    before = _Progress(rows=10, schema=pa.schema([("other", pa.int8())]))
+    with pytest.raises(CacheReadError, match="changed its columns between attempts"):
+        next(iter(reader._stream(before)))
+
+
 def test_a_read_waits_for_a_restarting_cache_and_gets_the_same_rows(cache: Any) -> None:
     before = ids_of(ShardReader(cache.endpoint, 1, 2))
     cache.stop()
@@ -65,6 +72,17 @@ def test_a_read_waits_for_a_restarting_cache_and_gets_the_same_rows(cache: Any) 
     finally:
         restart.join()
     assert after == before
+
+
+def test_a_worker_restarted_alone_gets_its_rows_from_the_head_again(cache: Any) -> None:
+    before = ids_of(ShardReader(cache.endpoint, 0, 1))
+    # Restart policy None: the worker comes back alone and empty; the head, still up, loads
+    # it again, and the reader rides it out.
+    cache.workers[0].stop()
+    cache.start_worker(0)
+    after = ids_of(ShardReader(cache.endpoint, 0, 1, retry_timeout_s=60))
+    assert after == before
+    assert "had lost its rows: loaded it again" in cache.head.log.read_text()
 
 
 def test_a_cache_that_never_comes_back_fails_the_read_clearly() -> None:

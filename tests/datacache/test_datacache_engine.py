@@ -6,6 +6,7 @@ ranges from the cache, and the union is the whole table."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 import time
 from collections.abc import Iterator
@@ -140,60 +141,107 @@ async def test_the_example_streams_disjoint_halves_that_make_the_whole_table(
         await api.close()
 
 
-# One rank reads an epoch, then waits until the cache's head stops answering (the test has
-# killed a worker, so the LeaderWorkerSet recreates the group) and reads the next epoch while
-# the new group is still coming up: its reader must retry, and get every row once.
-RESTART_READER = """
+# The rank reads epoch 0 whole (the undisturbed figures), then stops after the first batch of
+# epoch 1 with one RecordBatch read ahead (prefetch=1) and its reader thread holding the next:
+# three of the four data files worker 0 streams, none of worker 1's rows. It says so, and the test
+# kills worker 0's pod; the LeaderWorkerSet takes the whole group down. The rank waits until
+# worker 1's pod no longer serves its rows (the old group is gone: the new one needs its pods
+# recreated and the table read before it serves again), then finishes the epoch: its reader
+# must retry on the new group and resume after the rows it already gave.
+MID_EPOCH_READER = """
 import time
 import pyarrow.flight as flight
 from kubetrain.datacache.dataset import CacheDataset
 from kubetrain.datacache.reader import default_endpoint
 
-def epoch():
-    rows = checksum = 0
-    for batch in CacheDataset(batch_size=500):
-        ids = batch.column("id").to_pylist()
-        rows, checksum = rows + len(ids), checksum + sum(ids)
-    return rows, checksum
+def add(total, batch):
+    ids = batch.column("id").to_pylist()
+    return total[0] + len(ids), total[1] + sum(ids)
 
-print("epoch 0 rows %d checksum %d" % epoch(), flush=True)
-head, deadline = default_endpoint(), time.monotonic() + 120
-while time.monotonic() < deadline:
+dataset = CacheDataset(batch_size=100, prefetch=1)
+total = (0, 0)
+for batch in dataset:
+    total = add(total, batch)
+print("epoch 0 rows %d checksum %d" % total, flush=True)
+
+def serves(endpoint):
+    client = flight.connect(endpoint.locations[0])
     try:
-        flight.connect(head).get_flight_info(flight.FlightDescriptor.for_path("0", "1"))
-    except flight.FlightError:
-        break
+        client.do_get(endpoint.ticket).read_all()
+        return True
+    except (flight.FlightError, OSError):
+        return False
+    finally:
+        client.close()
+
+head = flight.connect(default_endpoint())
+info = head.get_flight_info(flight.FlightDescriptor.for_path("0", "1"))
+head.close()
+assert len(info.endpoints) == 2, info
+stream = iter(dataset)
+total = add((0, 0), next(stream))
+print("epoch 1 paused after %d rows" % total[0], flush=True)
+deadline = time.monotonic() + 120
+while serves(info.endpoints[-1]):
+    if time.monotonic() > deadline:
+        raise SystemExit("the cache group was not taken down")
     time.sleep(0.1)
-print("epoch 1 rows %d checksum %d" % epoch(), flush=True)
+print("epoch 1 resumes: worker 1 is gone", flush=True)
+for batch in stream:
+    total = add(total, batch)
+print("epoch 1 rows %d checksum %d" % total, flush=True)
 """
 
 
-async def test_a_killed_cache_worker_restarts_the_group_and_the_rank_retries_and_gets_every_row(
-    home: Path, iceberg_table: Any
+@pytest.fixture
+def eight_file_table(iceberg_table: Any) -> Any:
+    """The test table again in 8 data files: each worker streams 4 RecordBatches."""
+    from kubetrain.testing.iceberg import s3_properties, write_table
+
+    s3 = iceberg_table.s3
+    props = s3_properties(s3.endpoint, s3.access_key_id, s3.secret_access_key)
+    loc = write_table(
+        iceberg_table.rows, bucket="datacache", namespace="reviews", name="eight",
+        properties=props, files=8,
+    )  # fmt: skip
+    return dataclasses.replace(iceberg_table, metadata_loc=loc)
+
+
+async def test_a_cache_worker_killed_mid_epoch_takes_its_group_down_and_the_rank_resumes_with_the_same_rows(
+    home: Path, eight_file_table: Any
 ) -> None:
     info = await asyncio.to_thread(ensure_daemon, home)
     api = connect(info.kubeconfig)
     try:
-        objects, job = _example(iceberg_table, "kill")
-        job["spec"]["trainer"].update(numNodes=1, command=["python", "-c", RESTART_READER])
+        objects, job = _example(eight_file_table, "kill")
+        job["spec"]["trainer"].update(numNodes=1, command=["python", "-c", MID_EPOCH_READER])
         for obj in objects:
             await api.create(RESOURCES[obj["kind"]].api_version, RESOURCES[obj["kind"]].plural, obj)
         await api.create(TRAINJOB.api_version, TRAINJOB.plural, job)
         deadline = time.monotonic() + 240
-        while not any("epoch 0 rows" in v for k, v in _logs(home, "kill-node-").items()):
+        while not any("epoch 1 paused" in v for k, v in _logs(home, "kill-node-").items()):
             assert time.monotonic() < deadline, _logs(home, "kill-")
             await asyncio.sleep(0.2)
-        await api.delete(POD.api_version, POD.plural, "kill-cache-0-2", namespace="default")
+        await api.delete(POD.api_version, POD.plural, "kill-cache-0-1", namespace="default")
         obj = await _finish(api, "kill", 240)
         logs = _logs(home, "kill-")
         conds = {c["type"]: c for c in obj["status"]["conditions"]}
         assert conds.get("Complete", {}).get("status") == "True", (obj["status"], logs)
         trainer = next(v for k, v in logs.items() if k.startswith("kill-node-0-0"))
-        ids = iceberg_table.rows.column("id").to_pylist()
-        assert "retrying" in trainer, trainer
-        for epoch in (0, 1):
-            assert f"epoch {epoch} rows {len(ids)} checksum {sum(ids)}" in trainer, trainer
+        ids = eight_file_table.rows.column("id").to_pylist()
+        whole = f"rows {len(ids)} checksum {sum(ids)}"
+        assert f"epoch 0 {whole}" in trainer, trainer
+        # Paused inside the epoch: fewer rows read than the table holds.
+        paused = re.search(r"epoch 1 paused after (\d+) rows", trainer)
+        assert paused and 0 < int(paused.group(1)) < len(ids), trainer
+        # The rows after the kill came through a retry, and the epoch equals the undisturbed one.
+        after = trainer[trainer.index("epoch 1 resumes") :]
+        assert "retrying" in after, trainer
+        assert f"epoch 1 {whole}" in after, trainer
         events, _ = await api.list(EVENT.api_version, EVENT.plural)
-        assert any(e.get("reason") == "RecreateGroup" for e in events), "the group was recreated"
+        assert any(
+            e.get("reason") == "RecreateGroup" and "kill-cache-0-1" in e.get("message", "")
+            for e in events
+        ), "the group was recreated because of the killed worker"
     finally:
         await api.close()

@@ -142,10 +142,15 @@ async def test_a_group_is_a_leader_and_its_workers_with_lws_names_labels_and_env
     assert service["spec"]["selector"] == {"leaderworkerset.sigs.k8s.io/name": "job-cache"}
 
 
-async def test_lws_defaults_apply_when_fields_are_left_out(client: KubeClient) -> None:
+async def test_lws_defaults_are_the_api_servers_and_the_controller_runs_on_them(
+    client: KubeClient,
+) -> None:
     body = cache_lws(size=2)
     del body["spec"]["replicas"]
-    await client.create(*LWS, body)
+    stored = await client.create(*LWS, body)
+    spec = stored["spec"]
+    assert (spec["replicas"], spec["startupPolicy"]) == (1, "LeaderCreated")
+    assert spec["leaderWorkerTemplate"]["restartPolicy"] == "RecreateGroupOnPodRestart"
     pods = await eventually(
         lambda: _when(pods_of(client, "job-cache"), lambda p: len(p) == 2), "one group"
     )

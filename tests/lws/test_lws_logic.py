@@ -7,9 +7,13 @@ from typing import Any
 
 import pytest
 
+from kubetrain.api.schema import Structural
+from kubetrain.local.lws import lws_crd
 from kubetrain.local.lws.logic import desired_pods, plan
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
+# What the API server stores: the LWS CRD's defaults filled in.
+STORED = Structural(lws_crd()["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
 
 
 def lws(replicas: int = 2, size: int = 2, **spec: Any) -> dict[str, Any]:
@@ -18,10 +22,12 @@ def lws(replicas: int = 2, size: int = 2, **spec: Any) -> dict[str, Any]:
         "workerTemplate": {"spec": {"containers": [{"name": "w", "image": "x"}]}},
     }
     template.update(spec.pop("template", {}))
-    return {
-        "metadata": {"name": "s", "namespace": "ns", "uid": "u", "generation": 1},
-        "spec": {"replicas": replicas, "leaderWorkerTemplate": template, **spec},
-    }
+    return STORED.default(
+        {
+            "metadata": {"name": "s", "namespace": "ns", "uid": "u", "generation": 1},
+            "spec": {"replicas": replicas, "leaderWorkerTemplate": template, **spec},
+        }
+    )
 
 
 def pod(

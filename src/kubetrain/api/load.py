@@ -50,6 +50,10 @@ def _loader() -> type:
                 seen.add(key_node.value)
             return super().construct_mapping(node, deep=deep)
 
+    # An explicit ``!!timestamp`` stays the text it is too (PyYAML crashes on a malformed one).
+    Loader.add_constructor(
+        "tag:yaml.org,2002:timestamp", lambda loader, node: loader.construct_scalar(node)
+    )
     Loader.yaml_implicit_resolvers = {
         ch: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
         for ch, resolvers in base.yaml_implicit_resolvers.items()

@@ -1,10 +1,15 @@
-"""Structural-schema semantics of our CRDs: defaults, pruning and validation.
+"""Structural-schema semantics of CRDs: defaults, pruning and validation.
 
-The one source of truth is ``crds/crds.json`` (written by ``tools/gen_crds.py``); nothing
-here knows a field name of a Trainer kind. The loader and the embedded API server call the same
-functions, in the API server's order: prune (or reject) unknown fields and nulls, apply
-defaults, validate. CEL rules (``x-kubernetes-validations``) are not evaluated here: the runtime
-layer's ``validate()`` enforces them.
+`Structural` compiles any CRD's ``openAPIV3Schema`` and applies it as kube-apiserver does:
+non-nullable nulls dropped, unknown fields pruned (kept below
+``x-kubernetes-preserve-unknown-fields``, where the fields a schema names are still pruned
+inside), ``default`` values filled in wherever the parent object is present (array items, map
+values and preserve-unknown-fields subtrees included, a defaulted value getting its own
+fields' defaults), then validation. Our own kinds' schemas come from ``crds/crds.json``
+(written by ``tools/gen_crds.py``); nothing here knows a field name of a Trainer kind. The
+loader and the embedded API server call the same functions, in the API server's order. CEL
+rules (``x-kubernetes-validations``) are not evaluated here: the runtime layer's
+``validate()`` enforces them.
 
 Schemas are read and compiled on first use and cached; importing this module costs nothing.
 """
@@ -25,6 +30,7 @@ if TYPE_CHECKING:
     from kubetrain.api.types import Obj
 
 __all__ = [
+    "Structural",
     "apply_defaults",
     "crd_for",
     "crd_manifests",
@@ -77,7 +83,9 @@ class _Node:
     """
 
     __slots__ = (
+        "default",
         "defaults",
+        "embedded",
         "enum",
         "has_defaults",
         "int_or_string",
@@ -92,6 +100,7 @@ class _Node:
         "min_props",
         "minimum",
         "names",
+        "nullable",
         "pattern",
         "pattern_text",
         "preserve",
@@ -109,7 +118,10 @@ class _Node:
         self.values: _Node | None = None  # additionalProperties
         self.required: tuple[str, ...] = ()
         self.defaults: tuple[tuple[str, Any], ...] = ()
+        self.default: Any = _NO_DEFAULT  # this node's own (array items, map values)
         self.has_defaults = False  # anywhere below: lets defaulting skip whole subtrees
+        self.nullable = False
+        self.embedded = False
         self.enum: tuple[Any, ...] | None = None
         self.minimum: float | None = None
         self.maximum: float | None = None
@@ -129,6 +141,7 @@ class _Node:
 
 
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+_NO_DEFAULT = object()
 
 
 def _compile(s: Obj) -> _Node:
@@ -136,10 +149,21 @@ def _compile(s: Obj) -> _Node:
     n.type = s.get("type")
     n.preserve = bool(s.get("x-kubernetes-preserve-unknown-fields"))
     n.int_or_string = bool(s.get("x-kubernetes-int-or-string"))
+    n.nullable = bool(s.get("nullable"))
+    n.embedded = bool(s.get("x-kubernetes-embedded-resource"))
+    if "default" in s:
+        n.default = s["default"]
     if "properties" in s:
         n.props = {k: _compile(v) for k, v in s["properties"].items()}
         n.names = list(n.props)
         n.defaults = tuple((k, v["default"]) for k, v in s["properties"].items() if "default" in v)
+    if n.embedded:
+        # An embedded object (a RawExtension) always has its TypeMeta and ObjectMeta.
+        props = n.props = n.props or {}
+        for name in ("apiVersion", "kind"):
+            props.setdefault(name, _compile({"type": "string"}))
+        props.setdefault("metadata", _compile(_OBJECT_META))
+        n.names = list(props)
     if "items" in s:
         n.items = _compile(s["items"])
     ap = s.get("additionalProperties")
@@ -171,8 +195,50 @@ def _compile(s: Obj) -> _Node:
     n.list_type = s.get("x-kubernetes-list-type")
     n.map_keys = tuple(s.get("x-kubernetes-list-map-keys", ()))
     children = [*(n.props or {}).values(), n.items, n.values]
-    n.has_defaults = bool(n.defaults) or any(c is not None and c.has_defaults for c in children)
+    n.has_defaults = (
+        bool(n.defaults)
+        or any(c is not None and c.default is not _NO_DEFAULT for c in (n.items, n.values))
+        or any(c is not None and c.has_defaults for c in children)
+    )
     return n
+
+
+class Structural:
+    """One CRD version's ``openAPIV3Schema``, compiled once; its methods work in place on
+    whole objects of that kind, in the API server's order: `prune`, `default`, `errors`."""
+
+    __slots__ = ("_root",)
+
+    def __init__(self, schema: Obj) -> None:
+        root = _compile(schema)
+        # The server owns the object's TypeMeta and ObjectMeta, whatever the CRD says of them.
+        root.props = {
+            "apiVersion": _compile({"type": "string"}),
+            "kind": _compile({"type": "string"}),
+            **(root.props or {}),
+            "metadata": _compile(_OBJECT_META),
+        }
+        root.names = list(root.props)
+        self._root = root
+
+    def prune(self, obj: Obj) -> list[str]:
+        """Drop nulls of non-nullable fields and the fields the schema does not know; the
+        unknown fields' paths."""
+        _drop_schema_nulls(self._root, obj)
+        dropped: list[str] = []
+        _prune(self._root, obj, "", dropped)
+        return dropped
+
+    def default(self, obj: Obj) -> Obj:
+        """Fill in ``default`` values (deep copies) where the parent object is present."""
+        _default(self._root, obj)
+        return obj
+
+    def errors(self, obj: Obj, *, strict: bool = False) -> list[FieldError]:
+        """Every schema violation (see `validate_object`), each naming its field."""
+        errors: list[FieldError] = []
+        _check(self._root, obj, "", errors, strict)
+        return errors
 
 
 @cache
@@ -195,14 +261,15 @@ def _schemas() -> dict[str, Obj]:
 
 
 @cache
-def _root(key: str) -> _Node | None:
+def _structural(key: str) -> Structural | None:
     schema = _schemas().get(key)
-    if schema is None:
-        return None
-    root = _compile(schema)
-    assert root.props is not None
-    root.props["metadata"] = _compile(_OBJECT_META)
-    return root
+    return Structural(schema) if schema is not None else None
+
+
+def _root(key: str) -> _Node | None:
+    """The compiled root of one of our kinds (`kubetrain.api.dump` walks it)."""
+    structural = _structural(key)
+    return structural._root if structural is not None else None
 
 
 def _key(obj: Obj) -> str:
@@ -292,9 +359,9 @@ def apply_defaults(obj: Obj) -> Obj:
     """Fill in the CRD defaults, in place, as the API server does (e.g. ``spec.suspend: false``,
     ``runtimeRef.kind``, ``mpi.sshAuthMountPath``, ``ports[].protocol``). A default applies only
     where its parent object is present. Other kinds are returned unchanged."""
-    root = _root(_key(obj))
-    if root is not None:
-        _default(root, obj)
+    structural = _structural(_key(obj))
+    if structural is not None:
+        structural.default(obj)
     return obj
 
 
@@ -303,44 +370,75 @@ def _default(node: _Node, value: Any) -> None:
         props = node.props
         if props is not None:
             for name, default in node.defaults:
-                if value.get(name) is None:
+                # A nullable field's null stays null; any other null takes the default.
+                if name not in value or (value[name] is None and not props[name].nullable):
                     value[name] = copy.deepcopy(default)
+            # Then below every field, defaulted ones included: a default of ``{}`` gets its
+            # fields' defaults.
             for k, v in value.items():
                 child = props.get(k)
                 if child is not None and child.has_defaults:
                     _default(child, v)
         elif node.values is not None and node.values.has_defaults:
-            for v in value.values():
-                _default(node.values, v)
+            _default_each(node.values, value)
     elif isinstance(value, list) and node.items is not None and node.items.has_defaults:
+        _default_each(node.items, value)
+
+
+def _default_each(node: _Node, values: dict[str, Any] | list[Any]) -> None:
+    """Map values or array items: a non-nullable null takes the node's default."""
+    keys: Any = values.keys() if isinstance(values, dict) else range(len(values))
+    for k in keys:
+        v = values[k]
+        if v is None and not node.nullable and node.default is not _NO_DEFAULT:
+            values[k] = copy.deepcopy(node.default)
+        _default(node, values[k])
+
+
+def _drop_schema_nulls(node: _Node, value: Any) -> None:
+    """Drop the nulls of fields that are not ``nullable`` (a default may fill them in next);
+    an unknown field's null goes too, unless its object preserves unknown fields."""
+    if isinstance(value, dict):
+        props = node.props
+        for k in [k for k, v in value.items() if v is None]:
+            child = props.get(k) if props is not None else node.values
+            if (child is None and not node.preserve) or (child is not None and not child.nullable):
+                del value[k]
+        for k, v in value.items():
+            child = props.get(k) if props is not None else node.values
+            if child is not None:
+                _drop_schema_nulls(child, v)
+    elif isinstance(value, list) and node.items is not None:
         for v in value:
-            _default(node.items, v)
+            _drop_schema_nulls(node.items, v)
 
 
 def prune_unknown(obj: Obj) -> list[str]:
     """Drop, in place, fields the schema does not know; return their paths. Other kinds: []."""
-    root = _root(_key(obj))
+    structural = _structural(_key(obj))
     dropped: list[str] = []
-    if root is not None:
-        _prune(root, obj, "", dropped)
+    if structural is not None:
+        _prune(structural._root, obj, "", dropped)
     return dropped
 
 
 def _prune(node: _Node, value: Any, path: str, dropped: list[str]) -> None:
-    if node.preserve:
-        return
     if isinstance(value, dict):
         if node.props is not None:
             for k in list(value):
                 child = node.props.get(k)
-                if child is None:
+                if child is not None:
+                    _prune(child, value[k], _join(path, k), dropped)
+                elif not node.preserve:
                     dropped.append(_join(path, k))
                     del value[k]
-                else:
-                    _prune(child, value[k], _join(path, k), dropped)
         elif node.values is not None:
             for k, v in value.items():
                 _prune(node.values, v, f"{path}[{k}]", dropped)
+        elif not node.preserve:
+            # ``type: object`` and nothing more: no field is known.
+            dropped.extend(_join(path, k) for k in value)
+            value.clear()
     elif isinstance(value, list) and node.items is not None:
         for i, v in enumerate(value):
             _prune(node.items, v, f"{path}[{i}]", dropped)
@@ -363,11 +461,8 @@ def schema_errors(obj: Obj) -> list[FieldError]:
 def validate_object(obj: Obj, *, strict: bool) -> list[FieldError]:
     """:func:`schema_errors`, plus, when ``strict``, an error for each unknown field (with the
     nearest known field name as a suggestion), like ``kubectl --validate=strict``."""
-    root = _root(_key(obj))
-    errors: list[FieldError] = []
-    if root is not None:
-        _check(root, obj, "", errors, strict)
-    return errors
+    structural = _structural(_key(obj))
+    return structural.errors(obj, strict=strict) if structural is not None else []
 
 
 _PY_TYPE_NAMES = {
@@ -517,6 +612,9 @@ def _check_object(
                 errors.append(FieldError(f"{path}[{k}]", "Invalid value: map keys must be strings"))
             elif v is not None:
                 _check(node.values, v, f"{path}[{k}]", errors, strict)
+    elif strict and not node.preserve:
+        # ``type: object`` and nothing more: pruning keeps no field of it.
+        errors.extend(FieldError(_join(path, k), "unknown field", "Invalid") for k in value)
 
 
 def _is_quantity(value: Any) -> bool:

@@ -78,6 +78,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         serve_health(health_port, head.ready)
         log.info("cache head for %s on %s", source.name, location)
         head.load(float(env.get("CONNECT_TIMEOUT_SECS") or 60))
+        head.watch()
         log.info("cache ready")
         head.serve()
         return 0

@@ -5,8 +5,8 @@ worker in order: the shard's rows arrive in table order. A background thread kee
 ``prefetch`` RecordBatches ahead of the consumer. When a call fails (a worker pod restarted
 with its group, the head is reloading), the reader asks the head again and resumes after
 the rows it already gave, until ``retry_timeout_s`` has passed without progress; a head that
-now answers with another range for the shard (a different table) is an error, never a
-silent switch.
+now answers with another range or other columns for the shard (a different table) is an
+error, never a silent switch.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ def shard_index(rank: int, world: int, worker: int, workers: int, rotation: int)
 class _Progress:
     rows: int = 0
     ticket: bytes | None = None
+    schema: Any = None  # the columns of the first attempt
 
 
 _DONE = object()
@@ -82,6 +83,13 @@ class ShardReader:
             info = head.get_flight_info(descriptor)
         finally:
             head.close()
+        if progress.schema is None:
+            progress.schema = info.schema
+        elif not info.schema.equals(progress.schema):
+            raise CacheReadError(
+                f"{self.endpoint}: shard {self.shard}/{self.shards} changed its columns "
+                "between attempts (the cache now serves another table)"
+            )
         skip = progress.rows
         for endpoint in info.endpoints:
             ticket = endpoint.ticket.ticket

@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.flight as flight
 
-from .protocol import FileGroup, ProtocolError, decode_pair, encode_pair, group_files
+from .protocol import FileGroup, IndexPair, ProtocolError, decode_pair, encode_pair, group_files
 from .protocol import partition_range as _partition_range
 from .table import CacheSource, TableError, file_rows, load_table, read_files
 
@@ -188,6 +188,39 @@ class HeadServer(flight.FlightServerBase):  # type: ignore[misc]  # pyarrow has 
             raise TableError(f"loading the cache workers failed: {errors[0]}")
         self._schema = table.scan().projection().as_arrow()
         self._groups = groups
+
+    def watch(self, every_s: float = 2.0) -> threading.Thread:
+        """Keep the workers loaded, in a daemon thread: a worker that restarted alone (its
+        group's restart policy ``None``, or a container restart in place) comes back empty, and
+        gets its group again. The probe is a one-row ``DoGet``; a worker that is down is left
+        until it answers."""
+
+        def loop() -> None:
+            while True:
+                time.sleep(every_s)
+                for group in self._groups or ():
+                    if group.rows and not self._serves(group):
+                        try:
+                            _send_group(self._workers[group.worker], group, time.monotonic())
+                            log.info("worker %s had lost its rows: loaded it again",
+                                     self._workers[group.worker])  # fmt: skip
+                        except Exception as err:  # down, or loading failed: the next round
+                            log.debug("worker %s: %s", self._workers[group.worker], err)
+
+        thread = threading.Thread(target=loop, name="watch-workers", daemon=True)
+        thread.start()
+        return thread
+
+    def _serves(self, group: FileGroup) -> bool:
+        try:
+            client = flight.connect(self._workers[group.worker])
+            try:
+                ticket = flight.Ticket(encode_pair(IndexPair(group.start, group.start)))
+                return bool(client.do_get(ticket).read_all().num_rows == 1)
+            finally:
+                client.close()
+        except (flight.FlightError, pa.ArrowException, OSError):
+            return False
 
     def get_flight_info(self, context: Any, descriptor: Any) -> Any:
         path = list(descriptor.path or [])

@@ -51,7 +51,7 @@ from kubetrain.local.apiserver.patching import (
 )
 from kubetrain.local.apiserver.resources import Registry, ResourceDef
 from kubetrain.local.apiserver.scale import replicas_of, scale_of
-from kubetrain.local.apiserver.schema import ProjectSchemas, SchemaRules
+from kubetrain.local.apiserver.schema import CrdSchemas, SchemaRules
 from kubetrain.local.apiserver.selectors import FieldSelector, LabelSelector
 from kubetrain.local.apiserver.store import Change, Store
 from kubetrain.local.apiserver.webhooks import AdmissionAttributes, WebhookDispatcher
@@ -118,7 +118,7 @@ class Engine(Deletion):
         self.registry = registry
         self.store = store
         self.admission: Admission = admission or PermissiveAdmission()
-        self.schema: SchemaRules = schema_rules or ProjectSchemas()
+        self.schema: SchemaRules = schema_rules or CrdSchemas(registry, store)
         self.clock = clock
         self.reader = _Reader(registry, store)
         self._controller_tasks = set()

@@ -1,10 +1,14 @@
 """Schema rules for custom kinds: pruning, defaulting and validation, from ``kubetrain.api``.
 
-``SchemaRules`` is the seam the engine writes through; ``ProjectSchemas`` delegates to
-``kubetrain.api`` (the project's CRD schemas, one rule in one place). Kinds it has no schema for
-(PodGroups, core kinds) are stored as sent. The engine keeps the apiserver's order: drop nulls,
-prune unknown fields, apply defaults, then validate after mutating admission. CEL rules are
-enforced by admission (the runtime layer's ``validate()``), not here.
+``SchemaRules`` is the seam the engine writes through. ``CrdSchemas`` applies, to every custom
+kind the server serves, the ``openAPIV3Schema`` of its CustomResourceDefinition as
+kube-apiserver does (`kubetrain.api.schema.Structural`: one rule in one place): the CRD stored
+for the kind (what ``kubectl apply`` installed) where there is one, else the CRD the server was
+started with (kubetrain's own kinds, LeaderWorkerSet), else kubetrain's built-in schema of the
+kind. Kinds without any (PodGroups, core kinds) are stored as sent. The engine keeps the
+apiserver's order: drop nulls, prune unknown fields, apply defaults, then validate after
+mutating admission; the server applies the defaults once more to what it loads from storage.
+CEL rules are enforced by admission (the runtime layer's ``validate()``), not here.
 """
 
 from __future__ import annotations
@@ -12,9 +16,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from kubetrain.api import codec
+from kubetrain.api.access import as_dict, dicts, obj_at
 from kubetrain.api.errors import FieldError
+from kubetrain.api.schema import Structural, schema_for
+from kubetrain.kube.kinds import CUSTOM_RESOURCE_DEFINITION
+from kubetrain.local.apiserver.resources import Registry, ResourceDef
+from kubetrain.local.apiserver.store import Store
 
-__all__ = ["ProjectSchemas", "SchemaRules"]
+__all__ = ["CrdSchemas", "SchemaRules"]
 
 
 class SchemaRules(Protocol):
@@ -40,28 +50,86 @@ class SchemaRules(Protocol):
         """The openAPIV3Schema (server-side apply reads its list types), or None."""
         ...
 
+    def read_defaults(self, obj: Mapping[str, Any]) -> dict[str, Any] | None:
+        """``obj`` as read from storage (defaults added, as a copy), or None when unchanged."""
+        ...
 
-class ProjectSchemas:
-    """``kubetrain.api``'s schemas (imported on first use: they are large)."""
 
-    def __init__(self) -> None:
-        from kubetrain.api import schema
+_CRDS_KEY = ResourceDef.of(CUSTOM_RESOURCE_DEFINITION).key
 
-        self._api = schema
-        self._known = {tuple(k) for k in schema.served_kinds()}
+
+class CrdSchemas:
+    """The schema of each custom kind of ``registry``, compiled once per CRD revision."""
+
+    def __init__(self, registry: Registry, store: Store | None = None) -> None:
+        self._registry = registry
+        self._store = store
+        self._resources: dict[tuple[str, str], ResourceDef | None] = {}
+        # (apiVersion, kind) -> (where the schema came from, the schema, compiled)
+        self._compiled: dict[tuple[str, str], tuple[str, Mapping[str, Any], Structural]] = {}
+
+    def _resource(self, api_version: str, kind: str) -> ResourceDef | None:
+        key = (api_version, kind)
+        if key not in self._resources:
+            self._resources[key] = self._registry.by_kind(api_version, kind)
+        return self._resources[key]
+
+    def _source(self, api_version: str, kind: str) -> tuple[str, Mapping[str, Any]] | None:
+        """(a token naming the schema's revision, the openAPIV3Schema), or None."""
+        res = self._resource(api_version, kind)
+        if res is None or not res.custom:
+            return None
+        stored = self._store.get(_CRDS_KEY, "", res.qualified) if self._store is not None else None
+        if stored is not None:
+            for version in dicts(obj_at(stored, "spec").get("versions")):
+                schema = obj_at(version, "schema", "openAPIV3Schema")
+                if version.get("name") == res.version and schema:
+                    rv = as_dict(stored.get("metadata")).get("resourceVersion", "")
+                    return f"stored:{rv}", schema
+        if res.schema is not None:
+            return "served", res.schema
+        builtin = schema_for(api_version, kind)
+        return ("builtin", builtin) if builtin is not None else None
+
+    def _structural(self, api_version: str, kind: str) -> Structural | None:
+        source = self._source(api_version, kind)
+        if source is None:
+            return None
+        token, schema = source
+        cached = self._compiled.get((api_version, kind))
+        if cached is None or cached[0] != token or cached[1] is not schema:
+            cached = (token, schema, Structural(dict(schema)))
+            self._compiled[(api_version, kind)] = cached
+        return cached[2]
+
+    def _of(self, obj: Mapping[str, Any]) -> Structural | None:
+        return self._structural(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
 
     def knows(self, api_version: str, kind: str) -> bool:
-        return (api_version, kind) in self._known
+        return self._structural(api_version, kind) is not None
 
     def prune(self, obj: dict[str, Any]) -> list[str]:
-        self._api.drop_nulls(obj)
-        return self._api.prune_unknown(obj)
+        structural = self._of(obj)
+        return structural.prune(obj) if structural is not None else []
 
     def default(self, obj: dict[str, Any]) -> None:
-        self._api.apply_defaults(obj)
+        structural = self._of(obj)
+        if structural is not None:
+            structural.default(obj)
 
     def validate(self, obj: dict[str, Any]) -> list[FieldError]:
-        return self._api.schema_errors(obj)
+        structural = self._of(obj)
+        return structural.errors(obj) if structural is not None else []
 
     def schema_of(self, api_version: str, kind: str) -> Mapping[str, Any] | None:
-        return self._api.schema_for(api_version, kind)
+        source = self._source(api_version, kind)
+        return source[1] if source is not None else None
+
+    def read_defaults(self, obj: Mapping[str, Any]) -> dict[str, Any] | None:
+        """``obj`` as read from storage: with its schema's defaults (a copy), or None where
+        that changes nothing. Objects written before a default existed get it this way."""
+        structural = self._of(obj)
+        if structural is None:
+            return None
+        defaulted: dict[str, Any] = structural.default(codec.clone(dict(obj)))
+        return defaulted if defaulted != obj else None

@@ -21,6 +21,8 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from kubetrain.api.access import obj_at
+from kubetrain.kube.kinds import CUSTOM_RESOURCE_DEFINITION
 from kubetrain.local.apiserver.admission import Admission, ObjectReader, TrainJobDefaulter
 from kubetrain.local.apiserver.audit import AuditLog
 from kubetrain.local.apiserver.authz import PolicyCache, review_routes
@@ -29,7 +31,7 @@ from kubetrain.local.apiserver.http import HttpApi, Route
 from kubetrain.local.apiserver.rbac import User, bootstrap_policy, escalation
 from kubetrain.local.apiserver.resources import Registry, ResourceDef
 from kubetrain.local.apiserver.schema import SchemaRules
-from kubetrain.local.apiserver.store import Store
+from kubetrain.local.apiserver.store import Change, Store
 from kubetrain.local.apiserver.streaming import PodStreamer
 from kubetrain.local.apiserver.tls import ensure_serving_cert
 from kubetrain.local.apiserver.webhooks import WebhookDispatcher
@@ -92,6 +94,9 @@ def _abort_lingering(port: int) -> None:
             continue
         if local and local[1] == port and transport.get_extra_info("peername") is not None:
             transport.abort()
+
+
+_CRDS_KEY = ResourceDef.of(CUSTOM_RESOURCE_DEFINITION).key
 
 
 class ApiServer:
@@ -209,9 +214,28 @@ class ApiServer:
         """The CA that signed the serving certificate (None over plain http)."""
         return self._cert.ca_pem if self._cert is not None else None
 
+    def _default_loaded(self) -> None:
+        """Custom objects as read from storage get their CRD's defaults (not written back)."""
+        for res in self.registry.stored():
+            if res.custom:
+                self.store.revise_loaded(res.key, self.engine.schema.read_defaults)
+        self.store.subscribe(self._crd_changed)
+
+    def _crd_changed(self, change: Change) -> None:
+        """A CRD installed, changed or removed for a served kind: its objects are read with
+        the schema now in force, as kube-apiserver reads them from etcd with it."""
+        if change.resource != _CRDS_KEY:
+            return
+        spec = obj_at(change.obj, "spec")
+        group, plural = spec.get("group"), obj_at(spec, "names").get("plural")
+        for res in self.registry.stored():
+            if res.custom and res.group == group and res.plural == plural:
+                self.store.revise_loaded(res.key, self.engine.schema.read_defaults)
+
     async def start(self) -> None:
         """Open storage, create the default namespaces and seed objects, then listen."""
         await self.store.open()
+        self._default_loaded()
         await self.engine.ensure(
             [
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}

@@ -121,6 +121,21 @@ class Store:
         """(resource, namespace, name) of every object with an ownerReference to ``uid``."""
         return sorted(self._dependents.get(uid, ()))
 
+    def revise_loaded(
+        self, resource: str, revise: Callable[[dict[str, Any]], dict[str, Any] | None]
+    ) -> int:
+        """Replace in memory each object of ``resource`` that ``revise`` returns a new version
+        of, keeping its resourceVersion and sending no watch event: what reading from storage
+        adds (a CRD's defaults), as etcd keeps what was written. How many were replaced."""
+        table = self._objects.get(resource, {})
+        revised = 0
+        for (namespace, name), obj in list(table.items()):
+            new = revise(obj)
+            if new is not None:
+                self._index(resource, namespace, name, new)
+                revised += 1
+        return revised
+
     # -- writes ----------------------------------------------------------------------------
     def next_rv(self) -> int:
         self.rv += 1

@@ -2,12 +2,14 @@
 
 Written here rather than copied: LWS's own CRD spells out two full PodTemplateSpecs (about
 18,000 lines). This one has LWS's names, printer columns, status and scale subresources, and
-its defaults and enums (what its kubebuilder markers say, v0.10); the pod templates are kept
-as given (``x-kubernetes-preserve-unknown-fields``), and the pods made from them are checked
-by the API server as any pod is.
+its defaults and enums (what its kubebuilder markers say); the pod templates are kept as given
+(``x-kubernetes-preserve-unknown-fields``), and the pods made from them are checked by the API
+server as any pod is. What LWS's defaulting webhook adds beyond its CRD (a ``rolloutStrategy``
+and a ``networkConfig`` where none is given) is not stored here; its other rule, the deprecated
+``Default`` restart policy meaning ``None``, is how `logic` reads it.
 
-The embedded API server applies schema defaults only for kubetrain's own CRDs so far, so the
-stored object keeps what was sent; `logic` reads every field with LWS's default when absent.
+The embedded API server applies this schema's defaults as it applies any CRD's, on every write
+and to what it loads from storage, so `logic` finds them in the stored object and repeats none.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ _SCHEMA: dict[str, Any] = {
                 },
                 "rolloutStrategy": {
                     "type": "object",
-                    "default": {"type": "RollingUpdate"},
+                    "required": ["type"],
                     "properties": {
                         "type": {"type": "string", "default": "RollingUpdate", "enum": ["RollingUpdate"]},
                         "rollingUpdateConfiguration": {
@@ -55,6 +57,7 @@ _SCHEMA: dict[str, Any] = {
                 },
                 "networkConfig": {
                     "type": "object",
+                    "required": ["subdomainPolicy"],
                     "properties": {
                         "subdomainPolicy": {"type": "string", "enum": ["Shared", "UniquePerReplica"]},
                     },
@@ -70,7 +73,16 @@ _SCHEMA: dict[str, Any] = {
                         },
                         "leaderTemplate": _OPEN,
                         "workerTemplate": _OPEN,
-                        "subGroupPolicy": _OPEN,
+                        "subGroupPolicy": {
+                            "type": "object",
+                            "properties": {
+                                "subGroupPolicyType": {
+                                    "type": "string", "default": "LeaderWorker",
+                                    "enum": ["LeaderWorker", "LeaderExcluded"],
+                                },
+                                "subGroupSize": {"type": "integer", "format": "int32"},
+                            },
+                        },
                         "volumeClaimTemplates": {"type": "array", "items": _OPEN},
                         "persistentVolumeClaimRetentionPolicy": _OPEN,
                     },

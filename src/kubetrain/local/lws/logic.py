@@ -7,6 +7,7 @@ template revision), its annotations (size; the leader's name on workers), hostna
 and subdomain = the LWS's headless Service, and the ``LWS_LEADER_ADDRESS``,
 ``LWS_GROUP_SIZE``, ``LWS_WORKER_INDEX`` env first in every container.
 
+The LeaderWorkerSet is read as the API server stores it, with its CRD's defaults filled in.
 With ``restartPolicy`` ``RecreateGroupOnPodRestart`` (the default), a pod of a group that
 restarted a container or is being deleted takes its whole group down; the group then comes
 back whole. ``Available`` is True once every group's pods are Ready, else ``Progressing``.
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from kubetrain.api.access import as_dict, as_list, obj_at
+from kubetrain.api.access import as_dict, as_int, as_list, obj_at
 from kubetrain.api.core import OwnerReference
 from kubetrain.api.meta import condition_true, set_condition
 
@@ -64,9 +65,11 @@ def _sha1(text: str) -> str:
 
 
 def _spec(lws: Mapping[str, Any]) -> tuple[int, int, Obj]:
+    # LWS's defaults (replicas, size, restartPolicy, startupPolicy) are its CRD's, which the
+    # API server applies: they are not repeated here, and a field left out means none.
     spec = obj_at(lws, "spec")
     template = obj_at(spec, "leaderWorkerTemplate")
-    return int(spec.get("replicas", 1)), int(template.get("size", 1)), template
+    return as_int(spec.get("replicas"), 0), as_int(template.get("size"), 0), template
 
 
 def revision(lws: Mapping[str, Any]) -> str:
@@ -201,7 +204,7 @@ def plan(lws: Mapping[str, Any], pods: Iterable[Mapping[str, Any]], now: datetim
     out = Plan()
     groups_ready = 0
     groups_made = 0
-    policy = template.get("restartPolicy", "RecreateGroupOnPodRestart")
+    policy = template.get("restartPolicy")
     leader_ready_first = obj_at(lws, "spec").get("startupPolicy") == "LeaderReady"
     wanted = desired_pods(lws)
     wanted_names = {p["metadata"]["name"] for p in wanted}
