@@ -264,7 +264,7 @@ class _Fetch:
                     job.done.set()
 
     def _get(self, stream: _Stream) -> None:
-        if self.http is not None and self._presigned(stream):
+        if (self.http is not None and self._presigned(stream)) or self.abort.is_set():
             return
         # GetObject takes over from where the stream got to.
         obj = stream.job.obj
@@ -461,19 +461,24 @@ def fetch_s3(
         fetch = _Fetch(client, http, cfg.location, meter, pool, concurrency)
         for job in jobs:
             fetch.submit(_Stream(job, 0, job.obj.size, job.obj.size))
+        failed: _Job | None = None
         with _ramping(fetch, meter, window_s):
             for job in jobs:
                 job.done.wait()
-                if job.error is None:
-                    store.commit(job.obj.rel, _identity(cfg, job.obj), job.path)
-                    continue
-                fetch.abort.set()
-                pool.shutdown(wait=True, cancel_futures=True)
-                for other in jobs:
-                    other.path.unlink(missing_ok=True)
-                failure = job.error
-                if isinstance(failure, InitializerError) or not isinstance(failure, Exception):
-                    raise failure
-                raise InitializerError(
-                    f"s3://{cfg.location}/{job.obj.key}", _cause(failure, cfg)
-                ) from failure
+                if job.error is not None:
+                    failed = job
+                    fetch.abort.set()
+                    break
+                store.commit(job.obj.rel, _identity(cfg, job.obj), job.path)
+        if failed is not None:
+            # The ramp has stopped (it submits no more): end the rest, drop every part.
+            pool.shutdown(wait=True, cancel_futures=True)
+            for other in jobs:
+                other.path.unlink(missing_ok=True)
+            failure = failed.error
+            assert failure is not None
+            if isinstance(failure, InitializerError) or not isinstance(failure, Exception):
+                raise failure
+            raise InitializerError(
+                f"s3://{cfg.location}/{failed.obj.key}", _cause(failure, cfg)
+            ) from failure
