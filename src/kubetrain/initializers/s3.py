@@ -434,14 +434,18 @@ def fetch_s3(
         raise InitializerError(
             cfg.storage_uri, f"no object in bucket {cfg.location!r} {where} (wrong key?)"
         )
-    objects = [o for o in listed if selected(o.rel, ignore=cfg.ignore_patterns)]
+    # One pass, and a set of keys: list membership over thousands of objects is quadratic.
+    objects: list[S3Object] = []
     for o in listed:
-        if o not in objects:
+        if selected(o.rel, ignore=cfg.ignore_patterns):
+            objects.append(o)
+        else:
             log.info("skipping ignored file: %s", o.key)
     todo = [o for o in objects if not store.have(o.rel, _identity(cfg, o))]
     cached = len(objects) - len(todo)
     if store.cache is not None and cached:
-        size = sum(o.size for o in objects if o not in todo)
+        fetching = {o.key for o in todo}
+        size = sum(o.size for o in objects if o.key not in fetching)
         log.info(
             "cache hit: %d of %d objects (%s) already fetched", cached, len(objects), human(size)
         )
