@@ -1,5 +1,6 @@
 """Fetching from a real S3 server (moto, checking credentials): what lands where, what the
-cache and a rerun skip, and that a changed object is fetched anew."""
+cache and a rerun skip, that a changed object is fetched anew, and that a large object lands
+whole however its streams were cut into ranges or the cuts taken back."""
 
 from __future__ import annotations
 
