@@ -178,6 +178,8 @@ def _http(endpoint: str | None, concurrency: int) -> Any:
 MIN_PART = 16 * MB
 # How long each measurement of the ramp lasts.
 WINDOW_S = 0.5
+# A read in progress never crosses a cut made meanwhile: a cut lies at least MIN_PART past
+# the stream's position, and MIN_PART >= _BUFFER.
 _BUFFER = MB
 
 
