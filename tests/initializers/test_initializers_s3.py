@@ -271,3 +271,13 @@ def test_the_presigned_pool_only_where_no_proxy_applies(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert (s3_source._http("http://127.0.0.1:9000", 4) is not None) is direct
+
+
+def test_the_benchmarks_s3rver_without_npm_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubetrain.testing.s3rver import install_s3rver
+
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(RuntimeError, match=r"needs Node\.js and npm: apt-get install nodejs npm"):
+        install_s3rver(tmp_path / "prefix")
