@@ -22,6 +22,8 @@ command -v iptables >/dev/null || [[ -x /usr/sbin/iptables ]] || need+=(iptables
 command -v nsenter >/dev/null && command -v setpriv >/dev/null || need+=(util-linux)
 # The dashboard's browser tests drive Debian's Chromium (Playwright never downloads a browser).
 [[ "$extra" == "dev" && ! -x /usr/bin/chromium ]] && need+=(chromium)
+# benchmarks/initializers.py's S3 server, s3rver, is an npm package (installed on first use).
+[[ "$extra" == "dev" ]] && ! command -v npm >/dev/null && need+=(nodejs npm)
 if ((${#need[@]})); then
   if [[ $(id -u) -eq 0 ]]; then SUDO=""; else SUDO="sudo"; fi
   $SUDO apt-get update -qq

@@ -1,5 +1,6 @@
 """Fetching from a real S3 server (moto, checking credentials): what lands where, what the
-cache and a rerun skip, and that a changed object is fetched anew."""
+cache and a rerun skip, that a changed object is fetched anew, and that a large object lands
+whole however its streams were cut into ranges or the cuts taken back."""
 
 from __future__ import annotations
 
@@ -93,21 +94,6 @@ def test_without_a_cache_a_rerun_fetches_only_what_is_missing(
     assert not list(out.rglob("*.part"))
 
 
-def test_a_large_object_comes_in_ranges_written_at_their_offsets(
-    bucket: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Scaled down: ranges from 1 MB on, at least 256 KB each.
-    monkeypatch.setattr(s3_source, "RANGE_THRESHOLD", 1024 * 1024)
-    monkeypatch.setattr(s3_source, "MIN_PART", 256 * 1024)
-    body = os.urandom(3_000_001)
-    bucket.client().put_object(Bucket=BUCKET, Key="large/blob.bin", Body=body)
-    obj = s3_source.S3Object("large/blob.bin", "blob.bin", len(body), "")
-    parts = s3_source.plan_parts(obj, tmp_path / "x", concurrency=16)
-    assert len(parts) == 11 and parts[-1].end == len(body)
-    run("dataset", _env(bucket, f"s3://{BUCKET}/large/"), tmp_path / "out")
-    assert (tmp_path / "out" / "blob.bin").read_bytes() == body
-
-
 def test_role_arn_fetches_with_the_roles_temporary_credentials(
     bucket: S3Server, tmp_path: Path
 ) -> None:
@@ -132,9 +118,9 @@ def test_role_arn_fetches_with_the_roles_temporary_credentials(
     assert (tmp_path / "out" / "single.parquet").read_bytes() == b"p" * 100
 
 
-def _part(tmp_path: Path, key: str, size: int) -> s3_source._Part:
+def _stream(tmp_path: Path, key: str, size: int) -> s3_source._Stream:
     obj = s3_source.S3Object(key, key.rsplit("/", 1)[-1], size, "")
-    return s3_source._Part(obj, tmp_path / "part", 0, size, False)
+    return s3_source._Stream(s3_source._Job(obj, tmp_path / "part", False), 0, size, size)
 
 
 @pytest.fixture(scope="module")
@@ -164,18 +150,101 @@ def test_presigned_gets_and_what_they_leave_to_getobject(
 
     s3: S3Server = request.getfixturevalue("open_bucket" if server == "open" else "bucket")
     client = s3_source.s3_client(read_config("dataset", _env(s3, f"s3://{BUCKET}/")), concurrency=2)
-    http = s3_source._http(s3.endpoint, 2)
     meter = Meter(100)
-    part = _part(tmp_path, key, 100)
-    assert s3_source._fetch_presigned(client, http, BUCKET, part, meter) is presigned
+    fetch = s3_source._Fetch(client, s3_source._http(s3.endpoint, 2), BUCKET, meter, None, 2)
+    stream = _stream(tmp_path, key, 100)
+    assert fetch._presigned(stream) is presigned
     assert meter.done == (100 if presigned else 0)
+    stream = _stream(tmp_path, key, 100)
     if key == "no/such.key":
         # GetObject then says what is wrong in S3's words, as the failure message needs.
         with pytest.raises(client.exceptions.NoSuchKey):
-            s3_source._fetch_part(client, http, BUCKET, part, meter)
+            fetch._get(stream)
     else:
-        s3_source._fetch_part(client, http, BUCKET, part, meter)
-        assert part.path.read_bytes() == b"p" * 100
+        fetch._get(stream)
+        assert stream.job.path.read_bytes() == b"p" * 100
+
+
+BLOB = "large/blob.bin"
+
+
+@pytest.fixture(scope="module")
+def blob(bucket: S3Server, open_bucket: S3Server) -> bytes:
+    body = os.urandom(3_000_001)
+    for server in (bucket, open_bucket):
+        server.client().put_object(Bucket=BUCKET, Key=BLOB, Body=body)
+    return body
+
+
+def _large_job(tmp_path: Path, size: int) -> s3_source._Job:
+    job = s3_source._Job(s3_source.S3Object(BLOB, "blob.bin", size, ""), tmp_path / "b", True)
+    with job.path.open("wb") as f:
+        f.truncate(size)
+    return job
+
+
+# Scaled down: ranges of at least 256 KB, so a 3 MB object can be cut a few times.
+SERVERS = [
+    pytest.param("open", id="by presigned GETs"),
+    pytest.param("auth", id="by GetObject"),
+]
+
+
+@pytest.mark.parametrize("server", SERVERS)
+@pytest.mark.parametrize(
+    ("cuts", "take_back", "starts"),
+    [
+        pytest.param(3, False, [1_500_000, 2_250_000, 750_000], id="cut in four ranges"),
+        pytest.param(1, True, [1_500_000], id="cut, then the cut taken back"),
+    ],
+)
+def test_a_large_object_lands_whole_however_its_streams_were_cut(
+    request: pytest.FixtureRequest,
+    blob: bytes,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    server: str,
+    cuts: int,
+    take_back: bool,
+    starts: list[int],
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kubetrain.initializers.meter import Meter
+
+    monkeypatch.setattr(s3_source, "MIN_PART", 256 * 1024)
+    s3: S3Server = request.getfixturevalue("open_bucket" if server == "open" else "bucket")
+    client = s3_source.s3_client(read_config("dataset", _env(s3, f"s3://{BUCKET}/")), concurrency=8)
+    job = _large_job(tmp_path, len(blob))
+    meter = Meter(len(blob))
+    with ThreadPoolExecutor(8) as pool:
+        fetch = s3_source._Fetch(client, s3_source._http(s3.endpoint, 8), BUCKET, meter, pool, 8)
+        first = s3_source._Stream(job, 0, len(blob), len(blob))
+        with fetch.lock:
+            fetch._add(first)  # counted, not started: its cuts come first
+        children = fetch.split(cuts)
+        assert [c.start for c in children] == starts
+        if take_back:
+            # The first stream has not stopped, so it reads on through the child's range.
+            fetch.take_back(children)
+            assert first.end == len(blob) and all(c.taken_back for c in children)
+        pool.submit(fetch._run, first)
+        job.done.wait()
+    assert job.error is None
+    assert job.path.read_bytes() == blob
+    assert meter.done == len(blob)  # bytes a taken-back stream fetched are not counted twice
+
+
+def test_whatever_the_ramp_decides_a_large_object_lands_whole(
+    open_bucket: S3Server, blob: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Windows of 5 ms: the ramp splits and takes back while the streams run, at random.
+    monkeypatch.setattr(s3_source, "MIN_PART", 256 * 1024)
+    env = _env(open_bucket, f"s3://{BUCKET}/large/")
+    for attempt in range(3):
+        out = tmp_path / str(attempt)
+        s3_source.fetch_s3(read_config("dataset", env), s3_source.Store(out), window_s=0.005)
+        assert (out / "blob.bin").read_bytes() == blob
 
 
 @pytest.mark.parametrize(
@@ -202,3 +271,13 @@ def test_the_presigned_pool_only_where_no_proxy_applies(
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert (s3_source._http("http://127.0.0.1:9000", 4) is not None) is direct
+
+
+def test_the_benchmarks_s3rver_without_npm_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubetrain.testing.s3rver import install_s3rver
+
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(RuntimeError, match=r"needs Node\.js and npm: apt-get install nodejs npm"):
+        install_s3rver(tmp_path / "prefix")

@@ -1,12 +1,18 @@
 """``s3://bucket/prefix``: every object under the prefix, fetched in parallel with boto3.
 
-One listing, then a pool of threads streams ``GetObject`` bodies straight into files: every
-object at once (up to ``concurrency`` requests in flight), and an object of 256 MB or more in
-byte ranges of its own (at least 64 MB each) written at their offsets. Sizes come from the
-listing, so no object costs an extra HEAD; a part whose ETag differs from the listing's fails
-the run (the object changed while it was being fetched). The output path of an object is its
-key below the prefix; an object whose key is the prefix itself keeps its base name
-(upstream's rule).
+One listing, then a pool of threads streams every object straight into its file (up to
+``concurrency`` requests in flight). Sizes come from the listing, so no object costs an extra
+HEAD; a response whose ETag differs from the listing's fails the run (the object changed while
+it was being fetched). The output path of an object is its key below the prefix; an object
+whose key is the prefix itself keeps its base name (upstream's rule).
+
+A large object (two `MIN_PART` or more) starts as one stream too; whether it gets more is
+measured, not assumed (`kubetrain.initializers.ramp`): while threads are free, the fetch
+splits the largest rests in halves (the new halves are ranged GETs written at their offsets)
+and splits further only while the aggregate rate rises; new streams that lowered it are taken
+back, and the streams they were cut from read on through their ranges. So against a server
+where parallel ranges pay (S3, where one stream is capped) a large object ends up in ranges,
+and against one where every range costs the whole object (moto) it stays one stream.
 
 Why not s3transfer's download manager: it funnels every byte through one I/O thread in
 256 KB pieces, and on a small machine that thread, not the network, sets the pace (about a
@@ -16,18 +22,21 @@ Each GET is a URL botocore presigns, fetched with urllib3 (botocore's own HTTP l
 ``GetObject`` call costs about 3.8 ms of client CPU in botocore's request pipeline, the
 presigned GET about 2 ms, and with many small objects that CPU, held under one GIL, is what
 bounds the rate. Anything but a plain success (an S3 error, a redirect to another region, a
-connection or TLS failure, a proxy in the environment) goes through ``GetObject`` itself, so
-errors, retries and redirects stay botocore's. (moto with its IAM auth on cannot check a
-presigned URL and answers 500: against it every GET takes that path.)
+connection or TLS failure, a proxy in the environment) goes through ``GetObject`` itself, from
+where the stream got to, so errors, retries and redirects stay botocore's. (moto with its IAM
+auth on cannot check a presigned URL and answers 500: against it every GET takes that path.)
 """
 
 from __future__ import annotations
 
 import logging
 import posixpath
+import threading
+import time
 import urllib.request
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -36,6 +45,7 @@ from kubetrain.api.access import dicts, obj_at
 
 from .config import Config, InitializerError
 from .meter import Meter, human
+from .ramp import Ramp, split_points
 from .select import selected
 from .store import Store
 
@@ -146,29 +156,6 @@ def _identity(cfg: Config, obj: S3Object) -> str:
     return f"s3|{cfg.endpoint or 'aws'}|{cfg.location}|{obj.key}|{obj.etag}|{obj.size}"
 
 
-RANGE_THRESHOLD = 256 * MB
-MIN_PART = 64 * MB
-_BUFFER = MB
-
-
-@dataclass(frozen=True)
-class _Part:
-    obj: S3Object
-    path: Path
-    start: int
-    end: int  # exclusive
-    ranged: bool
-
-
-def plan_parts(obj: S3Object, path: Path, concurrency: int) -> list[_Part]:
-    """The requests that fetch ``obj``: one for the whole, or ranges for a large one."""
-    if obj.size < RANGE_THRESHOLD:
-        return [_Part(obj, path, 0, obj.size, False)]
-    count = max(1, min(concurrency, obj.size // MIN_PART))
-    step = -(-obj.size // count)
-    return [_Part(obj, path, lo, min(lo + step, obj.size), True) for lo in range(0, obj.size, step)]
-
-
 def _http(endpoint: str | None, concurrency: int) -> Any:
     """The connection pool of the presigned GETs; None where a proxy applies (botocore
     knows proxies, the plain pool does not)."""
@@ -186,70 +173,256 @@ def _http(endpoint: str | None, concurrency: int) -> Any:
     )
 
 
-def _write(body: Any, part: _Part, add: Callable[[int], None]) -> None:
-    with part.path.open("r+b" if part.ranged else "wb") as f:
-        f.seek(part.start)
-        while chunk := body.read(_BUFFER):
-            f.write(chunk)
-            add(len(chunk))
+# A ranged stream fetches at least this much: below it the request's own cost (its time to
+# first byte, the signing) is no longer small beside its transfer.
+MIN_PART = 16 * MB
+# How long each measurement of the ramp lasts.
+WINDOW_S = 0.5
+# A read in progress never crosses a cut made meanwhile: a cut lies at least MIN_PART past
+# the stream's position, and MIN_PART >= _BUFFER.
+_BUFFER = MB
 
 
-def _fetch_presigned(client: Any, http: Any, bucket: str, part: _Part, meter: Meter) -> bool:
-    """The part through a presigned GET; False (nothing counted) when ``GetObject`` must."""
-    import urllib3
+@dataclass(eq=False)
+class _Job:
+    """One object being fetched, by one stream or, once split, by several."""
 
-    url = client.generate_presigned_url(
-        "get_object", Params={"Bucket": bucket, "Key": part.obj.key}, ExpiresIn=3600
-    )
-    headers = {"Range": f"bytes={part.start}-{part.end - 1}"} if part.ranged else {}
-    counted = _Counted(meter)
-    try:
-        response = http.request("GET", url, headers=headers, preload_content=False)
-    except urllib3.exceptions.HTTPError:
-        return False
-    try:
-        if response.status != (206 if part.ranged else 200):
-            return False
-        etag = response.headers.get("ETag")
-        if part.obj.etag and etag not in (None, part.obj.etag):
-            raise InitializerError(
-                f"s3://{bucket}/{part.obj.key}", "the object changed while it was being fetched"
-            )
+    obj: S3Object
+    path: Path
+    splittable: bool
+    streams: int = 0  # not yet finished
+    error: BaseException | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(eq=False)
+class _Stream:
+    """One GET, writing ``[pos, end)`` of its object at its offset. A split lowers ``end``
+    (the rest goes to a new stream); taking the split back raises it again, which works until
+    the stream has stopped: its request asks for everything up to ``request_end``."""
+
+    job: _Job
+    start: int
+    end: int
+    request_end: int
+    parent: _Stream | None = None
+    pos: int = -1
+    stopped: bool = False
+    taken_back: bool = False
+
+    def __post_init__(self) -> None:
+        self.pos = self.start
+
+    @property
+    def ranged(self) -> bool:
+        return self.pos > 0 or self.request_end < self.job.obj.size
+
+
+class _Fetch:
+    """The streams of one run on a pool of ``concurrency`` threads, and the ramp that splits
+    large objects' streams while splitting raises the aggregate rate."""
+
+    def __init__(
+        self, client: Any, http: Any, bucket: str, meter: Meter, pool: Any, concurrency: int
+    ) -> None:
+        self.client, self.http, self.bucket, self.meter = client, http, bucket, meter
+        self.pool, self.concurrency = pool, concurrency
+        self.lock = threading.Lock()
+        self.streams: set[_Stream] = set()  # unfinished
+        self.abort = threading.Event()
+        self.ramp = Ramp()
+        self.trial: list[_Stream] = []
+
+    def submit(self, stream: _Stream) -> None:
+        with self.lock:
+            self._add(stream)
+        self.pool.submit(self._run, stream)
+
+    def _add(self, stream: _Stream) -> None:
+        # Under the lock, in the same hold as a split: the object is never seen complete
+        # between its parent's end being lowered and its child being counted.
+        self.streams.add(stream)
+        stream.job.streams += 1
+
+    # --- one stream -------------------------------------------------------------------
+
+    def _run(self, stream: _Stream) -> None:
+        job = stream.job
         try:
-            _write(response, part, counted.add)
-        except urllib3.exceptions.HTTPError:
-            meter.add(-counted.n)  # cut short: GetObject fetches the part again
-            return False
-        return True
-    finally:
-        response.release_conn()
+            if not self.abort.is_set() and not stream.taken_back:
+                self._get(stream)
+        except BaseException as err:
+            with self.lock:
+                job.error = job.error or err
+            job.done.set()
+        finally:
+            if stream.taken_back:
+                self.meter.add(stream.start - stream.pos)  # its parent fetches those again
+            with self.lock:
+                stream.stopped = True
+                self.streams.discard(stream)
+                job.streams -= 1
+                if not job.streams:
+                    job.done.set()
 
+    def _get(self, stream: _Stream) -> None:
+        if (self.http is not None and self._presigned(stream)) or self.abort.is_set():
+            return
+        # GetObject takes over from where the stream got to.
+        obj = stream.job.obj
+        extra = {"Range": f"bytes={stream.pos}-{stream.request_end - 1}"} if stream.ranged else {}
+        response = self.client.get_object(Bucket=self.bucket, Key=obj.key, **extra)
+        self._check(stream, response.get("ETag"))
+        if extra and "ContentRange" not in response:
+            raise InitializerError(
+                f"s3://{self.bucket}/{obj.key}", "the S3 server ignored a byte range request"
+            )
+        body = response["Body"]
+        try:
+            self._copy(body, stream)
+        finally:
+            body.close()
+        if stream.pos < stream.end:
+            raise InitializerError(
+                f"s3://{self.bucket}/{obj.key}", "the object's body ended before its size"
+            )
 
-class _Counted:
-    """A meter that also keeps its own count (to take back a part that failed midway)."""
+    def _presigned(self, stream: _Stream) -> bool:
+        """The stream through a presigned GET: True when done, False when ``GetObject``
+        must take over (from ``stream.pos``)."""
+        import urllib3
 
-    def __init__(self, meter: Meter) -> None:
-        self.meter = meter
-        self.n = 0
-
-    def add(self, n: int) -> None:
-        self.n += n
-        self.meter.add(n)
-
-
-def _fetch_part(client: Any, http: Any, bucket: str, part: _Part, meter: Meter) -> None:
-    if http is not None and _fetch_presigned(client, http, bucket, part, meter):
-        return
-    extra = {"Range": f"bytes={part.start}-{part.end - 1}"} if part.ranged else {}
-    response = client.get_object(Bucket=bucket, Key=part.obj.key, **extra)
-    if part.obj.etag and response.get("ETag") not in (None, part.obj.etag):
-        raise InitializerError(
-            f"s3://{bucket}/{part.obj.key}", "the object changed while it was being fetched"
+        url = self.client.generate_presigned_url(
+            "get_object", Params={"Bucket": self.bucket, "Key": stream.job.obj.key}, ExpiresIn=3600
         )
-    _write(response["Body"], part, meter.add)
+        ranged = stream.ranged
+        headers = {"Range": f"bytes={stream.pos}-{stream.request_end - 1}"} if ranged else {}
+        try:
+            response = self.http.request("GET", url, headers=headers, preload_content=False)
+        except urllib3.exceptions.HTTPError:
+            return False
+        try:
+            if response.status != (206 if ranged else 200):
+                return False
+            self._check(stream, response.headers.get("ETag"))
+            try:
+                self._copy(response, stream)
+            except urllib3.exceptions.HTTPError:
+                return False
+            return stream.pos >= stream.end
+        finally:
+            if stream.pos < stream.request_end:
+                response.close()  # stopped short (split, or failed): the rest is not read
+            response.release_conn()
+
+    def _check(self, stream: _Stream, etag: str | None) -> None:
+        obj = stream.job.obj
+        if obj.etag and etag not in (None, obj.etag):
+            raise InitializerError(
+                f"s3://{self.bucket}/{obj.key}", "the object changed while it was being fetched"
+            )
+
+    def _copy(self, body: Any, stream: _Stream) -> None:
+        # A large object's file exists at its full size (streams write into it at their
+        # offsets); any other is created here, unless a failed GET already began it.
+        mode = "r+b" if stream.job.splittable or stream.pos > 0 else "wb"
+        with stream.job.path.open(mode) as f:
+            f.seek(stream.pos)
+            while not self.abort.is_set():
+                with self.lock:
+                    want = min(_BUFFER, stream.end - stream.pos)
+                    if want <= 0:
+                        stream.stopped = True  # from here on its end cannot be raised
+                        break
+                chunk = body.read(want)
+                if not chunk:
+                    break
+                f.write(chunk)
+                with self.lock:
+                    stream.pos += len(chunk)
+                self.meter.add(len(chunk))
+
+    # --- the ramp ---------------------------------------------------------------------
+
+    def _splittable(self) -> list[_Stream]:
+        return [s for s in self.streams if s.job.splittable and s.end > s.pos]
+
+    def tick(self, rate: float) -> None:
+        """One window's decision (the ramp's thread calls it)."""
+        with self.lock:
+            candidates = self._splittable()
+            free = self.concurrency - len(self.streams)
+            spans = [(i, s.pos, s.end) for i, s in enumerate(candidates)]
+            possible = len(split_points(spans, free, MIN_PART)) if free > 0 else 0
+        if self.abort.is_set():
+            return
+        step = self.ramp.step(rate, len(candidates), possible)
+        if step > 0:
+            self.trial = self.split(step)
+            log.debug("trying %d more ranged streams (%s/s so far)", len(self.trial), human(rate))
+        elif step < 0:
+            self.take_back(self.trial)
+            log.debug("ranged streams slowed the fetch (%s/s): taken back", human(rate))
+            self.trial = []
+        else:
+            self.trial = []
+
+    def split(self, n: int) -> list[_Stream]:
+        """Up to ``n`` new ranged streams, each the second half of a stream's rest."""
+        with self.lock:
+            candidates = self._splittable()
+            spans = [(i, s.pos, s.end) for i, s in enumerate(candidates)]
+            new: list[_Stream] = []
+            for i, at in split_points(spans, n, MIN_PART):
+                obj = candidates[i].job
+                parent = next(s for s in [*candidates, *new] if s.job is obj and s.pos < at < s.end)
+                child = _Stream(obj, at, parent.end, parent.end, parent=parent)
+                parent.end = at
+                self._add(child)
+                new.append(child)
+        for child in new:
+            self.pool.submit(self._run, child)
+        return new
+
+    def take_back(self, streams: list[_Stream]) -> None:
+        """Undo splits, newest first: the parent reads on through the child's range where it
+        still can; where it cannot (it already stopped), the child stays."""
+        with self.lock:
+            for child in reversed(streams):
+                parent = child.parent
+                if parent is None or parent.stopped or parent.end != child.start:
+                    continue
+                parent.end = child.end
+                child.end = child.start
+                child.taken_back = True
 
 
-def fetch_s3(cfg: Config, store: Store, *, concurrency: int = CONCURRENCY) -> None:
+@contextmanager
+def _ramping(fetch: _Fetch, meter: Meter, window_s: float) -> Iterator[None]:
+    """A thread that measures the aggregate rate every ``window_s`` and lets the ramp act."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        last: tuple[float, int] | None = None  # the window's start; the first, at first bytes
+        while not stop.wait(window_s):
+            now, done = time.monotonic(), meter.done
+            if last is not None and now > last[0]:
+                fetch.tick((done - last[1]) / (now - last[0]))
+            if done or last is not None:
+                last = (now, done)
+
+    thread = threading.Thread(target=loop, name="s3-ramp", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def fetch_s3(
+    cfg: Config, store: Store, *, concurrency: int = CONCURRENCY, window_s: float = WINDOW_S
+) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     try:
@@ -263,14 +436,18 @@ def fetch_s3(cfg: Config, store: Store, *, concurrency: int = CONCURRENCY) -> No
         raise InitializerError(
             cfg.storage_uri, f"no object in bucket {cfg.location!r} {where} (wrong key?)"
         )
-    objects = [o for o in listed if selected(o.rel, ignore=cfg.ignore_patterns)]
+    # One pass, and a set of keys: list membership over thousands of objects is quadratic.
+    objects: list[S3Object] = []
     for o in listed:
-        if o not in objects:
+        if selected(o.rel, ignore=cfg.ignore_patterns):
+            objects.append(o)
+        else:
             log.info("skipping ignored file: %s", o.key)
     todo = [o for o in objects if not store.have(o.rel, _identity(cfg, o))]
     cached = len(objects) - len(todo)
     if store.cache is not None and cached:
-        size = sum(o.size for o in objects if o not in todo)
+        fetching = {o.key for o in todo}
+        size = sum(o.size for o in objects if o.key not in fetching)
         log.info(
             "cache hit: %d of %d objects (%s) already fetched", cached, len(objects), human(size)
         )
@@ -279,32 +456,35 @@ def fetch_s3(cfg: Config, store: Store, *, concurrency: int = CONCURRENCY) -> No
         return
     total = sum(o.size for o in todo)
     log.info("fetching %d objects (%s) from %s", len(todo), human(total), cfg.storage_uri)
-    plans: list[tuple[S3Object, Path, list[_Part]]] = []
+    jobs: list[_Job] = []
     for o in todo:
-        path = store.target(o.rel, _identity(cfg, o))
-        parts = plan_parts(o, path, concurrency)
-        if parts[0].ranged:
-            with path.open("wb") as f:
+        job = _Job(o, store.target(o.rel, _identity(cfg, o)), o.size >= 2 * MIN_PART)
+        if job.splittable:
+            with job.path.open("wb") as f:
                 f.truncate(o.size)
-        plans.append((o, path, parts))
+        jobs.append(job)
     with Meter(total) as meter, ThreadPoolExecutor(concurrency, "s3-get") as pool:
-        futures = [
-            (
-                o,
-                path,
-                [pool.submit(_fetch_part, client, http, cfg.location, p, meter) for p in parts],
-            )
-            for o, path, parts in plans
-        ]
-        for o, path, pending in futures:
-            try:
-                for future in pending:
-                    future.result()
-            except Exception as err:
-                pool.shutdown(wait=True, cancel_futures=True)
-                for _, part_path, _ in plans:
-                    part_path.unlink(missing_ok=True)
-                if isinstance(err, InitializerError):
-                    raise
-                raise InitializerError(f"s3://{cfg.location}/{o.key}", _cause(err, cfg)) from err
-            store.commit(o.rel, _identity(cfg, o), path)
+        fetch = _Fetch(client, http, cfg.location, meter, pool, concurrency)
+        for job in jobs:
+            fetch.submit(_Stream(job, 0, job.obj.size, job.obj.size))
+        failed: _Job | None = None
+        with _ramping(fetch, meter, window_s):
+            for job in jobs:
+                job.done.wait()
+                if job.error is not None:
+                    failed = job
+                    fetch.abort.set()
+                    break
+                store.commit(job.obj.rel, _identity(cfg, job.obj), job.path)
+        if failed is not None:
+            # The ramp has stopped (it submits no more): end the rest, drop every part.
+            pool.shutdown(wait=True, cancel_futures=True)
+            for other in jobs:
+                other.path.unlink(missing_ok=True)
+            failure = failed.error
+            assert failure is not None
+            if isinstance(failure, InitializerError) or not isinstance(failure, Exception):
+                raise failure
+            raise InitializerError(
+                f"s3://{cfg.location}/{failed.obj.key}", _cause(failure, cfg)
+            ) from failure
