@@ -524,9 +524,33 @@ class ClusterController:
                 reload = _reload_on_change(context, cert, stop, cfg.ca_refresh_s)
                 tasks.append(asyncio.create_task(reload))
             self.cert_ready.set()
+            leader = None
+            if cfg.leader_elect:
+                leader = LeaderElector(
+                    self.client,
+                    namespace=cfg.operator_namespace,
+                    name=cfg.lease_name,
+                    identity=self.identity,
+                    lease_duration=cfg.lease_duration,
+                    renew_deadline=cfg.renew_deadline,
+                    retry_period=cfg.retry_period,
+                )
+            # Built before the webhook server: admission reads the controller's caches.
+            self.controller = Controller(
+                self.client,
+                namespace=cfg.namespace,
+                gates=cfg.gates,
+                environment=self._environment(),
+                concurrency=cfg.concurrency,
+                leader=leader,
+            )
             if cfg.webhook_enabled:
                 handler = AdmissionHandler(
-                    self.client, self.rules, gates=cfg.gates, environment=self._environment()
+                    self.client,
+                    self.rules,
+                    gates=cfg.gates,
+                    environment=self._environment(),
+                    caches=self.controller.caches,
                 )
                 self.webhook = WebhookServer(handler)
                 self.webhook_port = await self.webhook.start(
@@ -547,25 +571,6 @@ class ClusterController:
                     cfg.metrics_port,
                     context if cfg.metrics_secure else None,
                 )
-            leader = None
-            if cfg.leader_elect:
-                leader = LeaderElector(
-                    self.client,
-                    namespace=cfg.operator_namespace,
-                    name=cfg.lease_name,
-                    identity=self.identity,
-                    lease_duration=cfg.lease_duration,
-                    renew_deadline=cfg.renew_deadline,
-                    retry_period=cfg.retry_period,
-                )
-            self.controller = Controller(
-                self.client,
-                namespace=cfg.namespace,
-                gates=cfg.gates,
-                environment=self._environment(),
-                concurrency=cfg.concurrency,
-                leader=leader,
-            )
             log.info(
                 "kubetrain controller: webhooks on %d, status server on %s, namespace %s",
                 self.webhook_port,

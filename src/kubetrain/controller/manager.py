@@ -36,7 +36,7 @@ from kubetrain.kube.kinds import (
     TRAINJOB,
     Kind,
 )
-from kubetrain.kube.workqueue import QueueShutDown, RateLimit, WorkQueue
+from kubetrain.kube.workqueue import RateLimit, WorkQueue, work
 from kubetrain.runtime.config import Environment, FeatureGates
 from kubetrain.runtime.core import runtime_ref
 from kubetrain.runtime.defaults import OPERATOR_NAMESPACE
@@ -94,9 +94,17 @@ class Controller:
         self.ready = asyncio.Event()
         """Set once every cache is synced and the workers run."""
 
+        # A watch event that only brings back the controller's own write (the reconcile that
+        # wrote it already acted on that state) queues nothing: this saves a render per object
+        # the controller applies and per status it writes.
         def informer(kind: Kind, keep: Callable[[Obj], bool] | None = None) -> Informer:
             return Informer(
-                client, kind, namespace=namespace, watch_timeout=watch_timeout, keep=keep
+                client,
+                kind,
+                namespace=namespace,
+                watch_timeout=watch_timeout,
+                keep=keep,
+                echoes=False,
             )
 
         # Children are cached only when a TrainJob controls them: a cluster's other JobSets
@@ -228,31 +236,26 @@ class Controller:
         return True
 
     async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except QueueShutDown:
-                return
-            started = time.monotonic()
-            outcome = "success"
-            try:
-                requeue = await self._dispatch(key)
-            except ReconcileError as err:
-                outcome = "error"
-                log.info("reconcile %s/%s/%s: %s", *key, err)
-                self.queue.add_rate_limited(key)
-            except Exception:
-                outcome = "error"
-                log.exception("reconcile %s/%s/%s crashed", *key)
-                self.queue.add_rate_limited(key)
-            else:
-                self.queue.forget(key)
-                if requeue is not None:
-                    outcome = "requeue_after"
-                    self.queue.add_after(key, requeue)
-            finally:
-                self.queue.done(key)
-                self.metrics.observe(key[0], outcome, time.monotonic() - started)
+        await work(self.queue, self._reconcile, self._failed)
+
+    async def _reconcile(self, key: Key) -> float | None:
+        """One reconcile of ``key``, timed and counted by outcome for ``/metrics``."""
+        started = time.monotonic()
+        try:
+            requeue = await self._dispatch(key)
+        except Exception:
+            self.metrics.observe(key[0], "error", time.monotonic() - started)
+            raise
+        outcome = "success" if requeue is None else "requeue_after"
+        self.metrics.observe(key[0], outcome, time.monotonic() - started)
+        return requeue
+
+    @staticmethod
+    def _failed(key: Key, err: Exception) -> None:
+        if isinstance(err, ReconcileError):
+            log.info("reconcile %s/%s/%s: %s", *key, err)
+        else:
+            log.error("reconcile %s/%s/%s crashed", *key, exc_info=err)
 
     async def _dispatch(self, key: Key) -> float | None:
         kind, namespace, name = key

@@ -112,6 +112,15 @@ class Caches:
     training_runtimes: Informer
     cluster_training_runtimes: Informer
 
+    def get(self, kind: Kind, name: str, namespace: str = "") -> Obj | None:
+        """The cached ``kind`` object, or None when no informer caches that kind or this
+        object (not yet, another namespace, not controlled by a TrainJob, or absent)."""
+        for informer in (self.training_runtimes, self.cluster_training_runtimes, self.jobsets,
+                         self.configmaps, self.trainjobs):  # fmt: skip
+            if informer.kind is kind:
+                return informer.get(name, namespace)
+        return None
+
 
 class _Permanent(Exception):
     """A failure no retry can fix while nothing changes: the job fails with ``reason``."""

@@ -32,6 +32,7 @@ from aiohttp import web
 from kubetrain.api.access import obj_at
 from kubetrain.api.errors import FieldError, aggregate_text
 from kubetrain.api.types import Obj
+from kubetrain.controller.trainjob import Caches
 from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
 from kubetrain.kube.kinds import (
     CLUSTER_TRAINING_RUNTIME,
@@ -251,11 +252,14 @@ def _answer(
 
 
 class AdmissionHandler:
-    """Decides AdmissionReviews; reads the live objects a rule needs through ``client``.
+    """Decides AdmissionReviews; reads the live objects a rule needs.
 
-    A TrainJob's runtime (and on UPDATE its JobSet) is read from the API server on every
-    request, as upstream's webhook reads it from its cache: a runtime deleted a moment ago must
-    not admit a TrainJob.
+    A TrainJob's runtime (and on UPDATE its JobSet) comes from ``caches``, the informers the
+    reconciler reads, as upstream's webhook reads them from the manager's cache: admission then
+    costs the API server no request. An object the cache does not hold (not synced yet, a
+    namespace the controller does not watch, a runtime created a moment ago) is read from the
+    API server, so a missing runtime is only ever reported after the server confirmed it.
+    Without ``caches`` every such read goes to the API server.
     """
 
     def __init__(
@@ -265,8 +269,10 @@ class AdmissionHandler:
         *,
         gates: FeatureGates | None = None,
         environment: Environment | None = None,
+        caches: Caches | None = None,
     ) -> None:
         self._client = client
+        self._caches = caches
         self._rules = rules
         self._gates = gates
         self._environment = environment
@@ -368,6 +374,10 @@ class AdmissionHandler:
         return None
 
     async def _get(self, kind: Kind, name: str, namespace: str | None) -> Obj | None:
+        if self._caches is not None:
+            cached = self._caches.get(kind, name, namespace or "")
+            if cached is not None:
+                return cached
         try:
             return await self._client.get(
                 kind.api_version,

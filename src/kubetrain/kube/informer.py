@@ -65,11 +65,16 @@ class Informer:
         watch_timeout: int = 300,
         backoff: Backoff | None = None,
         keep: Callable[[Obj], bool] | None = None,
+        echoes: bool = True,
     ) -> None:
         """``keep``: only objects it accepts are cached and reported (an object that stops
-        being accepted is reported as DELETED); e.g. only ConfigMaps a TrainJob controls."""
+        being accepted is reported as DELETED); e.g. only ConfigMaps a TrainJob controls.
+        ``echoes=False``: a watch event that delivers exactly what ``observe`` already stored
+        (same resourceVersion: the caller's own write coming back) runs no handlers, for a
+        caller that acted on that state when it wrote it."""
         self.kind = kind
         self._keep = keep or (lambda _obj: True)
+        self._echoes = echoes
         self._client = client
         self._namespace = namespace if kind.namespaced else None
         self._selector = label_selector
@@ -188,8 +193,10 @@ class Informer:
                     self._notify(event_type, obj)
             elif event_type in ("ADDED", "MODIFIED"):
                 if self._keep(obj):
+                    previous = self._store.get(key)
                     self._store[key] = obj
-                    self._notify(event_type, obj)
+                    if self._echoes or previous is None or not rv or _rv_of(previous) != rv:
+                        self._notify(event_type, obj)
                 elif self._store.pop(key, None) is not None:
                     self._notify("DELETED", obj)
 
