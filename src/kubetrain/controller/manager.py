@@ -97,7 +97,11 @@ class Controller:
         # A watch event that only brings back the controller's own write (the reconcile that
         # wrote it already acted on that state) queues nothing: this saves a render per object
         # the controller applies and per status it writes.
-        def informer(kind: Kind, keep: Callable[[Obj], bool] | None = None) -> Informer:
+        def informer(
+            kind: Kind,
+            keep: Callable[[Obj], bool] | None = None,
+            transform: Callable[[Obj], Obj] | None = None,
+        ) -> Informer:
             return Informer(
                 client,
                 kind,
@@ -105,14 +109,15 @@ class Controller:
                 watch_timeout=watch_timeout,
                 keep=keep,
                 echoes=False,
+                transform=transform,
             )
 
         # Children are cached only when a TrainJob controls them: a cluster's other JobSets
         # and ConfigMaps are none of the controller's business and would only cost memory.
         self.caches = Caches(
             trainjobs=informer(TRAINJOB),
-            jobsets=informer(JOBSET, _trainjob_child),
-            configmaps=informer(CONFIGMAP, _trainjob_child_or_snapshot),
+            jobsets=informer(JOBSET, _trainjob_child, _jobset_as_read),
+            configmaps=informer(CONFIGMAP, _trainjob_child_or_snapshot, _configmap_as_read),
             training_runtimes=informer(TRAINING_RUNTIME),
             cluster_training_runtimes=informer(CLUSTER_TRAINING_RUNTIME),
         )
@@ -286,6 +291,27 @@ def _trainjob_child_or_snapshot(obj: Obj) -> bool:
     # upstream does) instead of the controller silently taking it over.
     name = str(obj_at(obj, "metadata").get("name") or "")
     return _trainjob_child(obj) or name.endswith(SNAPSHOT_SUFFIX)
+
+
+def _jobset_as_read(obj: Obj) -> Obj:
+    """What the controller ever reads of a JobSet: metadata (ownership, resourceVersion),
+    ``spec.suspend`` (a running JobSet is never applied again) and status (the TrainJob's
+    status; the webhook's rule on active jobs). Its pod templates, most of its size, are never
+    read back: render builds the desired JobSet afresh each time."""
+    kept: Obj = {k: obj[k] for k in ("apiVersion", "kind", "metadata", "status") if k in obj}
+    spec = obj_at(obj, "spec")
+    if "suspend" in spec:
+        kept["spec"] = {"suspend": spec["suspend"]}
+    return kept
+
+
+def _configmap_as_read(obj: Obj) -> Obj:
+    """Of a child ConfigMap only metadata is read (ownership, the resourceVersion of the last
+    apply); only the runtime snapshot's data is read back, by render."""
+    name = str(obj_at(obj, "metadata").get("name") or "")
+    if name.endswith(SNAPSHOT_SUFFIX):
+        return obj
+    return {k: obj[k] for k in ("apiVersion", "kind", "metadata") if k in obj}
 
 
 async def run_controller(

@@ -46,12 +46,12 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import msgspec
 import yaml
 
 from kubetrain.api.access import as_dict, list_at, obj_at
@@ -264,17 +264,18 @@ class TrainJobReconciler:
     async def _apply(self, trainjob: Obj, step: _Pass, outcome: Outcome) -> None:
         """Apply the Plan in a safe order; permanent failures raise ``_Permanent``, transient
         ones are kept in ``step.error`` so that status is still written this pass."""
-        objects = [
-            o
-            for o in outcome.objects
-            if self._may_apply(trainjob, step.jobset, o) and not self._already_live(o)
-        ]
-        objects.sort(key=lambda o: _APPLY_ORDER.get(str(o.get("kind")), 2))
+        pending: list[tuple[Obj, str]] = []
+        for obj in outcome.objects:
+            if self._may_apply(trainjob, step.jobset, obj):
+                fingerprint = _fingerprint(obj)
+                if not self._already_live(obj, fingerprint):
+                    pending.append((obj, fingerprint))
+        pending.sort(key=lambda p: _APPLY_ORDER.get(str(p[0].get("kind")), 2))
         had_jobset = step.jobset is not None
         try:
-            for obj in objects:
+            for obj, fingerprint in pending:
                 applied = await self._apply_one(obj, had_jobset)
-                self._remember_applied(obj, applied)
+                self._remember_applied(obj, fingerprint, applied)
                 if applied.get("kind") == JOBSET.kind:
                     step.jobset = applied
                     self._caches.jobsets.observe(applied)
@@ -289,7 +290,7 @@ class TrainJobReconciler:
             for warning in outcome.warnings:
                 self._events.record(trainjob, "Warning", "TrainJobRenderWarning", warning)
 
-    def _already_live(self, obj: Obj) -> bool:
+    def _already_live(self, obj: Obj, fingerprint: str) -> bool:
         """This exact object was applied by this controller and nobody changed it since (its
         resourceVersion is still the one our apply returned): applying it again would change
         nothing, so the request is saved. Upstream re-applies e.g. the MPI hostfile and TLS
@@ -304,15 +305,13 @@ class TrainJobReconciler:
         remembered = self._applied.get((kind, namespace, name))
         live = cache[kind].get(name, namespace)
         return (
-            remembered is not None
-            and live is not None
-            and remembered == (_rv(live), _fingerprint(obj))
+            remembered is not None and live is not None and remembered == (_rv(live), fingerprint)
         )
 
-    def _remember_applied(self, desired: Obj, applied: Obj) -> None:
+    def _remember_applied(self, desired: Obj, fingerprint: str, applied: Obj) -> None:
         meta = obj_at(desired, "metadata")
         key = (str(desired.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name")))
-        self._applied[key] = (_rv(applied), _fingerprint(desired))
+        self._applied[key] = (_rv(applied), fingerprint)
         if len(self._applied) > _APPLIED_MEMORY:
             del self._applied[next(iter(self._applied))]  # oldest first: dicts keep order
 
@@ -540,7 +539,9 @@ def _rv(obj: Obj) -> str:
 
 
 def _fingerprint(obj: Obj) -> str:
-    return hashlib.sha1(json.dumps(obj, sort_keys=True).encode(), usedforsecurity=False).hexdigest()
+    # msgspec with sorted keys: the same digest for equal objects, at a fraction of json's cost.
+    text = msgspec.json.encode(obj, order="sorted")
+    return hashlib.sha1(text, usedforsecurity=False).hexdigest()
 
 
 def _sooner(a: float | None, b: float | None) -> float | None:

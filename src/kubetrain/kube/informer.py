@@ -66,13 +66,19 @@ class Informer:
         backoff: Backoff | None = None,
         keep: Callable[[Obj], bool] | None = None,
         echoes: bool = True,
+        transform: Callable[[Obj], Obj] | None = None,
     ) -> None:
         """``keep``: only objects it accepts are cached and reported (an object that stops
         being accepted is reported as DELETED); e.g. only ConfigMaps a TrainJob controls.
         ``echoes=False``: a watch event that delivers exactly what ``observe`` already stored
         (same resourceVersion: the caller's own write coming back) runs no handlers, for a
-        caller that acted on that state when it wrote it."""
+        caller that acted on that state when it wrote it.
+        ``transform``: what the cache keeps of each object (after ``metadata.managedFields`` is
+        dropped), for a caller that reads only a few fields of a large kind; it must keep
+        ``metadata`` (keys, ``keep`` and resourceVersions read it). ``get``, ``items`` and the
+        handlers all see the transformed object."""
         self.kind = kind
+        self._transform = transform
         self._keep = keep or (lambda _obj: True)
         self._echoes = echoes
         self._client = client
@@ -107,7 +113,7 @@ class Informer:
         key = object_key(obj)
         cached = self._store.get(key)
         if cached is None or _newer(obj, cached):
-            self._store[key] = _slim(obj)
+            self._store[key] = self._shape(obj)
 
     def forget(self, obj: Obj) -> None:
         """Drop an object the controller just deleted (its DELETED event will follow)."""
@@ -155,7 +161,7 @@ class Informer:
             label_selector=self._selector,
         )
         self.lists += 1
-        fresh = {object_key(o): _slim(o) for o in items if self._keep(o)}
+        fresh = {object_key(o): self._shape(o) for o in items if self._keep(o)}
         gone = [o for k, o in self._store.items() if k not in fresh]
         old = self._store
         self._store = fresh
@@ -187,7 +193,7 @@ class Informer:
             if rv:
                 self._rv = rv
             key = object_key(obj)
-            obj = _slim(obj)
+            obj = self._shape(obj)
             if event_type == "DELETED":
                 if self._store.pop(key, None) is not None or self._keep(obj):
                     self._notify(event_type, obj)
@@ -199,6 +205,10 @@ class Informer:
                         self._notify(event_type, obj)
                 elif self._store.pop(key, None) is not None:
                     self._notify("DELETED", obj)
+
+    def _shape(self, obj: Obj) -> Obj:
+        slim = _slim(obj)
+        return slim if self._transform is None else self._transform(slim)
 
     def _notify(self, event_type: str, obj: Obj) -> None:
         for handler in self._handlers:
