@@ -17,8 +17,6 @@ The mutating webhook answers with a base64 JSONPatch (``patchType: JSONPatch``).
 from __future__ import annotations
 
 import base64
-import copy
-import json
 import logging
 import ssl
 from collections import defaultdict
@@ -29,6 +27,7 @@ from typing import Any, Literal
 
 from aiohttp import web
 
+from kubetrain.api import codec
 from kubetrain.api.access import obj_at
 from kubetrain.api.errors import FieldError, aggregate_text
 from kubetrain.api.types import Obj
@@ -247,7 +246,7 @@ def _answer(
         response["warnings"] = list(warnings)
     if patch:
         response["patchType"] = "JSONPatch"
-        response["patch"] = base64.b64encode(json.dumps(patch).encode()).decode()
+        response["patch"] = base64.b64encode(codec.dumps(patch)).decode()
     return {"apiVersion": ADMISSION_API_VERSION, "kind": "AdmissionReview", "response": response}
 
 
@@ -309,7 +308,7 @@ class AdmissionHandler:
         old = old if isinstance(old, dict) and operation == "UPDATE" else None
         try:
             if webhook.mutating:
-                mutated = self._rules.mutate_trainjob(operation, copy.deepcopy(obj), old)
+                mutated = self._rules.mutate_trainjob(operation, codec.clone(obj), old)
                 return _answer(uid, allowed=True, patch=json_patch(obj, mutated))
             errors, warnings = await self._validate(webhook, operation, obj, old)
         except _Errored as err:
@@ -443,8 +442,8 @@ class WebhookServer:
                 status=415,
             )
         try:
-            review = json.loads(await request.read())
-        except ValueError as err:
+            review = codec.loads(await request.read())
+        except codec.DecodeError as err:
             return web.json_response(
                 _answer("", allowed=False, code=400, message=f"undecodable AdmissionReview: {err}"),
                 status=400,
@@ -458,4 +457,4 @@ class WebhookServer:
                 response["uid"],
                 response["status"].get("message"),
             )
-        return web.json_response(answer)
+        return web.Response(body=codec.dumps(answer), content_type="application/json")
