@@ -1,16 +1,22 @@
-"""Informers against the real API server: relist after 410, deletions missed while away, bookmarks."""
+"""Informers against the real API server: relist after 410, deletions missed while away, bookmarks,
+the caller's own writes coming back, what the cache keeps."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from pathlib import Path
+from typing import TypeVar
+
+import pytest
 
 from conftest import PrivateServer, eventually
 from kubetrain.api.types import Obj
 from kubetrain.controller import connect
 from kubetrain.kube.informer import Backoff, Informer
 from kubetrain.kube.kinds import CONFIGMAP, LEASE
+
+T = TypeVar("T")
 
 
 def configmap(name: str) -> Obj:
@@ -88,5 +94,56 @@ async def test_bookmarks_move_an_idle_watch_forward(tmp_path: Path, torch_runtim
         await private.stop()
 
 
-async def _async(value: Obj | None) -> Obj | None:
+def _metadata_only(obj: Obj) -> Obj:
+    return {k: obj[k] for k in ("apiVersion", "kind", "metadata")}
+
+
+@pytest.mark.parametrize(
+    ("echoes", "reported"),
+    [
+        pytest.param(True, {("ADDED", "ours"), ("MODIFIED", "theirs")}, id="echoes are reported"),
+        pytest.param(
+            False,
+            {("MODIFIED", "theirs")},
+            id="without echoes the caller's own write coming back is not reported",
+        ),
+    ],
+)
+async def test_own_writes_coming_back_and_what_the_cache_keeps(
+    tmp_path: Path, torch_runtime: Obj, echoes: bool, reported: set[tuple[str, str]]
+) -> None:
+    private = PrivateServer(tmp_path / "home", torch_runtime)
+    server = await private.start()
+    kube = connect(server.write_kubeconfig(tmp_path / "kc"))
+    informer = Informer(
+        kube, CONFIGMAP, namespace="default", echoes=echoes, transform=_metadata_only
+    )
+    seen: list[tuple[str, str]] = []
+    informer.add_handler(lambda kind, obj: seen.append((kind, obj["metadata"]["name"])))
+    try:
+        await kube.create("v1", "configmaps", configmap("theirs"))
+        await _stop(await _run(informer))
+        seen.clear()
+        # While the informer is away (so the order is fixed): the caller writes "ours" and
+        # observes it, then someone else changes "theirs". The watch resumes and brings both.
+        informer.observe(await kube.create("v1", "configmaps", configmap("ours")))
+        await kube.patch("v1", "configmaps", "theirs", {"data": {"k": "v"}}, namespace="default")
+        task = asyncio.create_task(informer.run())
+        await eventually(lambda: _async(("MODIFIED", "theirs") in seen), what="their change")
+        assert set(seen) == reported
+
+        # Anyone else's change to "ours" is reported either way.
+        await kube.patch("v1", "configmaps", "ours", {"data": {"k": "v"}}, namespace="default")
+        await eventually(lambda: _async(("MODIFIED", "ours") in seen), what="a change to ours")
+        await _stop(task)
+    finally:
+        await kube.close()
+        await private.stop()
+
+    cached = informer.get("ours", "default")
+    assert cached is not None and "data" not in cached, "the cache holds what transform kept"
+    assert cached["metadata"]["resourceVersion"]
+
+
+async def _async(value: T) -> T:
     return value
