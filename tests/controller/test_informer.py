@@ -99,25 +99,25 @@ def _metadata_only(obj: Obj) -> Obj:
 
 
 @pytest.mark.parametrize(
-    ("echoes", "reported"),
+    ("acted_on", "reported"),
     [
-        pytest.param(True, {("ADDED", "ours"), ("MODIFIED", "theirs")}, id="echoes are reported"),
         pytest.param(
-            False,
+            False, {("ADDED", "ours"), ("MODIFIED", "theirs")}, id="an observed write is reported"
+        ),
+        pytest.param(
+            True,
             {("MODIFIED", "theirs")},
-            id="without echoes the caller's own write coming back is not reported",
+            id="a write the caller acted on is not reported when it comes back",
         ),
     ],
 )
 async def test_own_writes_coming_back_and_what_the_cache_keeps(
-    tmp_path: Path, torch_runtime: Obj, echoes: bool, reported: set[tuple[str, str]]
+    tmp_path: Path, torch_runtime: Obj, acted_on: bool, reported: set[tuple[str, str]]
 ) -> None:
     private = PrivateServer(tmp_path / "home", torch_runtime)
     server = await private.start()
     kube = connect(server.write_kubeconfig(tmp_path / "kc"))
-    informer = Informer(
-        kube, CONFIGMAP, namespace="default", echoes=echoes, transform=_metadata_only
-    )
+    informer = Informer(kube, CONFIGMAP, namespace="default", transform=_metadata_only)
     seen: list[tuple[str, str]] = []
     informer.add_handler(lambda kind, obj: seen.append((kind, obj["metadata"]["name"])))
     try:
@@ -126,7 +126,8 @@ async def test_own_writes_coming_back_and_what_the_cache_keeps(
         seen.clear()
         # While the informer is away (so the order is fixed): the caller writes "ours" and
         # observes it, then someone else changes "theirs". The watch resumes and brings both.
-        informer.observe(await kube.create("v1", "configmaps", configmap("ours")))
+        ours = await kube.create("v1", "configmaps", configmap("ours"))
+        informer.observe(ours, acted_on=acted_on)
         await kube.patch("v1", "configmaps", "theirs", {"data": {"k": "v"}}, namespace="default")
         task = asyncio.create_task(informer.run())
         await eventually(lambda: _async(("MODIFIED", "theirs") in seen), what="their change")

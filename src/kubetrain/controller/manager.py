@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -94,9 +95,6 @@ class Controller:
         self.ready = asyncio.Event()
         """Set once every cache is synced and the workers run."""
 
-        # A watch event that only brings back the controller's own write (the reconcile that
-        # wrote it already acted on that state) queues nothing: this saves a render per object
-        # the controller applies and per status it writes.
         def informer(
             kind: Kind,
             keep: Callable[[Obj], bool] | None = None,
@@ -108,7 +106,6 @@ class Controller:
                 namespace=namespace,
                 watch_timeout=watch_timeout,
                 keep=keep,
-                echoes=False,
                 transform=transform,
             )
 
@@ -307,11 +304,14 @@ def _jobset_as_read(obj: Obj) -> Obj:
 
 def _configmap_as_read(obj: Obj) -> Obj:
     """Of a child ConfigMap only metadata is read (ownership, the resourceVersion of the last
-    apply); only the runtime snapshot's data is read back, by render."""
+    apply); only the runtime snapshot's data is read back, by render. Every job of a runtime
+    snapshots the same text, so the cache holds that text once (interned)."""
+    kept: Obj = {k: obj[k] for k in ("apiVersion", "kind", "metadata") if k in obj}
     name = str(obj_at(obj, "metadata").get("name") or "")
-    if name.endswith(SNAPSHOT_SUFFIX):
-        return obj
-    return {k: obj[k] for k in ("apiVersion", "kind", "metadata") if k in obj}
+    if name.endswith(SNAPSHOT_SUFFIX) and "data" in obj:
+        data = obj_at(obj, "data")
+        kept["data"] = {k: sys.intern(v) if isinstance(v, str) else v for k, v in data.items()}
+    return kept
 
 
 async def run_controller(

@@ -277,10 +277,14 @@ class TrainJobReconciler:
                 applied = await self._apply_one(obj, had_jobset)
                 self._remember_applied(obj, fingerprint, applied)
                 if applied.get("kind") == JOBSET.kind:
+                    # This pass's status came from the JobSet's status before the apply: an
+                    # answer with another one (written meanwhile) must still be reconciled.
+                    seen = obj_at(applied, "status") == obj_at(step.jobset, "status")
                     step.jobset = applied
-                    self._caches.jobsets.observe(applied)
+                    self._caches.jobsets.observe(applied, acted_on=seen)
                 elif applied.get("kind") == CONFIGMAP.kind:
-                    self._caches.configmaps.observe(applied)
+                    # Only its metadata and a snapshot's data are read, and both are ours.
+                    self._caches.configmaps.observe(applied, acted_on=True)
         except ReconcileError as err:
             step.error = err
             self._events.record(trainjob, "Warning", CREATION_FAILED, _note(err))
@@ -485,7 +489,11 @@ class TrainJobReconciler:
             raise ReconcileError(f"writing TrainJob status: {err}") from err
         except TRANSPORT_ERRORS as err:
             raise ReconcileError(f"writing TrainJob status: {err}") from err
-        self._caches.trainjobs.observe(written)
+        # Nothing but our own status change in the answer (no new spec, labels or conditions
+        # from anyone else): the watch event of that state has nothing left to reconcile.
+        ours = _own_status(obj_at(written, "status")) == _own_status(new)
+        acted_on = ours and _inputs(written) == _inputs(trainjob)
+        self._caches.trainjobs.observe(written, acted_on=acted_on)
 
     def _transition_events(self, trainjob: Obj, old: Obj, new: Obj, step: _Pass) -> None:
         if step.created_jobset and step.jobset is not None:
@@ -516,6 +524,24 @@ def _status_patch(old: Obj, new: Obj) -> Obj:
         if key != "trainerStatus" and key not in new:
             patch[key] = None
     return patch
+
+
+def _inputs(trainjob: Obj) -> tuple[object, ...]:
+    """What a reconcile reads of a TrainJob besides its status."""
+    meta = obj_at(trainjob, "metadata")
+    return (
+        meta.get("uid"),
+        meta.get("generation"),
+        meta.get("deletionTimestamp"),
+        meta.get("labels"),
+        meta.get("annotations"),
+        trainjob.get("spec"),
+    )
+
+
+def _own_status(status: Obj) -> Obj:
+    """A TrainJob status without ``trainerStatus``, which the status server writes."""
+    return {k: v for k, v in status.items() if k != "trainerStatus"}
 
 
 def _controller_owner(obj: Obj | None) -> Obj | None:
