@@ -448,7 +448,8 @@ class ClusterController:
         return web.Response(text=self.metrics_text(), content_type="text/plain", charset="utf-8")
 
     def metrics_text(self) -> str:
-        """Prometheus text: the controller's reconcile metrics, leadership and webhook answers."""
+        """Prometheus text: the controller's reconcile metrics, leadership, its requests to the
+        API server and webhook answers."""
         controller = self.controller
         text = ""
         if controller is not None:
@@ -459,6 +460,15 @@ class ClusterController:
             "# TYPE kubetrain_leader gauge",
             f"kubetrain_leader {int(leader)}",
         ]
+        lines += [
+            "# HELP rest_client_requests_total Requests to the API server, by status code,"
+            " method and host.",
+            "# TYPE rest_client_requests_total counter",
+        ]
+        for (host, method, code), n in sorted(self.client.request_counts().items()):
+            lines.append(
+                f'rest_client_requests_total{{code="{code}",host="{host}",method="{method}"}} {n}'
+            )
         if self.webhook is not None:
             lines += [
                 "# HELP kubetrain_admission_total Admission reviews answered, by webhook and verdict.",
