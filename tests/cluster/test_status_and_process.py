@@ -244,6 +244,9 @@ async def test_controller_process_end_to_end(cluster_server: ApiServer, tmp_path
                 "kubetrain_reconcile_seconds_count",
                 "kubetrain_workqueue_depth",
                 "kubetrain_leader 1",
+                # Its server-side applies, counted as client-go counts them.
+                'rest_client_requests_total{code="200",host=',
+                'method="PATCH"}',
                 # One review posted above, one from the API server creating "one".
                 'kubetrain_admission_total{webhook="validator.trainjob.trainer.kubeflow.org",verdict="allowed"} 2',
             ):

@@ -331,3 +331,40 @@ def test_apiserver_wrapping_follows_kube_apiserver() -> None:
     assert apiserver_denial("w", {"status": {}})["message"] == (
         'admission webhook "w" denied the request without explanation'
     )
+
+
+# Where the validating webhook finds a TrainJob's runtime when it has the controller's caches:
+# (in the cache, on the server, admitted). The cached-only runtime exists nowhere else, so its
+# admission proves the cache answered; the server-only one, that a miss asks the server.
+RUNTIME_SOURCES = [
+    pytest.param(True, False, True, id="a runtime in the cache is used without asking the server"),
+    pytest.param(
+        False, True, True, id="a runtime the cache does not hold yet is read from the server"
+    ),
+    pytest.param(False, False, False, id="a runtime found in neither is refused as missing"),
+]
+
+
+@pytest.mark.parametrize(("cached", "stored", "admitted"), RUNTIME_SOURCES)
+async def test_trainjob_webhook_reads_the_controllers_cache_first(
+    kube: KubeClient, cached: bool, stored: bool, admitted: bool
+) -> None:
+    from kubetrain.controller.manager import Controller
+
+    runtime = make_runtime("cached-or-stored").torch().job("node", ancestor="trainer").obj()
+    caches = Controller(kube).caches  # never run: holds only what the test puts in it
+    if cached:
+        caches.cluster_training_runtimes.observe({**runtime, "metadata": {
+            **runtime["metadata"], "resourceVersion": "1"}})  # fmt: skip
+    if stored:
+        await kube.create(TRAINER, "clustertrainingruntimes", runtime)
+    handler = AdmissionHandler(kube, admission_rules(), caches=caches)
+    job = make_trainjob("reads-cache").runtime("cached-or-stored").obj()
+
+    answer = (await handler.review(VALIDATE_TRAINJOB, admission_review(job)))["response"]
+
+    assert answer["allowed"] is admitted, answer
+    if not admitted:
+        refused = await _refusal(kube, job)
+        seen = apiserver_denial("validator.trainjob.trainer.kubeflow.org", answer)
+        assert (seen["code"], seen["message"]) == (refused.code, refused.message)

@@ -1,10 +1,14 @@
-"""Informers against the real API server: relist after 410, deletions missed while away, bookmarks."""
+"""Informers against the real API server: relist after 410, deletions missed while away, bookmarks,
+the caller's own writes coming back, what the cache keeps."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from pathlib import Path
+from typing import TypeVar
+
+import pytest
 
 from controller_plane import PrivateServer, eventually
 
@@ -12,6 +16,8 @@ from kubetrain.api.types import Obj
 from kubetrain.controller import connect
 from kubetrain.kube.informer import Backoff, Informer
 from kubetrain.kube.kinds import CONFIGMAP, LEASE
+
+T = TypeVar("T")
 
 
 def configmap(name: str) -> Obj:
@@ -89,5 +95,57 @@ async def test_bookmarks_move_an_idle_watch_forward(tmp_path: Path, torch_runtim
         await private.stop()
 
 
-async def _async(value: Obj | None) -> Obj | None:
+def _metadata_only(obj: Obj) -> Obj:
+    return {k: obj[k] for k in ("apiVersion", "kind", "metadata")}
+
+
+@pytest.mark.parametrize(
+    ("acted_on", "reported"),
+    [
+        pytest.param(
+            False, {("ADDED", "ours"), ("MODIFIED", "theirs")}, id="an observed write is reported"
+        ),
+        pytest.param(
+            True,
+            {("MODIFIED", "theirs")},
+            id="a write the caller acted on is not reported when it comes back",
+        ),
+    ],
+)
+async def test_own_writes_coming_back_and_what_the_cache_keeps(
+    tmp_path: Path, torch_runtime: Obj, acted_on: bool, reported: set[tuple[str, str]]
+) -> None:
+    private = PrivateServer(tmp_path / "home", torch_runtime)
+    server = await private.start()
+    kube = connect(server.write_kubeconfig(tmp_path / "kc"))
+    informer = Informer(kube, CONFIGMAP, namespace="default", transform=_metadata_only)
+    seen: list[tuple[str, str]] = []
+    informer.add_handler(lambda kind, obj: seen.append((kind, obj["metadata"]["name"])))
+    try:
+        await kube.create("v1", "configmaps", configmap("theirs"))
+        await _stop(await _run(informer))
+        seen.clear()
+        # While the informer is away (so the order is fixed): the caller writes "ours" and
+        # observes it, then someone else changes "theirs". The watch resumes and brings both.
+        ours = await kube.create("v1", "configmaps", configmap("ours"))
+        informer.observe(ours, acted_on=acted_on)
+        await kube.patch("v1", "configmaps", "theirs", {"data": {"k": "v"}}, namespace="default")
+        task = asyncio.create_task(informer.run())
+        await eventually(lambda: _async(("MODIFIED", "theirs") in seen), what="their change")
+        assert set(seen) == reported
+
+        # Anyone else's change to "ours" is reported either way.
+        await kube.patch("v1", "configmaps", "ours", {"data": {"k": "v"}}, namespace="default")
+        await eventually(lambda: _async(("MODIFIED", "ours") in seen), what="a change to ours")
+        await _stop(task)
+    finally:
+        await kube.close()
+        await private.stop()
+
+    cached = informer.get("ours", "default")
+    assert cached is not None and "data" not in cached, "the cache holds what transform kept"
+    assert cached["metadata"]["resourceVersion"]
+
+
+async def _async(value: T) -> T:
     return value

@@ -448,7 +448,8 @@ class ClusterController:
         return web.Response(text=self.metrics_text(), content_type="text/plain", charset="utf-8")
 
     def metrics_text(self) -> str:
-        """Prometheus text: the controller's reconcile metrics, leadership and webhook answers."""
+        """Prometheus text: the controller's reconcile metrics, leadership, its requests to the
+        API server and webhook answers."""
         controller = self.controller
         text = ""
         if controller is not None:
@@ -459,6 +460,15 @@ class ClusterController:
             "# TYPE kubetrain_leader gauge",
             f"kubetrain_leader {int(leader)}",
         ]
+        lines += [
+            "# HELP rest_client_requests_total Requests to the API server, by status code,"
+            " method and host.",
+            "# TYPE rest_client_requests_total counter",
+        ]
+        for (host, method, code), n in sorted(self.client.request_counts().items()):
+            lines.append(
+                f'rest_client_requests_total{{code="{code}",host="{host}",method="{method}"}} {n}'
+            )
         if self.webhook is not None:
             lines += [
                 "# HELP kubetrain_admission_total Admission reviews answered, by webhook and verdict.",
@@ -524,9 +534,33 @@ class ClusterController:
                 reload = _reload_on_change(context, cert, stop, cfg.ca_refresh_s)
                 tasks.append(asyncio.create_task(reload))
             self.cert_ready.set()
+            leader = None
+            if cfg.leader_elect:
+                leader = LeaderElector(
+                    self.client,
+                    namespace=cfg.operator_namespace,
+                    name=cfg.lease_name,
+                    identity=self.identity,
+                    lease_duration=cfg.lease_duration,
+                    renew_deadline=cfg.renew_deadline,
+                    retry_period=cfg.retry_period,
+                )
+            # Built before the webhook server: admission reads the controller's caches.
+            self.controller = Controller(
+                self.client,
+                namespace=cfg.namespace,
+                gates=cfg.gates,
+                environment=self._environment(),
+                concurrency=cfg.concurrency,
+                leader=leader,
+            )
             if cfg.webhook_enabled:
                 handler = AdmissionHandler(
-                    self.client, self.rules, gates=cfg.gates, environment=self._environment()
+                    self.client,
+                    self.rules,
+                    gates=cfg.gates,
+                    environment=self._environment(),
+                    caches=self.controller.caches,
                 )
                 self.webhook = WebhookServer(handler)
                 self.webhook_port = await self.webhook.start(
@@ -547,25 +581,6 @@ class ClusterController:
                     cfg.metrics_port,
                     context if cfg.metrics_secure else None,
                 )
-            leader = None
-            if cfg.leader_elect:
-                leader = LeaderElector(
-                    self.client,
-                    namespace=cfg.operator_namespace,
-                    name=cfg.lease_name,
-                    identity=self.identity,
-                    lease_duration=cfg.lease_duration,
-                    renew_deadline=cfg.renew_deadline,
-                    retry_period=cfg.retry_period,
-                )
-            self.controller = Controller(
-                self.client,
-                namespace=cfg.namespace,
-                gates=cfg.gates,
-                environment=self._environment(),
-                concurrency=cfg.concurrency,
-                leader=leader,
-            )
             log.info(
                 "kubetrain controller: webhooks on %d, status server on %s, namespace %s",
                 self.webhook_port,

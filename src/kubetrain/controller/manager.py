@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -36,7 +37,7 @@ from kubetrain.kube.kinds import (
     TRAINJOB,
     Kind,
 )
-from kubetrain.kube.workqueue import QueueShutDown, RateLimit, WorkQueue
+from kubetrain.kube.workqueue import RateLimit, WorkQueue, work
 from kubetrain.runtime.config import Environment, FeatureGates
 from kubetrain.runtime.core import runtime_ref
 from kubetrain.runtime.defaults import OPERATOR_NAMESPACE
@@ -94,17 +95,26 @@ class Controller:
         self.ready = asyncio.Event()
         """Set once every cache is synced and the workers run."""
 
-        def informer(kind: Kind, keep: Callable[[Obj], bool] | None = None) -> Informer:
+        def informer(
+            kind: Kind,
+            keep: Callable[[Obj], bool] | None = None,
+            transform: Callable[[Obj], Obj] | None = None,
+        ) -> Informer:
             return Informer(
-                client, kind, namespace=namespace, watch_timeout=watch_timeout, keep=keep
+                client,
+                kind,
+                namespace=namespace,
+                watch_timeout=watch_timeout,
+                keep=keep,
+                transform=transform,
             )
 
         # Children are cached only when a TrainJob controls them: a cluster's other JobSets
         # and ConfigMaps are none of the controller's business and would only cost memory.
         self.caches = Caches(
             trainjobs=informer(TRAINJOB),
-            jobsets=informer(JOBSET, _trainjob_child),
-            configmaps=informer(CONFIGMAP, _trainjob_child_or_snapshot),
+            jobsets=informer(JOBSET, _trainjob_child, _jobset_as_read),
+            configmaps=informer(CONFIGMAP, _trainjob_child_or_snapshot, _configmap_as_read),
             training_runtimes=informer(TRAINING_RUNTIME),
             cluster_training_runtimes=informer(CLUSTER_TRAINING_RUNTIME),
         )
@@ -228,31 +238,26 @@ class Controller:
         return True
 
     async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except QueueShutDown:
-                return
-            started = time.monotonic()
-            outcome = "success"
-            try:
-                requeue = await self._dispatch(key)
-            except ReconcileError as err:
-                outcome = "error"
-                log.info("reconcile %s/%s/%s: %s", *key, err)
-                self.queue.add_rate_limited(key)
-            except Exception:
-                outcome = "error"
-                log.exception("reconcile %s/%s/%s crashed", *key)
-                self.queue.add_rate_limited(key)
-            else:
-                self.queue.forget(key)
-                if requeue is not None:
-                    outcome = "requeue_after"
-                    self.queue.add_after(key, requeue)
-            finally:
-                self.queue.done(key)
-                self.metrics.observe(key[0], outcome, time.monotonic() - started)
+        await work(self.queue, self._reconcile, self._failed)
+
+    async def _reconcile(self, key: Key) -> float | None:
+        """One reconcile of ``key``, timed and counted by outcome for ``/metrics``."""
+        started = time.monotonic()
+        try:
+            requeue = await self._dispatch(key)
+        except Exception:
+            self.metrics.observe(key[0], "error", time.monotonic() - started)
+            raise
+        outcome = "success" if requeue is None else "requeue_after"
+        self.metrics.observe(key[0], outcome, time.monotonic() - started)
+        return requeue
+
+    @staticmethod
+    def _failed(key: Key, err: Exception) -> None:
+        if isinstance(err, ReconcileError):
+            log.info("reconcile %s/%s/%s: %s", *key, err)
+        else:
+            log.error("reconcile %s/%s/%s crashed", *key, exc_info=err)
 
     async def _dispatch(self, key: Key) -> float | None:
         kind, namespace, name = key
@@ -283,6 +288,30 @@ def _trainjob_child_or_snapshot(obj: Obj) -> bool:
     # upstream does) instead of the controller silently taking it over.
     name = str(obj_at(obj, "metadata").get("name") or "")
     return _trainjob_child(obj) or name.endswith(SNAPSHOT_SUFFIX)
+
+
+def _jobset_as_read(obj: Obj) -> Obj:
+    """What the controller ever reads of a JobSet: metadata (ownership, resourceVersion),
+    ``spec.suspend`` (a running JobSet is never applied again) and status (the TrainJob's
+    status; the webhook's rule on active jobs). Its pod templates, most of its size, are never
+    read back: render builds the desired JobSet afresh each time."""
+    kept: Obj = {k: obj[k] for k in ("apiVersion", "kind", "metadata", "status") if k in obj}
+    spec = obj_at(obj, "spec")
+    if "suspend" in spec:
+        kept["spec"] = {"suspend": spec["suspend"]}
+    return kept
+
+
+def _configmap_as_read(obj: Obj) -> Obj:
+    """Of a child ConfigMap only metadata is read (ownership, the resourceVersion of the last
+    apply); only the runtime snapshot's data is read back, by render. Every job of a runtime
+    snapshots the same text, so the cache holds that text once (interned)."""
+    kept: Obj = {k: obj[k] for k in ("apiVersion", "kind", "metadata") if k in obj}
+    name = str(obj_at(obj, "metadata").get("name") or "")
+    if name.endswith(SNAPSHOT_SUFFIX) and "data" in obj:
+        data = obj_at(obj, "data")
+        kept["data"] = {k: sys.intern(v) if isinstance(v, str) else v for k, v in data.items()}
+    return kept
 
 
 async def run_controller(

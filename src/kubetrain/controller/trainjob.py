@@ -40,18 +40,21 @@ Divergences from upstream (trainer v2.3.0 pkg/controller/trainjob_controller.go)
   waits for it to go, instead of inheriting the old job's Complete/Failed.
 - ConfigMaps the cache already shows with the Plan's exact content are not re-applied
   (upstream sends the same apply on every reconcile).
+- The watch event of the controller's own write (an applied child, the status it wrote) queues
+  no reconcile when the write's answer carried nothing else (``Informer.observe(acted_on=)``);
+  upstream reconciles once more per such event and finds nothing to do.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import msgspec
 import yaml
 
 from kubetrain.api.access import as_dict, list_at, obj_at
@@ -111,6 +114,15 @@ class Caches:
     configmaps: Informer
     training_runtimes: Informer
     cluster_training_runtimes: Informer
+
+    def get(self, kind: Kind, name: str, namespace: str = "") -> Obj | None:
+        """The cached ``kind`` object, or None when no informer caches that kind or this
+        object (not yet, another namespace, not controlled by a TrainJob, or absent)."""
+        for informer in (self.training_runtimes, self.cluster_training_runtimes, self.jobsets,
+                         self.configmaps, self.trainjobs):  # fmt: skip
+            if informer.kind is kind:
+                return informer.get(name, namespace)
+        return None
 
 
 class _Permanent(Exception):
@@ -255,22 +267,27 @@ class TrainJobReconciler:
     async def _apply(self, trainjob: Obj, step: _Pass, outcome: Outcome) -> None:
         """Apply the Plan in a safe order; permanent failures raise ``_Permanent``, transient
         ones are kept in ``step.error`` so that status is still written this pass."""
-        objects = [
-            o
-            for o in outcome.objects
-            if self._may_apply(trainjob, step.jobset, o) and not self._already_live(o)
-        ]
-        objects.sort(key=lambda o: _APPLY_ORDER.get(str(o.get("kind")), 2))
+        pending: list[tuple[Obj, str]] = []
+        for obj in outcome.objects:
+            if self._may_apply(trainjob, step.jobset, obj):
+                fingerprint = _fingerprint(obj)
+                if not self._already_live(obj, fingerprint):
+                    pending.append((obj, fingerprint))
+        pending.sort(key=lambda p: _APPLY_ORDER.get(str(p[0].get("kind")), 2))
         had_jobset = step.jobset is not None
         try:
-            for obj in objects:
+            for obj, fingerprint in pending:
                 applied = await self._apply_one(obj, had_jobset)
-                self._remember_applied(obj, applied)
+                self._remember_applied(obj, fingerprint, applied)
                 if applied.get("kind") == JOBSET.kind:
+                    # This pass's status came from the JobSet's status before the apply: an
+                    # answer with another one (written meanwhile) must still be reconciled.
+                    seen = obj_at(applied, "status") == obj_at(step.jobset, "status")
                     step.jobset = applied
-                    self._caches.jobsets.observe(applied)
+                    self._caches.jobsets.observe(applied, acted_on=seen)
                 elif applied.get("kind") == CONFIGMAP.kind:
-                    self._caches.configmaps.observe(applied)
+                    # Only its metadata and a snapshot's data are read, and both are ours.
+                    self._caches.configmaps.observe(applied, acted_on=True)
         except ReconcileError as err:
             step.error = err
             self._events.record(trainjob, "Warning", CREATION_FAILED, _note(err))
@@ -280,7 +297,7 @@ class TrainJobReconciler:
             for warning in outcome.warnings:
                 self._events.record(trainjob, "Warning", "TrainJobRenderWarning", warning)
 
-    def _already_live(self, obj: Obj) -> bool:
+    def _already_live(self, obj: Obj, fingerprint: str) -> bool:
         """This exact object was applied by this controller and nobody changed it since (its
         resourceVersion is still the one our apply returned): applying it again would change
         nothing, so the request is saved. Upstream re-applies e.g. the MPI hostfile and TLS
@@ -295,15 +312,13 @@ class TrainJobReconciler:
         remembered = self._applied.get((kind, namespace, name))
         live = cache[kind].get(name, namespace)
         return (
-            remembered is not None
-            and live is not None
-            and remembered == (_rv(live), _fingerprint(obj))
+            remembered is not None and live is not None and remembered == (_rv(live), fingerprint)
         )
 
-    def _remember_applied(self, desired: Obj, applied: Obj) -> None:
+    def _remember_applied(self, desired: Obj, fingerprint: str, applied: Obj) -> None:
         meta = obj_at(desired, "metadata")
         key = (str(desired.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name")))
-        self._applied[key] = (_rv(applied), _fingerprint(desired))
+        self._applied[key] = (_rv(applied), fingerprint)
         if len(self._applied) > _APPLIED_MEMORY:
             del self._applied[next(iter(self._applied))]  # oldest first: dicts keep order
 
@@ -477,7 +492,11 @@ class TrainJobReconciler:
             raise ReconcileError(f"writing TrainJob status: {err}") from err
         except TRANSPORT_ERRORS as err:
             raise ReconcileError(f"writing TrainJob status: {err}") from err
-        self._caches.trainjobs.observe(written)
+        # Nothing but our own status change in the answer (no new spec, labels or conditions
+        # from anyone else): the watch event of that state has nothing left to reconcile.
+        ours = _own_status(obj_at(written, "status")) == _own_status(new)
+        acted_on = ours and _inputs(written) == _inputs(trainjob)
+        self._caches.trainjobs.observe(written, acted_on=acted_on)
 
     def _transition_events(self, trainjob: Obj, old: Obj, new: Obj, step: _Pass) -> None:
         if step.created_jobset and step.jobset is not None:
@@ -510,6 +529,24 @@ def _status_patch(old: Obj, new: Obj) -> Obj:
     return patch
 
 
+def _inputs(trainjob: Obj) -> tuple[object, ...]:
+    """What a reconcile reads of a TrainJob besides its status."""
+    meta = obj_at(trainjob, "metadata")
+    return (
+        meta.get("uid"),
+        meta.get("generation"),
+        meta.get("deletionTimestamp"),
+        meta.get("labels"),
+        meta.get("annotations"),
+        trainjob.get("spec"),
+    )
+
+
+def _own_status(status: Obj) -> Obj:
+    """A TrainJob status without ``trainerStatus``, which the status server writes."""
+    return {k: v for k, v in status.items() if k != "trainerStatus"}
+
+
 def _controller_owner(obj: Obj | None) -> Obj | None:
     for ref in list_at(obj, "metadata", "ownerReferences"):
         if ref.get("controller"):
@@ -531,7 +568,9 @@ def _rv(obj: Obj) -> str:
 
 
 def _fingerprint(obj: Obj) -> str:
-    return hashlib.sha1(json.dumps(obj, sort_keys=True).encode(), usedforsecurity=False).hexdigest()
+    # msgspec with sorted keys: the same digest for equal objects, at a fraction of json's cost.
+    text = msgspec.json.encode(obj, order="sorted")
+    return hashlib.sha1(text, usedforsecurity=False).hexdigest()
 
 
 def _sooner(a: float | None, b: float | None) -> float | None:

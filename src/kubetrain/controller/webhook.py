@@ -17,8 +17,6 @@ The mutating webhook answers with a base64 JSONPatch (``patchType: JSONPatch``).
 from __future__ import annotations
 
 import base64
-import copy
-import json
 import logging
 import ssl
 from collections import defaultdict
@@ -29,9 +27,11 @@ from typing import Any, Literal
 
 from aiohttp import web
 
+from kubetrain.api import codec
 from kubetrain.api.access import obj_at
 from kubetrain.api.errors import FieldError, aggregate_text
 from kubetrain.api.types import Obj
+from kubetrain.controller.trainjob import Caches
 from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
 from kubetrain.kube.kinds import (
     CLUSTER_TRAINING_RUNTIME,
@@ -246,16 +246,19 @@ def _answer(
         response["warnings"] = list(warnings)
     if patch:
         response["patchType"] = "JSONPatch"
-        response["patch"] = base64.b64encode(json.dumps(patch).encode()).decode()
+        response["patch"] = base64.b64encode(codec.dumps(patch)).decode()
     return {"apiVersion": ADMISSION_API_VERSION, "kind": "AdmissionReview", "response": response}
 
 
 class AdmissionHandler:
-    """Decides AdmissionReviews; reads the live objects a rule needs through ``client``.
+    """Decides AdmissionReviews; reads the live objects a rule needs.
 
-    A TrainJob's runtime (and on UPDATE its JobSet) is read from the API server on every
-    request, as upstream's webhook reads it from its cache: a runtime deleted a moment ago must
-    not admit a TrainJob.
+    A TrainJob's runtime (and on UPDATE its JobSet) comes from ``caches``, the informers the
+    reconciler reads, as upstream's webhook reads them from the manager's cache: admission then
+    costs the API server no request. An object the cache does not hold (not synced yet, a
+    namespace the controller does not watch, a runtime created a moment ago) is read from the
+    API server, so a missing runtime is only ever reported after the server confirmed it.
+    Without ``caches`` every such read goes to the API server.
     """
 
     def __init__(
@@ -265,8 +268,10 @@ class AdmissionHandler:
         *,
         gates: FeatureGates | None = None,
         environment: Environment | None = None,
+        caches: Caches | None = None,
     ) -> None:
         self._client = client
+        self._caches = caches
         self._rules = rules
         self._gates = gates
         self._environment = environment
@@ -303,7 +308,7 @@ class AdmissionHandler:
         old = old if isinstance(old, dict) and operation == "UPDATE" else None
         try:
             if webhook.mutating:
-                mutated = self._rules.mutate_trainjob(operation, copy.deepcopy(obj), old)
+                mutated = self._rules.mutate_trainjob(operation, codec.clone(obj), old)
                 return _answer(uid, allowed=True, patch=json_patch(obj, mutated))
             errors, warnings = await self._validate(webhook, operation, obj, old)
         except _Errored as err:
@@ -368,6 +373,10 @@ class AdmissionHandler:
         return None
 
     async def _get(self, kind: Kind, name: str, namespace: str | None) -> Obj | None:
+        if self._caches is not None:
+            cached = self._caches.get(kind, name, namespace or "")
+            if cached is not None:
+                return cached
         try:
             return await self._client.get(
                 kind.api_version,
@@ -433,8 +442,8 @@ class WebhookServer:
                 status=415,
             )
         try:
-            review = json.loads(await request.read())
-        except ValueError as err:
+            review = codec.loads(await request.read())
+        except codec.DecodeError as err:
             return web.json_response(
                 _answer("", allowed=False, code=400, message=f"undecodable AdmissionReview: {err}"),
                 status=400,
@@ -448,4 +457,4 @@ class WebhookServer:
                 response["uid"],
                 response["status"].get("message"),
             )
-        return web.json_response(answer)
+        return web.Response(body=codec.dumps(answer), content_type="application/json")

@@ -19,6 +19,7 @@ import contextlib
 import ssl
 import urllib.parse
 import urllib.request
+from collections import defaultdict
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from dataclasses import dataclass
 from os import PathLike
@@ -224,6 +225,9 @@ class _Http:
         self._proxy = _proxy_for(self._server)
         self._session: aiohttp.ClientSession | None = None
         self._closed = False
+        self.host = urllib.parse.urlsplit(self._server).netloc
+        # (method, status code) → requests answered: client-go's rest_client_requests_total.
+        self.requests: dict[tuple[str, int], int] = defaultdict(int)
 
     def _open(self) -> aiohttp.ClientSession:
         if self._closed:
@@ -274,6 +278,7 @@ class _Http:
                 method, self._server + path, params=params, data=content, headers=sent,
                 proxy=self._proxy, **options,
             ) as resp:  # fmt: skip
+                self.requests[(method, resp.status)] += 1
                 if resp.status == 401 and not renew and self._auth.renewable:
                     continue
                 yield resp
@@ -367,6 +372,11 @@ class KubeClient:
 
     async def close(self) -> None:
         await self._http.close()
+
+    def request_counts(self) -> dict[tuple[str, str, int], int]:
+        """``(host, method, status code)`` → requests this client has had answered (a watch
+        counts once, when it starts), for a process's ``/metrics``."""
+        return {(self._http.host, m, code): n for (m, code), n in self._http.requests.items()}
 
     async def _request(
         self,

@@ -65,11 +65,19 @@ class Informer:
         watch_timeout: int = 300,
         backoff: Backoff | None = None,
         keep: Callable[[Obj], bool] | None = None,
+        transform: Callable[[Obj], Obj] | None = None,
     ) -> None:
         """``keep``: only objects it accepts are cached and reported (an object that stops
-        being accepted is reported as DELETED); e.g. only ConfigMaps a TrainJob controls."""
+        being accepted is reported as DELETED); e.g. only ConfigMaps a TrainJob controls.
+        ``transform``: what the cache keeps of each object (after ``metadata.managedFields`` is
+        dropped), for a caller that reads only a few fields of a large kind; it must keep
+        ``metadata`` (keys, ``keep`` and resourceVersions read it). ``get``, ``items`` and the
+        handlers all see the transformed object."""
         self.kind = kind
+        self._transform = transform
         self._keep = keep or (lambda _obj: True)
+        # key → resourceVersion of a state the caller has acted on (observe(acted_on=True)).
+        self._acted_on: dict[tuple[str, str], str] = {}
         self._client = client
         self._namespace = namespace if kind.namespaced else None
         self._selector = label_selector
@@ -94,15 +102,24 @@ class Informer:
     def get(self, name: str, namespace: str = "") -> Obj | None:
         return self._store.get((namespace if self.kind.namespaced else "", name))
 
-    def observe(self, obj: Obj) -> None:
+    def observe(self, obj: Obj, *, acted_on: bool = False) -> None:
         """Take an object the controller just wrote, so the next reconcile does not act on the
-        older cached copy before the watch delivers it (no handlers run; the watch event will)."""
+        older cached copy before the watch delivers it (no handlers run; the watch event will).
+
+        ``acted_on``: the caller already acted on exactly this state (its own write, and the
+        answer carries nothing it had not seen), so when the watch brings this resourceVersion
+        back the handlers do not run either: that event would only queue a reconcile with
+        nothing to do. Any other event for the object runs them as usual.
+        """
         if not self._keep(obj):
             return
         key = object_key(obj)
         cached = self._store.get(key)
         if cached is None or _newer(obj, cached):
-            self._store[key] = _slim(obj)
+            self._store[key] = self._shape(obj)
+        rv = _rv_of(obj)
+        if acted_on and rv:
+            self._acted_on[key] = rv
 
     def forget(self, obj: Obj) -> None:
         """Drop an object the controller just deleted (its DELETED event will follow)."""
@@ -150,10 +167,11 @@ class Informer:
             label_selector=self._selector,
         )
         self.lists += 1
-        fresh = {object_key(o): _slim(o) for o in items if self._keep(o)}
+        fresh = {object_key(o): self._shape(o) for o in items if self._keep(o)}
         gone = [o for k, o in self._store.items() if k not in fresh]
         old = self._store
         self._store = fresh
+        self._acted_on.clear()  # a relist reports by resourceVersion itself
         self._rv = rv or None
         for obj in gone:
             self._notify("DELETED", obj)
@@ -182,16 +200,26 @@ class Informer:
             if rv:
                 self._rv = rv
             key = object_key(obj)
-            obj = _slim(obj)
+            obj = self._shape(obj)
+            acted_on = self._acted_on.get(key)
+            if acted_on is not None and (
+                event_type == "DELETED" or acted_on == rv or not _later(acted_on, rv)
+            ):
+                del self._acted_on[key]  # kept only while older events are still coming
             if event_type == "DELETED":
                 if self._store.pop(key, None) is not None or self._keep(obj):
                     self._notify(event_type, obj)
             elif event_type in ("ADDED", "MODIFIED"):
                 if self._keep(obj):
                     self._store[key] = obj
-                    self._notify(event_type, obj)
+                    if not rv or acted_on != rv:
+                        self._notify(event_type, obj)
                 elif self._store.pop(key, None) is not None:
                     self._notify("DELETED", obj)
+
+    def _shape(self, obj: Obj) -> Obj:
+        slim = _slim(obj)
+        return slim if self._transform is None else self._transform(slim)
 
     def _notify(self, event_type: str, obj: Obj) -> None:
         for handler in self._handlers:
@@ -215,8 +243,11 @@ def _rv_of(obj: Obj) -> str:
 
 
 def _newer(a: Obj, b: Obj) -> bool:
+    return _later(_rv_of(a), _rv_of(b))
+
+
+def _later(ra: str, rb: str) -> bool:
     # resourceVersions are opaque, but every server we talk to uses integers; if not, trust `a`.
-    ra, rb = _rv_of(a), _rv_of(b)
     if ra.isdigit() and rb.isdigit():
         return int(ra) > int(rb)
     return True
