@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
-
 from controller_plane import PrivateServer, eventually
 
 from kubetrain.api.types import Obj
