@@ -31,7 +31,9 @@ from generator import REPO
 
 sys.path.insert(0, str(REPO / "src"))
 
-from kubetrain.api import core, labels, markers, types
+from kubetrain.api import core, markers, types
+from kubetrain.kube import kinds
+from kubetrain.kube.kinds import Kind
 
 __all__ = ["K8S_VERSION", "build_crds", "main"]
 
@@ -312,16 +314,18 @@ def _root(builder: SchemaBuilder, td: Any, kind: str, description: str) -> Schem
 
 
 def _crd(
-    group: str,
-    version: str,
-    kind: str,
-    plural: str,
-    scope: str,
-    schema: Schema,
+    builder: SchemaBuilder,
+    of: Kind,
+    td: Any,
+    description: str,
     *,
     status: bool,
     columns: list[Schema] | None = None,
 ) -> Schema:
+    """The CRD of kind ``of`` (names from the kind table) whose schema is the TypedDict ``td``."""
+    group, _, version = of.api_version.rpartition("/")
+    kind, plural = of.kind, of.plural
+    schema = _root(builder, td, kind, description)
     ver: Schema = {}
     if columns:
         ver["additionalPrinterColumns"] = columns
@@ -346,7 +350,7 @@ def _crd(
                 "plural": plural,
                 "singular": kind.lower(),
             },
-            "scope": scope,
+            "scope": "Namespaced" if of.namespaced else "Cluster",
             "versions": [ver],
         },
     }
@@ -355,14 +359,11 @@ def _crd(
 def build_crds(version: str = K8S_VERSION) -> list[Schema]:
     """The four CRDs, in a fixed order: TrainJob, TrainingRuntime, ClusterTrainingRuntime, JobSet."""
     b = SchemaBuilder(OpenAPIConverter(version))
-    g, v = labels.TRAINER_GROUP, labels.TRAINER_VERSION
     trainjob = _crd(
-        g,
-        v,
-        labels.TRAINJOB_KIND,
-        "trainjobs",
-        "Namespaced",
-        _root(b, types.TrainJob, "TrainJob", "A training job: a runtime reference plus overrides."),
+        b,
+        kinds.TRAINJOB,
+        types.TrainJob,
+        "A training job: a runtime reference plus overrides.",
         status=True,
         # kubectl shows the type of the last condition as the job's state.
         columns=[
@@ -372,30 +373,16 @@ def build_crds(version: str = K8S_VERSION) -> list[Schema]:
     )
     runtime_doc = "A blueprint for TrainJobs: ML policy, gang-scheduling policy, JobSet template."
     training_runtime = _crd(
-        g,
-        v,
-        labels.TRAINING_RUNTIME_KIND,
-        "trainingruntimes",
-        "Namespaced",
-        _root(b, types.TrainingRuntime, "TrainingRuntime", runtime_doc),
-        status=False,
+        b, kinds.TRAINING_RUNTIME, types.TrainingRuntime, runtime_doc, status=False
     )
     cluster_runtime = _crd(
-        g,
-        v,
-        labels.CLUSTER_TRAINING_RUNTIME_KIND,
-        "clustertrainingruntimes",
-        "Cluster",
-        _root(b, types.ClusterTrainingRuntime, "ClusterTrainingRuntime", runtime_doc),
-        status=False,
+        b, kinds.CLUSTER_TRAINING_RUNTIME, types.ClusterTrainingRuntime, runtime_doc, status=False
     )
     jobset = _crd(
-        labels.JOBSET_GROUP,
-        labels.JOBSET_VERSION,
-        labels.JOBSET_KIND,
-        "jobsets",
-        "Namespaced",
-        _root(b, types.JobSet, "JobSet", "A group of Jobs run as one unit."),
+        b,
+        kinds.JOBSET,
+        types.JobSet,
+        "A group of Jobs run as one unit.",
         status=True,
         columns=[
             {
