@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from conftest import CONFIGMAPS, JOBSETS, Plane, condition, eventually
+from conftest import JOBSETS, Plane, condition, eventually
 from kubetrain.api.types import Obj
 
 pytest.importorskip("kubeflow.trainer")
@@ -51,15 +51,7 @@ async def test_the_sdk_reads_a_completed_job_and_its_events(plane: Plane) -> Non
 
 
 async def test_the_sdk_sees_a_job_that_cannot_render_as_failed(plane: Plane) -> None:
-    await plane.kube.create(
-        *CONFIGMAPS,
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "tj-runtime-snapshot", "namespace": plane.namespace},
-            "data": {"runtime": "kind: Nothing"},
-        },
-    )
+    await plane.spoil_snapshot("tj")
     await plane.start_controller()
     await plane.create_trainjob("tj")
     await eventually(lambda: _status(plane, "tj", "Failed"), what="Failed")
