@@ -26,3 +26,15 @@ def module_daemon(
         yield home
     finally:
         stop_daemon(home, kill_pods=True)
+
+
+def per_test_daemon(tmp_path: Path) -> Iterator[Path]:
+    """The body of a test-scoped ``home`` fixture: a KUBETRAIN_HOME whose daemon, if the test
+    started one, is stopped with its pods killed after the test."""
+    from kubetrain.local.daemon import stop_daemon
+
+    path = tmp_path / "home"
+    try:
+        yield path
+    finally:
+        stop_daemon(path, kill_pods=True, timeout=10)
