@@ -20,66 +20,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
-VENV_BIN = Path(sys.executable).parent
-KUBETRAIN = str(VENV_BIN / "kubetrain")
-TORCHRUN = str(VENV_BIN / "torchrun")
-
-SCRIPT = textwrap.dedent(
-    """\
-    import os, torch, torch.distributed as dist
-    from torch import nn
-    dist.init_process_group("gloo")
-    rank = dist.get_rank()
-    torch.manual_seed(0)
-    model = nn.parallel.DistributedDataParallel(nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 1)))
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    g = torch.Generator().manual_seed(rank)
-    x, y = torch.randn(64, 64, generator=g), torch.randn(64, 1, generator=g)
-    for step in range(int(os.environ.get("STEPS", "400"))):
-        opt.zero_grad()
-        loss = nn.functional.mse_loss(model(x), y)
-        loss.backward()
-        opt.step()
-        if step == 0 and rank == 0:
-            print("first step", flush=True)
-    if rank == 0:
-        print(f"done loss {loss.item():.4f}", flush=True)
-    dist.barrier()
-    dist.destroy_process_group()
-    """
-)
-
-
-def trainjob(name: str, steps: int) -> str:
-    body = textwrap.indent(SCRIPT, " " * 8)
-    return f"""\
-apiVersion: trainer.kubeflow.org/v1alpha1
-kind: TrainJob
-metadata:
-  name: {name}
-spec:
-  runtimeRef:
-    name: torch-distributed
-  trainer:
-    numNodes: 1
-    numProcPerNode: 4
-    env:
-      - name: STEPS
-        value: "{steps}"
-      - name: OMP_NUM_THREADS
-        value: "1"
-    command:
-      - bash
-      - -c
-      - |
-        cat > /tmp/bench.py <<'PY'
-{body}        PY
-        exec torchrun /tmp/bench.py
-"""
+from torch_jobs import KUBETRAIN, SCRIPT, TORCHRUN, trainjob
 
 
 def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -130,7 +74,7 @@ def main() -> None:
                     [KUBETRAIN, "daemon", "stop"], env=env, check=True, capture_output=True
                 )
             job = work / f"{mode}-{i}.yaml"
-            job.write_text(trainjob(f"bench-{mode}-{i}", args.steps))
+            job.write_text(trainjob(f"bench-{mode}-{i}", args.steps, nodes=1, procs_per_node=4))
             results[mode].append(timed([KUBETRAIN, "run", "-f", str(job)], env))
             subprocess.run([KUBETRAIN, "delete", f"bench-{mode}-{i}"], env=env, capture_output=True)
         print(

@@ -18,16 +18,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
-from launch import SCRIPT
+from torch_jobs import KUBETRAIN, trainjob
 
 from kubetrain.local.sandbox import PodNetwork, bridge_address, network_probe
-
-VENV_BIN = Path(sys.executable).parent
-KUBETRAIN = str(VENV_BIN / "kubetrain")
 
 
 def setup_cost(pods: int) -> None:
@@ -53,39 +49,11 @@ def setup_cost(pods: int) -> None:
     )
 
 
-def trainjob(name: str, steps: int) -> str:
-    body = textwrap.indent(SCRIPT, " " * 8)
-    return f"""\
-apiVersion: trainer.kubeflow.org/v1alpha1
-kind: TrainJob
-metadata:
-  name: {name}
-spec:
-  runtimeRef:
-    name: torch-distributed
-  trainer:
-    numNodes: 2
-    numProcPerNode: 1
-    env:
-      - name: STEPS
-        value: "{steps}"
-      - name: OMP_NUM_THREADS
-        value: "1"
-    command:
-      - bash
-      - -c
-      - |
-        cat > /tmp/bench.py <<'PY'
-{body}        PY
-        exec torchrun /tmp/bench.py
-"""
-
-
 def run_jobs(names: list[str], steps: int, work: Path, env: dict[str, str]) -> float:
     files = []
     for name in names:
         path = work / f"{name}.yaml"
-        path.write_text(trainjob(name, steps))
+        path.write_text(trainjob(name, steps, nodes=2, procs_per_node=1))
         files.append(path)
     start = time.perf_counter()
     procs = [

@@ -68,3 +68,28 @@ def jobset_crd() -> Path:
     if found is not None:
         return found
     return REPO / "src" / "kubetrain" / "api" / "crds" / "jobset.x-k8s.io_jobsets.yaml"
+
+
+def unknown_fields(obj: Any, schema: dict[str, Any], path: str = "") -> list[str]:
+    """Fields of ``obj`` that a structural ``schema`` would prune silently (jsonschema does not
+    flag them), as paths such as ``.spec.trainer.x``."""
+    if isinstance(obj, dict):
+        props = schema.get("properties")
+        if props is None:
+            extra = schema.get("additionalProperties")
+            sub = extra if isinstance(extra, dict) else {}
+            return [e for k, v in obj.items() for e in unknown_fields(v, sub, f"{path}.{k}")]
+        out = [f"{path}.{k}" for k in obj if k not in props]
+        return out + [
+            e
+            for k, v in obj.items()
+            if k in props
+            for e in unknown_fields(v, props[k], f"{path}.{k}")
+        ]
+    if isinstance(obj, list):
+        return [
+            e
+            for i, v in enumerate(obj)
+            for e in unknown_fields(v, schema.get("items", {}), f"{path}[{i}]")
+        ]
+    return []

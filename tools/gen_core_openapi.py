@@ -15,25 +15,16 @@ Output (committed): ``src/kubetrain/api/core_openapi.json``, read by
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+import generator
+from generator import REPO
+
 OUT = REPO / "src" / "kubetrain" / "api" / "core_openapi.json"
 VERSION = "1.32.0"  # kubetrain.local.apiserver.discovery.KUBE_VERSION
 _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
-
-
-def _definitions() -> dict[str, Any]:
-    import kubernetes_validate  # type: ignore[import-untyped]  # ships no type hints
-
-    base = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
-    data = json.loads((base / f"v{VERSION}-local" / "_definitions.json").read_text())
-    defs: dict[str, Any] = data["$defs"]
-    return defs
 
 
 def _openapi(node: Any) -> Any:
@@ -92,22 +83,16 @@ def build(defs: dict[str, Any]) -> dict[str, Any]:
 
 
 def render() -> str:
-    return json.dumps(build(_definitions()), separators=(",", ":"), sort_keys=True) + "\n"
+    return (
+        json.dumps(
+            build(generator.kube_definitions(VERSION)), separators=(",", ":"), sort_keys=True
+        )
+        + "\n"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if the committed file is stale")
-    args = parser.parse_args(argv)
-    text = render()
-    if args.check:
-        if not OUT.is_file() or OUT.read_text() != text:
-            print(f"{OUT} is stale: run tools/gen_core_openapi.py", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text)
-    print(f"wrote {OUT.relative_to(REPO)}")
-    return 0
+    return generator.main(argv, doc=__doc__, out=OUT.parent, render=lambda: {OUT.name: render()})
 
 
 if __name__ == "__main__":

@@ -19,20 +19,21 @@ descriptions: what the package reads at run time). Run: ``.venv/bin/python tools
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 import sys
 import typing
-from pathlib import Path
 from typing import Any
 
+import generator
 import yaml
+from generator import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-from kubetrain.api import core, labels, markers, types  # noqa: E402
+from kubetrain.api import core, markers, types
+from kubetrain.kube import kinds
+from kubetrain.kube.kinds import Kind
 
 __all__ = ["K8S_VERSION", "build_crds", "main"]
 
@@ -50,34 +51,23 @@ _DNS_LABEL_PREFIX = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0
 # Facts from Kubernetes' Go markers (+default, +structType=atomic inherited through embedding,
 # kubebuilder validations on metav1.Condition) that the OpenAPI v2 definitions do not carry.
 # definition -> {"": object-level keys, property: keys to merge into that property}.
+# LocalObjectReference's `name` defaults to ""; the types embedding it take that default, and
+# its +structType=atomic too where the definitions lose it.
+_NAMED: dict[str, Schema] = {"name": {"default": ""}}
+_ATOMIC_NAMED: dict[str, Schema] = {"": {"x-kubernetes-map-type": "atomic"}, **_NAMED}
 GO_MARKERS: dict[str, dict[str, Schema]] = {
-    "io.k8s.api.core.v1.LocalObjectReference": {"name": {"default": ""}},
-    "io.k8s.api.core.v1.ConfigMapKeySelector": {"name": {"default": ""}},
-    "io.k8s.api.core.v1.SecretKeySelector": {"name": {"default": ""}},
+    "io.k8s.api.core.v1.LocalObjectReference": _NAMED,
+    "io.k8s.api.core.v1.ConfigMapKeySelector": _NAMED,
+    "io.k8s.api.core.v1.SecretKeySelector": _NAMED,
     "io.k8s.api.core.v1.SecretReference": {},
     "io.k8s.api.core.v1.FileKeySelector": {"optional": {"default": False}},
     "io.k8s.api.core.v1.GRPCAction": {"service": {"default": ""}},
     "io.k8s.api.core.v1.ContainerPort": {"protocol": {"default": "TCP"}},
-    "io.k8s.api.core.v1.ConfigMapEnvSource": {
-        "": {"x-kubernetes-map-type": "atomic"},
-        "name": {"default": ""},
-    },
-    "io.k8s.api.core.v1.SecretEnvSource": {
-        "": {"x-kubernetes-map-type": "atomic"},
-        "name": {"default": ""},
-    },
-    "io.k8s.api.core.v1.ConfigMapVolumeSource": {
-        "": {"x-kubernetes-map-type": "atomic"},
-        "name": {"default": ""},
-    },
-    "io.k8s.api.core.v1.ConfigMapProjection": {
-        "": {"x-kubernetes-map-type": "atomic"},
-        "name": {"default": ""},
-    },
-    "io.k8s.api.core.v1.SecretProjection": {
-        "": {"x-kubernetes-map-type": "atomic"},
-        "name": {"default": ""},
-    },
+    "io.k8s.api.core.v1.ConfigMapEnvSource": _ATOMIC_NAMED,
+    "io.k8s.api.core.v1.SecretEnvSource": _ATOMIC_NAMED,
+    "io.k8s.api.core.v1.ConfigMapVolumeSource": _ATOMIC_NAMED,
+    "io.k8s.api.core.v1.ConfigMapProjection": _ATOMIC_NAMED,
+    "io.k8s.api.core.v1.SecretProjection": _ATOMIC_NAMED,
     "io.k8s.api.core.v1.AzureDiskVolumeSource": {
         "fsType": {"default": "ext4"},
         "readOnly": {"default": False},
@@ -131,11 +121,7 @@ class OpenAPIConverter:
     """Inline Kubernetes OpenAPI definitions into structural CRD schemas."""
 
     def __init__(self, version: str = K8S_VERSION) -> None:
-        import kubernetes_validate  # type: ignore[import-untyped]  # ships no type hints
-
-        base = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
-        path = base / f"v{version}-local" / "_definitions.json"
-        self.defs: dict[str, Schema] = json.loads(path.read_text())["$defs"]
+        self.defs: dict[str, Schema] = generator.kube_definitions(version)
         self.cache: dict[str, Schema] = {}
 
     def definition(self, name: str) -> Schema:
@@ -328,16 +314,18 @@ def _root(builder: SchemaBuilder, td: Any, kind: str, description: str) -> Schem
 
 
 def _crd(
-    group: str,
-    version: str,
-    kind: str,
-    plural: str,
-    scope: str,
-    schema: Schema,
+    builder: SchemaBuilder,
+    of: Kind,
+    td: Any,
+    description: str,
     *,
     status: bool,
     columns: list[Schema] | None = None,
 ) -> Schema:
+    """The CRD of kind ``of`` (names from the kind table) whose schema is the TypedDict ``td``."""
+    group, _, version = of.api_version.rpartition("/")
+    kind, plural = of.kind, of.plural
+    schema = _root(builder, td, kind, description)
     ver: Schema = {}
     if columns:
         ver["additionalPrinterColumns"] = columns
@@ -362,7 +350,7 @@ def _crd(
                 "plural": plural,
                 "singular": kind.lower(),
             },
-            "scope": scope,
+            "scope": "Namespaced" if of.namespaced else "Cluster",
             "versions": [ver],
         },
     }
@@ -371,14 +359,11 @@ def _crd(
 def build_crds(version: str = K8S_VERSION) -> list[Schema]:
     """The four CRDs, in a fixed order: TrainJob, TrainingRuntime, ClusterTrainingRuntime, JobSet."""
     b = SchemaBuilder(OpenAPIConverter(version))
-    g, v = labels.TRAINER_GROUP, labels.TRAINER_VERSION
     trainjob = _crd(
-        g,
-        v,
-        labels.TRAINJOB_KIND,
-        "trainjobs",
-        "Namespaced",
-        _root(b, types.TrainJob, "TrainJob", "A training job: a runtime reference plus overrides."),
+        b,
+        kinds.TRAINJOB,
+        types.TrainJob,
+        "A training job: a runtime reference plus overrides.",
         status=True,
         # kubectl shows the type of the last condition as the job's state.
         columns=[
@@ -388,30 +373,16 @@ def build_crds(version: str = K8S_VERSION) -> list[Schema]:
     )
     runtime_doc = "A blueprint for TrainJobs: ML policy, gang-scheduling policy, JobSet template."
     training_runtime = _crd(
-        g,
-        v,
-        labels.TRAINING_RUNTIME_KIND,
-        "trainingruntimes",
-        "Namespaced",
-        _root(b, types.TrainingRuntime, "TrainingRuntime", runtime_doc),
-        status=False,
+        b, kinds.TRAINING_RUNTIME, types.TrainingRuntime, runtime_doc, status=False
     )
     cluster_runtime = _crd(
-        g,
-        v,
-        labels.CLUSTER_TRAINING_RUNTIME_KIND,
-        "clustertrainingruntimes",
-        "Cluster",
-        _root(b, types.ClusterTrainingRuntime, "ClusterTrainingRuntime", runtime_doc),
-        status=False,
+        b, kinds.CLUSTER_TRAINING_RUNTIME, types.ClusterTrainingRuntime, runtime_doc, status=False
     )
     jobset = _crd(
-        labels.JOBSET_GROUP,
-        labels.JOBSET_VERSION,
-        labels.JOBSET_KIND,
-        "jobsets",
-        "Namespaced",
-        _root(b, types.JobSet, "JobSet", "A group of Jobs run as one unit."),
+        b,
+        kinds.JOBSET,
+        types.JobSet,
+        "A group of Jobs run as one unit.",
         status=True,
         columns=[
             {
@@ -483,30 +454,9 @@ def render(crds: list[Schema]) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--check", action="store_true", help="fail if the committed output is stale"
+    return generator.main(
+        argv, doc=__doc__, out=OUT, render=lambda: render(build_crds()), prune=True
     )
-    parser.add_argument("--out", type=Path, default=OUT)
-    args = parser.parse_args(argv)
-    files = render(build_crds())
-    for old in sorted(args.out.glob("*")):
-        if old.name not in files and not args.check:
-            old.unlink()  # a file this generator no longer writes
-    stale = [
-        n
-        for n, text in files.items()
-        if not (args.out / n).is_file() or (args.out / n).read_text() != text
-    ]
-    if args.check:
-        for n in stale:
-            print(f"stale: {args.out / n}", file=sys.stderr)
-        return 1 if stale else 0
-    args.out.mkdir(parents=True, exist_ok=True)
-    for n, text in files.items():
-        (args.out / n).write_text(text)
-    print(f"wrote {len(files)} files to {args.out} ({len(stale)} changed)")
-    return 0
 
 
 if __name__ == "__main__":

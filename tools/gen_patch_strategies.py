@@ -16,25 +16,16 @@ Output (committed): ``src/kubetrain/api/patch_strategies.json``, read by
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+import generator
+from generator import REPO
+
 OUT = REPO / "src" / "kubetrain" / "api" / "patch_strategies.json"
 # The release whose API the local engine claims (kubetrain.local.apiserver.discovery.KUBE_VERSION).
 VERSION = "1.32.0"
-
-
-def _definitions(version: str) -> dict[str, Any]:
-    import kubernetes_validate  # type: ignore[import-untyped]  # ships no type hints
-
-    base = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
-    data = json.loads((base / f"v{version}-local" / "_definitions.json").read_text())
-    defs: dict[str, Any] = data["$defs"]
-    return defs
 
 
 def _ref(schema: dict[str, Any]) -> str | None:
@@ -94,22 +85,11 @@ def build(defs: dict[str, Any]) -> dict[str, Any]:
 
 
 def render() -> str:
-    return json.dumps(build(_definitions(VERSION)), indent=1, sort_keys=True) + "\n"
+    return json.dumps(build(generator.kube_definitions(VERSION)), indent=1, sort_keys=True) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if the committed file is stale")
-    args = parser.parse_args(argv)
-    text = render()
-    if args.check:
-        if not OUT.is_file() or OUT.read_text() != text:
-            print(f"{OUT} is stale: run tools/gen_patch_strategies.py", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text)
-    print(f"wrote {OUT.relative_to(REPO)}")
-    return 0
+    return generator.main(argv, doc=__doc__, out=OUT.parent, render=lambda: {OUT.name: render()})
 
 
 if __name__ == "__main__":

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from daemons import module_daemon
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "torch-ddp" / "trainjob.yaml"
 
@@ -30,14 +32,7 @@ sys.exit(m.main(sys.argv[1:]))
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    from kubetrain.local.daemon import start_daemon, stop_daemon
-
-    home = tmp_path_factory.mktemp("kthome")
-    start_daemon(home)
-    try:
-        yield home
-    finally:
-        stop_daemon(home, kill_pods=True)
+    yield from module_daemon(tmp_path_factory)
 
 
 def kubetrain(home: Path, *argv: str, **popen: object) -> subprocess.Popen[str]:

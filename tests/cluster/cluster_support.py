@@ -4,9 +4,12 @@ the same rules the webhook server applies."""
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import ssl
 import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +17,7 @@ from typing import Any
 from aiohttp import web
 from lightkube.config.kubeconfig import KubeConfig
 
+from kubetrain.controller.cluster import ControllerConfig
 from kubetrain.kube.client import ApiError, KubeClient, connect
 from kubetrain.local.apiserver import ApiServer
 
@@ -23,6 +27,64 @@ TRAINER = "trainer.kubeflow.org/v1alpha1"
 
 def client_for(server: ApiServer) -> KubeClient:
     return connect(KubeConfig.from_dict(server.kubeconfig()))
+
+
+@asynccontextmanager
+async def embedded_server(
+    tmp_path: Path, crds: list[Obj], **options: Any
+) -> AsyncIterator[ApiServer]:
+    """The embedded API server with kubetrain's CRDs, admission and default runtimes, as a
+    cluster with kubetrain installed serves them; ``options`` add to (or replace) those."""
+    from kubetrain.runtime.admission import TrainerAdmission
+    from kubetrain.runtime.defaults import default_runtimes
+
+    server = ApiServer(
+        tmp_path / "home",
+        **{
+            "crds": crds,
+            "admission": TrainerAdmission(),
+            "seed_objects": default_runtimes,
+            "in_memory": True,
+            "bookmark_interval": 0.5,
+            **options,
+        },
+    )
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.close()
+
+
+def controller_config(tmp_path: Path) -> ControllerConfig:
+    """The cluster controller on loopback, every port picked by the system, and leader
+    election and CA refresh fast enough for a test."""
+    return ControllerConfig(
+        namespace="default",
+        webhook_host="127.0.0.1",
+        webhook_port=0,
+        status_port=0,
+        metrics_host="127.0.0.1",
+        metrics_port=0,
+        health_host="127.0.0.1",
+        health_port=0,
+        cert_dir=tmp_path / "certs",
+        lease_duration=2.0,
+        renew_deadline=1.5,
+        retry_period=0.5,
+        ca_refresh_s=0.2,
+    )
+
+
+async def eventually(probe: Callable[[], Awaitable[Any]], timeout: float = 15.0) -> Any:
+    """The first truthy answer of ``probe``, asked every 50 ms."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        value = await probe()
+        if value:
+            return value
+        await asyncio.sleep(0.05)
+    raise AssertionError("timed out")
 
 
 def trusting(ca_pem: str) -> ssl.SSLContext:

@@ -6,11 +6,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from cluster_support import client_for
+from cluster_support import client_for, embedded_server
 
 from kubetrain.kube.client import KubeClient
 from kubetrain.local.apiserver import ApiServer
-from kubetrain.runtime.admission import TrainerAdmission
 
 
 @pytest.fixture(scope="session")
@@ -22,21 +21,8 @@ def crds() -> list[dict[str, object]]:
 
 @pytest.fixture
 async def apiserver(tmp_path: Path, crds: list[dict[str, object]]) -> AsyncIterator[ApiServer]:
-    from kubetrain.runtime.defaults import default_runtimes
-
-    server = ApiServer(
-        tmp_path / "home",
-        crds=crds,
-        admission=TrainerAdmission(),
-        seed_objects=default_runtimes,
-        in_memory=True,
-        bookmark_interval=0.5,
-    )
-    await server.start()
-    try:
+    async with embedded_server(tmp_path, crds) as server:
         yield server
-    finally:
-        await server.close()
 
 
 @pytest.fixture

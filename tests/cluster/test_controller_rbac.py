@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_support import client_for, loopback_controller_pod
+from cluster_support import client_for, controller_config, eventually, loopback_controller_pod
 from lightkube.config.kubeconfig import KubeConfig
 
 from kubetrain.cli.cmd_controller import admission_rules
-from kubetrain.controller.cluster import ClusterController, ControllerConfig
+from kubetrain.controller.cluster import ClusterController
 from kubetrain.controller.deploy import NAME, NAMESPACE, install_objects
 from kubetrain.kube.client import ApiError, KubeClient, connect
 from kubetrain.local.apiserver import ApiServer
@@ -75,34 +75,6 @@ async def _install(admin: KubeClient, server: ApiServer, drop_rule: str | None) 
     return connect(KubeConfig.from_dict(config))
 
 
-def _config(tmp_path: Path) -> ControllerConfig:
-    return ControllerConfig(
-        namespace="default",
-        webhook_host="127.0.0.1",
-        webhook_port=0,
-        status_port=0,
-        metrics_host="127.0.0.1",
-        metrics_port=0,
-        health_host="127.0.0.1",
-        health_port=0,
-        cert_dir=tmp_path / "certs",
-        lease_duration=2.0,
-        renew_deadline=1.5,
-        retry_period=0.5,
-        ca_refresh_s=0.2,
-    )
-
-
-async def _eventually(probe: Any, timeout: float = 20.0) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while asyncio.get_running_loop().time() < deadline:
-        value = await probe()
-        if value:
-            return value
-        await asyncio.sleep(0.1)
-    raise AssertionError("timed out")
-
-
 @pytest.mark.parametrize(
     ("drop_rule", "refusal"),
     [
@@ -129,7 +101,7 @@ async def test_the_controller_under_its_service_account(
 ) -> None:
     admin = client_for(server)
     controller_client = await _install(admin, server, drop_rule)
-    process = ClusterController(controller_client, _config(tmp_path), admission_rules())
+    process = ClusterController(controller_client, controller_config(tmp_path), admission_rules())
     stop = asyncio.Event()
     task = asyncio.create_task(process.run(stop))
     caplog.set_level(logging.WARNING)
@@ -138,7 +110,7 @@ async def test_the_controller_under_its_service_account(
         async def serving() -> bool:
             return process.webhook_port > 0
 
-        await _eventually(serving)
+        await eventually(serving, timeout=20.0)
         await loopback_controller_pod(admin, process.webhook_port)
 
         async def created() -> bool:
@@ -148,7 +120,7 @@ async def test_the_controller_under_its_service_account(
                 return err.code != 500
             return True
 
-        await _eventually(created)
+        await eventually(created, timeout=20.0)
         if refusal is None:
 
             async def jobset() -> bool:
@@ -158,14 +130,14 @@ async def test_the_controller_under_its_service_account(
                     return False
                 return True
 
-            await _eventually(jobset)
+            await eventually(jobset, timeout=20.0)
             assert "is forbidden" not in caplog.text
         else:
 
             async def refused() -> bool:
                 return refusal in caplog.text
 
-            await _eventually(refused)
+            await eventually(refused, timeout=20.0)
     finally:
         stop.set()
         await asyncio.wait_for(task, 10)

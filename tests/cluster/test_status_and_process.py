@@ -14,11 +14,20 @@ from typing import Any
 
 import aiohttp
 import pytest
-from cluster_support import TokenAuthority, client_for, loopback_controller_pod, serve, trusting
+from cluster_support import (
+    TokenAuthority,
+    client_for,
+    controller_config,
+    embedded_server,
+    eventually,
+    loopback_controller_pod,
+    serve,
+    trusting,
+)
 from lightkube.config.kubeconfig import KubeConfig
 
 from kubetrain.cli.cmd_controller import admission_rules
-from kubetrain.controller.cluster import ClusterController, ControllerConfig, ensure_webhook_cert
+from kubetrain.controller.cluster import ClusterController, ensure_webhook_cert
 from kubetrain.controller.deploy import install_objects
 from kubetrain.controller.pki import ensure_serving_cert
 from kubetrain.controller.statusserver import StatusServer, TokenReviewVerifier, status_audience
@@ -119,51 +128,8 @@ WEBHOOK_KINDS = (
 @pytest.fixture
 async def cluster_server(tmp_path: Path, crds: list[Obj]) -> AsyncIterator[ApiServer]:
     """An embedded API server that also stores webhook configurations (as a cluster would)."""
-    from kubetrain.runtime.admission import TrainerAdmission
-    from kubetrain.runtime.defaults import default_runtimes
-
-    server = ApiServer(
-        tmp_path / "home",
-        crds=crds,
-        resources=WEBHOOK_KINDS,
-        admission=TrainerAdmission(),
-        seed_objects=default_runtimes,
-        in_memory=True,
-        bookmark_interval=0.5,
-    )
-    await server.start()
-    try:
+    async with embedded_server(tmp_path, crds, resources=WEBHOOK_KINDS) as server:
         yield server
-    finally:
-        await server.close()
-
-
-def _test_config(tmp_path: Path) -> ControllerConfig:
-    return ControllerConfig(
-        namespace="default",
-        webhook_host="127.0.0.1",
-        webhook_port=0,
-        status_port=0,
-        metrics_host="127.0.0.1",
-        metrics_port=0,
-        health_host="127.0.0.1",
-        health_port=0,
-        cert_dir=tmp_path / "certs",
-        lease_duration=2.0,
-        renew_deadline=1.5,
-        retry_period=0.5,
-        ca_refresh_s=0.2,
-    )
-
-
-async def _wait(probe: Any, timeout: float = 15.0) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while asyncio.get_running_loop().time() < deadline:
-        value = await probe()
-        if value:
-            return value
-        await asyncio.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 async def test_controller_process_end_to_end(cluster_server: ApiServer, tmp_path: Path) -> None:
@@ -172,7 +138,7 @@ async def test_controller_process_end_to_end(cluster_server: ApiServer, tmp_path
         if obj["kind"].endswith("WebhookConfiguration") or obj["kind"] == "Service":
             await kube.apply(obj["kind"].lower() + "s", obj, field_manager="kubectl")
     process = ClusterController(
-        client_for(cluster_server), _test_config(tmp_path), admission_rules()
+        client_for(cluster_server), controller_config(tmp_path), admission_rules()
     )
     stop = asyncio.Event()
     task = asyncio.create_task(process.run(stop))
@@ -189,8 +155,8 @@ async def test_controller_process_end_to_end(cluster_server: ApiServer, tmp_path
             async def listening() -> bool:
                 return process.health_port > 0
 
-            await _wait(listening)
-            await _wait(lambda: _ok(get(process.health_port, "/readyz")))
+            await eventually(listening)
+            await eventually(lambda: _ok(get(process.health_port, "/readyz")))
             assert (await get(process.health_port, "/healthz"))[0] == 200
 
             # The certificate lives in the Secret, and its CA is in both configurations.
@@ -210,7 +176,7 @@ async def test_controller_process_end_to_end(cluster_server: ApiServer, tmp_path
                     bundles += [w["clientConfig"].get("caBundle") for w in cfg["webhooks"]]
                 return set(bundles) == {base64.b64encode(ca_pem.encode()).decode()}
 
-            await _wait(injected)
+            await eventually(injected)
             # The API server calls the webhooks through the Service, at the controller's pod.
             await loopback_controller_pod(kube, process.webhook_port)
 
@@ -235,7 +201,7 @@ async def test_controller_process_end_to_end(cluster_server: ApiServer, tmp_path
                 )
                 return items[0] if items else None
 
-            await _wait(jobset)
+            await eventually(jobset)
             tls = trusting(ca_pem)
             status, text = await get(process.metrics_port, "/metrics", tls)
             assert status == 200
@@ -271,7 +237,7 @@ async def test_controller_process_end_to_end(cluster_server: ApiServer, tmp_path
             await kube.replace(
                 "admissionregistration.k8s.io/v1", "mutatingwebhookconfigurations", cfg
             )
-            await _wait(injected)
+            await eventually(injected)
             # The API server calls the webhooks through the Service, at the controller's pod.
             await loopback_controller_pod(kube, process.webhook_port)
     finally:
@@ -360,7 +326,7 @@ async def test_cert_manager_mode_serves_mounted_files_and_reloads_them(
     mounted = tmp_path / "mounted"
     first = ensure_serving_cert(mounted, dns, [])
     config = replace(
-        _test_config(tmp_path), cert_management=False, cert_dir=mounted, ca_refresh_s=0.1
+        controller_config(tmp_path), cert_management=False, cert_dir=mounted, ca_refresh_s=0.1
     )
     process = ClusterController(client_for(cluster_server), config, admission_rules())
     stop = asyncio.Event()
@@ -378,7 +344,7 @@ async def test_cert_manager_mode_serves_mounted_files_and_reloads_them(
         return True
 
     try:
-        await _wait(lambda: served_ca(first.ca_pem))
+        await eventually(lambda: served_ca(first.ca_pem))
         with pytest.raises(ApiError) as missing:
             await kube_get_secret(cluster_server)
         assert missing.value.not_found  # cert-manager owns the Secret, not the controller
@@ -387,7 +353,7 @@ async def test_cert_manager_mode_serves_mounted_files_and_reloads_them(
         await asyncio.sleep(0.05)  # a different mtime
         shutil.copy(renewed.cert_file, mounted / "tls.crt")
         shutil.copy(renewed.key_file, mounted / "tls.key")
-        await _wait(lambda: served_ca(renewed.ca_pem))
+        await eventually(lambda: served_ca(renewed.ca_pem))
     finally:
         stop.set()
         await asyncio.wait_for(task, 15)

@@ -84,6 +84,19 @@ class Plane:
     async def create_trainjob(self, name: str, **spec: Any) -> Obj:
         return await self.kube.create(*TRAINJOBS, self.trainjob(name, **spec))
 
+    async def spoil_snapshot(self, name: str) -> None:
+        """A runtime snapshot ConfigMap that is not TrainJob ``name``'s: its rendering fails for
+        good."""
+        await self.kube.create(
+            *CONFIGMAPS,
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": f"{name}-runtime-snapshot", "namespace": self.namespace},
+                "data": {"runtime": "kind: Nothing"},
+            },
+        )
+
     async def get(self, kind: tuple[str, str], name: str) -> Obj | None:
         try:
             return await self.kube.get(*kind, name, namespace=self.namespace)

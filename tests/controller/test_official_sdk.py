@@ -11,7 +11,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from controller_plane import CONFIGMAPS, JOBSETS, Plane, condition, eventually
+from controller_plane import JOBSETS, Plane, condition, eventually
 
 from kubetrain.api.types import Obj
 
@@ -51,15 +51,7 @@ async def test_the_sdk_reads_a_completed_job_and_its_events(plane: Plane) -> Non
 
 
 async def test_the_sdk_sees_a_job_that_cannot_render_as_failed(plane: Plane) -> None:
-    await plane.kube.create(
-        *CONFIGMAPS,
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "tj-runtime-snapshot", "namespace": plane.namespace},
-            "data": {"runtime": "kind: Nothing"},
-        },
-    )
+    await plane.spoil_snapshot("tj")
     await plane.start_controller()
     await plane.create_trainjob("tj")
     await eventually(lambda: _status(plane, "tj", "Failed"), what="Failed")

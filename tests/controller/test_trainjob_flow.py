@@ -354,16 +354,7 @@ async def test_status_writes_keep_the_trainer_status_of_the_status_server(plane:
 
 
 async def test_a_plan_that_cannot_render_fails_the_job_visibly(plane: Plane) -> None:
-    # A snapshot ConfigMap that is not this job's makes rendering fail for good.
-    await plane.kube.create(
-        *CONFIGMAPS,
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "tj-runtime-snapshot", "namespace": plane.namespace},
-            "data": {"runtime": "kind: Nothing"},
-        },
-    )
+    await plane.spoil_snapshot("tj")
     await plane.start_controller()
     await plane.create_trainjob("tj")
 

@@ -7,13 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from kubetrain.local.daemon import stop_daemon
+from daemons import per_test_daemon
 
 
 @pytest.fixture
 def home(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "home"
-    try:
-        yield path
-    finally:
-        stop_daemon(path, kill_pods=True, timeout=10)
+    yield from per_test_daemon(tmp_path)

@@ -8,15 +8,16 @@ import signal
 import sys
 import threading
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from daemon_support import command_line, sleeping, unique_sleep
 
 from kubetrain.kube.client import KubeClient, connect
 from kubetrain.kube.kinds import JOBSET, POD, TRAINING_RUNTIME, TRAINJOB, Kind
 from kubetrain.local.daemon import DaemonInfo, daemon_status, ensure_daemon, stop_daemon
+from kubetrain.testing import make_trainjob
 
 PY = sys.executable
 
@@ -81,6 +82,19 @@ async def finished(api: KubeClient, res: Kind, name: str, types: tuple[str, ...]
     # Generous: torch jobs queue behind any other job on this machine that holds port 29500.
     result: dict[str, Any] = await wait_for(check, timeout=180)
     return result
+
+
+async def two_sleeping_nodes(api: KubeClient, name: str) -> str:
+    """A TrainJob of two nodes that sleep, once both sleep; the answer finds their processes."""
+    tag = unique_sleep()
+    trainjob = make_trainjob(name).trainer(num_nodes=2, command=["sleep", tag]).obj()
+    await api.create(TRAINJOB.api_version, TRAINJOB.plural, trainjob)
+
+    async def both() -> bool:
+        return len(sleeping(tag)) == 2
+
+    await wait_for(both)
+    return tag
 
 
 def kill9(info: DaemonInfo) -> None:
@@ -174,7 +188,7 @@ async def test_after_a_stop_a_live_pod_is_adopted_and_recorded_once(home: Path, 
 async def test_after_kill_9_a_pod_that_died_meanwhile_is_recorded_failed(home: Path) -> None:
     info = await asyncio.to_thread(ensure_daemon, home)
     api = connect(info.kubeconfig)
-    tag = f"300.{uuid.uuid4().int % 10**9:09d}"
+    tag = unique_sleep()
     try:
         await api.create(JOBSET.api_version, JOBSET.plural, jobset("lost", ["sleep", tag], pods=1))
 
@@ -188,7 +202,7 @@ async def test_after_kill_9_a_pod_that_died_meanwhile_is_recorded_failed(home: P
         await api.close()
     await asyncio.to_thread(kill9, info)
     # The workload dies while no daemon watches it.
-    pids = [int(p) for p in os.listdir("/proc") if p.isdigit() and _cmd(int(p)) == ["sleep", tag]]
+    pids = sleeping(tag)
     assert pids
     for pid in pids:
         os.kill(pid, signal.SIGKILL)
@@ -207,29 +221,11 @@ async def test_after_kill_9_a_pod_that_died_meanwhile_is_recorded_failed(home: P
         await api.close()
 
 
-def _cmd(pid: int) -> list[str]:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as fh:
-            return [a.decode() for a in fh.read().split(b"\0") if a]
-    except OSError:
-        return []
-
-
 async def test_a_trainjob_runs_through_controller_and_executor_to_complete(home: Path) -> None:
     info = await asyncio.to_thread(ensure_daemon, home)
     api = connect(info.kubeconfig)
-    trainjob = {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "tj", "namespace": "default"},
-        "spec": {
-            "runtimeRef": {"name": "torch-distributed"},
-            "trainer": {
-                "numNodes": 2,
-                "command": ["python", "-c", "import os; print(os.environ['PET_NODE_RANK'])"],
-            },
-        },
-    }
+    command = ["python", "-c", "import os; print(os.environ['PET_NODE_RANK'])"]
+    trainjob = make_trainjob("tj").trainer(num_nodes=2, command=command).obj()
     try:
         await api.create(TRAINJOB.api_version, TRAINJOB.plural, trainjob)
         done = await finished(api, TRAINJOB, "tj", ("Complete", "Failed"))
@@ -278,32 +274,8 @@ async def test_the_torch_ddp_example_trains_2_nodes_x_2_processes(home: Path) ->
 async def test_deleting_a_trainjob_ends_every_process_within_five_seconds(home: Path) -> None:
     info = await asyncio.to_thread(ensure_daemon, home)
     api = connect(info.kubeconfig)
-    tag = f"300.{uuid.uuid4().int % 10**9:09d}"
-    trainjob = {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "long", "namespace": "default"},
-        "spec": {
-            "runtimeRef": {"name": "torch-distributed"},
-            "trainer": {"numNodes": 2, "command": ["sleep", tag]},
-        },
-    }
     try:
-        await api.create(TRAINJOB.api_version, TRAINJOB.plural, trainjob)
-
-        async def both_running() -> bool:
-            return (
-                len(
-                    [
-                        p
-                        for p in os.listdir("/proc")
-                        if p.isdigit() and _cmd(int(p)) == ["sleep", tag]
-                    ]
-                )
-                == 2
-            )
-
-        await wait_for(both_running)
+        tag = await two_sleeping_nodes(api, "long")
         start = time.monotonic()
         await api.delete(TRAINJOB.api_version, TRAINJOB.plural, "long", namespace="default")
 
@@ -311,7 +283,9 @@ async def test_deleting_a_trainjob_ends_every_process_within_five_seconds(home: 
         # Pods go a moment after the last process: both within the five seconds.
         async def gone() -> bool:
             running = [
-                p for p in os.listdir("/proc") if p.isdigit() and tag in " ".join(_cmd(int(p)))
+                p
+                for p in os.listdir("/proc")
+                if p.isdigit() and tag in " ".join(command_line(int(p)))
             ]
             return not running and await pods_of(api, "long") == []
 
@@ -368,21 +342,10 @@ async def test_a_crashing_trainjob_is_restarted_exactly_twice_then_fails_with_jo
 ) -> None:
     info = await asyncio.to_thread(ensure_daemon, home)
     api = connect(info.kubeconfig)
-    trainjob = {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "crash", "namespace": "default"},
-        "spec": {
-            "runtimeRef": {"name": "crashy", "kind": "TrainingRuntime"},
-            "trainer": {
-                "command": [
-                    "python",
-                    "-c",
-                    "import os, sys; sys.exit(int(os.environ['PET_NODE_RANK']) + 1)",
-                ]
-            },
-        },
-    }
+    command = ["python", "-c", "import os, sys; sys.exit(int(os.environ['PET_NODE_RANK']) + 1)"]
+    trainjob = (
+        make_trainjob("crash").runtime("crashy", kind="TrainingRuntime").trainer(command=command)
+    ).obj()
     try:
         await api.create(
             TRAINING_RUNTIME.api_version, TRAINING_RUNTIME.plural, crashing_runtime("crashy")
@@ -407,32 +370,15 @@ async def test_suspending_a_trainjob_stops_its_pods_and_resuming_runs_them_again
 ) -> None:
     info = await asyncio.to_thread(ensure_daemon, home)
     api = connect(info.kubeconfig)
-    tag = f"300.{uuid.uuid4().int % 10**9:09d}"
-    trainjob = {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "pause", "namespace": "default"},
-        "spec": {
-            "runtimeRef": {"name": "torch-distributed"},
-            "trainer": {"numNodes": 2, "command": ["sleep", tag]},
-        },
-    }
-
-    def sleeping() -> int:
-        return len(
-            [p for p in os.listdir("/proc") if p.isdigit() and _cmd(int(p)) == ["sleep", tag]]
-        )
-
     try:
-        await api.create(TRAINJOB.api_version, TRAINJOB.plural, trainjob)
+        tag = await two_sleeping_nodes(api, "pause")
 
         async def two() -> bool:
-            return sleeping() == 2
+            return len(sleeping(tag)) == 2
 
         async def none() -> bool:
-            return sleeping() == 0 and not await pods_of(api, "pause")
+            return not sleeping(tag) and not await pods_of(api, "pause")
 
-        await wait_for(two)
         await api.patch(
             TRAINJOB.api_version,
             TRAINJOB.plural,
@@ -468,15 +414,7 @@ async def test_progress_reports_reach_the_trainjob_through_the_status_server(hom
         "progress.report(step=3, total_steps=3, metrics={'loss': 0.25}, force=True)\n"
         "progress.flush()\n"
     )
-    trainjob = {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "prog", "namespace": "default"},
-        "spec": {
-            "runtimeRef": {"name": "torch-distributed"},
-            "trainer": {"command": ["python", "-c", script]},
-        },
-    }
+    trainjob = make_trainjob("prog").trainer(command=["python", "-c", script]).obj()
     try:
         await api.create(TRAINJOB.api_version, TRAINJOB.plural, trainjob)
         done = await finished(api, TRAINJOB, "prog", ("Complete", "Failed"))

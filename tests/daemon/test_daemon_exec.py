@@ -11,6 +11,7 @@ from typing import Any
 from kubetrain.kube.client import KubeClient, connect
 from kubetrain.kube.kinds import POD, TRAINJOB
 from kubetrain.local.daemon import ensure_daemon
+from kubetrain.testing import make_trainjob
 
 
 async def _running_pods(api: KubeClient, name: str, count: int) -> list[dict[str, Any]]:
@@ -28,15 +29,7 @@ async def _running_pods(api: KubeClient, name: str, count: int) -> list[dict[str
 async def test_kubectl_exec_reaches_each_rank_of_a_trainjob(home: Path) -> None:
     info = await asyncio.to_thread(ensure_daemon, home)
     api = connect(info.kubeconfig)
-    trainjob = {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": "sleepy", "namespace": "default"},
-        "spec": {
-            "runtimeRef": {"name": "torch-distributed"},
-            "trainer": {"numNodes": 2, "command": ["sleep", "300"]},
-        },
-    }
+    trainjob = make_trainjob("sleepy").trainer(num_nodes=2, command=["sleep", "300"]).obj()
     try:
         await api.create(TRAINJOB.api_version, TRAINJOB.plural, trainjob)
         pods = await _running_pods(api, "sleepy", 2)

@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 from dashboard_support import DEAD_KUBECONFIG, Dashboard, kubetrain, start_dashboard, stop
 
+from daemons import module_daemon
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "torch-ddp" / "trainjob.yaml"
 CHROMIUM = Path("/usr/bin/chromium")
@@ -82,14 +84,7 @@ def done(home: Path, *argv: str) -> str:
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    from kubetrain.local.daemon import start_daemon, stop_daemon
-
-    home = tmp_path_factory.mktemp("kthome")
-    start_daemon(home)
-    try:
-        yield home
-    finally:
-        stop_daemon(home, kill_pods=True)
+    yield from module_daemon(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

@@ -96,26 +96,24 @@ def test_requests_are_refused(
     assert "Access-Control-Allow-Origin" not in answer_headers
 
 
-def test_a_read_only_dashboard_refuses_actions_even_with_token_and_csrf(
-    dashboards: dict[str, Dashboard],
+@pytest.mark.parametrize(
+    ("which", "action", "status", "said"),
+    [
+        pytest.param("read-only", "delete", 403, "--allow-actions",
+                     id="a read-only dashboard refuses actions even with token and csrf"),
+        pytest.param("actions", "suspend", 502, "cannot reach the Kubernetes API",
+                     id="an action that passes every check reaches the API"),
+    ],
+)  # fmt: skip
+def test_an_action_with_token_and_csrf(
+    dashboards: dict[str, Dashboard], which: str, action: str, status: int, said: str
 ) -> None:
-    dash = dashboards["read-only"]
+    dash = dashboards[which]
     headers = {"Authorization": f"Bearer {dash.token}", "X-Kubetrain-CSRF": csrf(dash)}
     code, _, body = request(
-        dash, "/api/trainjobs/default/sleeper/delete", method="POST", headers=headers
+        dash, f"/api/trainjobs/default/sleeper/{action}", method="POST", headers=headers
     )
-    assert code == 403 and "--allow-actions" in body
-
-
-def test_an_action_that_passes_every_check_reaches_the_api(
-    dashboards: dict[str, Dashboard],
-) -> None:
-    dash = dashboards["actions"]
-    headers = {"Authorization": f"Bearer {dash.token}", "X-Kubetrain-CSRF": csrf(dash)}
-    code, _, body = request(
-        dash, "/api/trainjobs/default/sleeper/suspend", method="POST", headers=headers
-    )
-    assert code == 502 and "cannot reach the Kubernetes API" in body
+    assert code == status and said in body
 
 
 def test_the_first_visit_trades_the_token_for_an_httponly_cookie(

@@ -6,15 +6,20 @@ import asyncio
 import os
 import sys
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kubetrain.kube.client import KubeClient
+from kubetrain.kube.client import KubeClient, connect
 from kubetrain.kube.kinds import EVENT, JOBSET, POD
 from kubetrain.local.apiserver import ApiServer
+from kubetrain.local.executor.jobset_logic import Settings
 from kubetrain.local.executor.loop import Executor
+from kubetrain.local.executor.podrunner import RunnerSettings
+from kubetrain.local.executor.settings import ExecutorSettings
+from kubetrain.local.executor.streams import PodStreams
 
 
 def processes_with(marker: str) -> list[int]:
@@ -130,6 +135,14 @@ class Plane:
         result: dict[str, Any] = await self.wait_for(done, timeout)
         return result
 
+    async def unschedulable(self, jobset: str) -> dict[str, Any] | None:
+        """The ``PodScheduled: False`` condition of the JobSet's first pod, once it has one."""
+        pods = await self.pods(jobset)
+        for cond in (pods[0]["status"].get("conditions") or []) if pods else []:
+            if cond["type"] == "PodScheduled" and cond["status"] == "False":
+                return dict(cond)
+        return None
+
     async def pods(self, jobset: str) -> list[dict[str, Any]]:
         items, _ = await self.api.list(
             POD.api_version, POD.plural, label_selector=f"jobset.sigs.k8s.io/jobset-name={jobset}"
@@ -146,3 +159,36 @@ def marker() -> str:
 
 
 PY = sys.executable
+
+
+def fast_settings(home: Path, **overrides: Any) -> ExecutorSettings:
+    """Executor settings for tests: no back-off after a pod failure, crash back-offs and grace
+    periods of a fraction of a second or two."""
+    return ExecutorSettings(
+        home=home,
+        logic=Settings(pod_failure_backoff_s=0),
+        runner=RunnerSettings(crash_backoff_s=0.1, crash_backoff_cap_s=0.2, setup_retry_s=0.2),
+        max_grace_s=2.0,
+        **overrides,
+    )
+
+
+@asynccontextmanager
+async def running_plane(
+    home: Path, settings: ExecutorSettings, *, pod_streams: bool = False
+) -> AsyncIterator[Plane]:
+    """An embedded API server and a started executor on it; ``pod_streams``: the server also
+    serves exec, attach, logs and port-forward from the executor's kubelet."""
+    server = ApiServer(home, in_memory=True)
+    await server.start()
+    api = connect(server.write_kubeconfig())
+    executor = Executor(api, settings)
+    await executor.start()
+    if pod_streams:
+        server.serve_pod_streams(PodStreams(executor.kubelet))
+    try:
+        yield Plane(api, home, executor, server)
+    finally:
+        await executor.stop(kill_pods=True)
+        await api.close()
+        await server.close()

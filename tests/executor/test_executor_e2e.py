@@ -331,14 +331,7 @@ async def test_without_a_pod_network_a_jobset_waits_while_another_holds_a_port_i
         JOBSET.api_version, JOBSET.plural, _with_port(make_jobset("second", ["true"], pods=1), port)
     )
 
-    async def second_unschedulable() -> dict[str, Any] | None:
-        pods = await plane.pods("second")
-        for cond in (pods[0]["status"].get("conditions") or []) if pods else []:
-            if cond["type"] == "PodScheduled" and cond["status"] == "False":
-                return dict(cond)
-        return None
-
-    cond = await plane.wait_for(second_unschedulable)
+    cond = await plane.wait_for(lambda: plane.unschedulable("second"))
     assert cond["reason"] == "Unschedulable"
     assert f"port {port} is held by JobSet default/first" in cond["message"]
     await plane.terminal("first")

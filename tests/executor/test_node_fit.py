@@ -45,14 +45,7 @@ async def test_a_pod_that_does_not_fit_waits_pending_until_the_cpu_is_free(
         _requesting(make_jobset("second", ["true"], pods=1), {"cpu": "500m"}),
     )
 
-    async def second_unschedulable() -> dict[str, Any] | None:
-        pods = await plane.pods("second")
-        for cond in (pods[0]["status"].get("conditions") or []) if pods else []:
-            if cond["type"] == "PodScheduled" and cond["status"] == "False":
-                return dict(cond)
-        return None
-
-    cond = await plane.wait_for(second_unschedulable)
+    cond = await plane.wait_for(lambda: plane.unschedulable("second"))
     assert cond["reason"] == "Unschedulable"
     assert cond["message"].startswith("0/1 nodes are available: 1 Insufficient cpu.")
     failed = [e for e in await plane.events() if e["reason"] == "FailedScheduling"]

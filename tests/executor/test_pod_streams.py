@@ -20,12 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plane_helpers import Plane, make_jobset
+from plane_helpers import Plane, make_jobset, running_plane
 
-from kubetrain.kube.client import connect
 from kubetrain.kube.kinds import JOBSET, POD
-from kubetrain.local.apiserver import ApiServer
-from kubetrain.local.executor.loop import Executor
 from kubetrain.local.executor.settings import ExecutorSettings
 from kubetrain.local.executor.streams import PodStreams
 
@@ -459,21 +456,11 @@ def _fetch_through_client(core: Any, pod: str) -> bytes:
 @pytest.fixture
 async def plain_plane(tmp_path: Path) -> AsyncIterator[Plane]:
     """The engine where bwrap cannot run: pods are plain processes on the host's network."""
-    server = ApiServer(tmp_path, in_memory=True)
-    await server.start()
-    api = connect(server.write_kubeconfig())
     settings = ExecutorSettings(
         home=tmp_path, sandbox_mode="plain", pod_network=False, max_grace_s=2.0
     )
-    executor = Executor(api, settings)
-    await executor.start()
-    server.serve_pod_streams(PodStreams(executor.kubelet))
-    try:
-        yield Plane(api, tmp_path, executor, server)
-    finally:
-        await executor.stop(kill_pods=True)
-        await api.close()
-        await server.close()
+    async with running_plane(tmp_path, settings, pod_streams=True) as plane:
+        yield plane
 
 
 async def test_exec_in_plain_mode_runs_beside_the_container(plain_plane: Plane) -> None:

@@ -9,15 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plane_helpers import PY, Plane, make_jobset
+from plane_helpers import PY, Plane, fast_settings, make_jobset, running_plane
 
-from kubetrain.kube.client import connect
 from kubetrain.kube.kinds import JOBSET
-from kubetrain.local.apiserver import ApiServer
-from kubetrain.local.executor.jobset_logic import Settings
-from kubetrain.local.executor.loop import Executor
-from kubetrain.local.executor.podrunner import RunnerSettings
-from kubetrain.local.executor.settings import ExecutorSettings
 from kubetrain.local.frameworks.datacache import with_datacache_images
 from kubetrain.local.sandbox import ImageMap
 
@@ -99,24 +93,9 @@ async def test_a_failing_probe_keeps_a_running_pod_not_ready(plane: Plane) -> No
 @pytest.fixture
 async def cache_plane(tmp_path: Path) -> AsyncIterator[Plane]:
     """The engine with the data-cache image mapped, as the daemon maps it."""
-    server = ApiServer(tmp_path, in_memory=True)
-    await server.start()
-    api = connect(server.write_kubeconfig())
-    settings = ExecutorSettings(
-        home=tmp_path,
-        logic=Settings(pod_failure_backoff_s=0),
-        runner=RunnerSettings(crash_backoff_s=0.1, crash_backoff_cap_s=0.2, setup_retry_s=0.2),
-        max_grace_s=2.0,
-        images=with_datacache_images(ImageMap()),
-    )
-    executor = Executor(api, settings)
-    await executor.start()
-    try:
-        yield Plane(api, tmp_path, executor, server)
-    finally:
-        await executor.stop(kill_pods=True)
-        await api.close()
-        await server.close()
+    settings = fast_settings(tmp_path, images=with_datacache_images(ImageMap()))
+    async with running_plane(tmp_path, settings) as plane:
+        yield plane
 
 
 async def test_the_data_cache_image_runs_kubetrains_cache_worker_not_ready_until_loaded(

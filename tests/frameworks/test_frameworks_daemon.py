@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from frameworks_plane import bwrap_usable, default_runtime, wait_wildcard_port
 
 from kubetrain.kube.client import connect
 from kubetrain.kube.kinds import POD, TRAINING_RUNTIME, TRAINJOB
-from kubetrain.local.daemon import ensure_daemon, stop_daemon
+from kubetrain.local.daemon import ensure_daemon
 
 pytestmark = [
     pytest.mark.slow,
@@ -29,15 +28,6 @@ pytestmark = [
 ]
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "home"
-    try:
-        yield path
-    finally:
-        stop_daemon(path, kill_pods=True, timeout=10)
 
 
 def example(name: str) -> dict[str, Any]:

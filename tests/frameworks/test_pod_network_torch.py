@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from frameworks_plane import bwrap_usable
 
 from kubetrain.kube.client import connect
 from kubetrain.kube.kinds import TRAINJOB
-from kubetrain.local.daemon import ensure_daemon, stop_daemon
+from kubetrain.local.daemon import ensure_daemon
 from kubetrain.local.sandbox import network_probe
 
 pytestmark = [
@@ -78,15 +77,6 @@ def trainjob(name: str) -> dict[str, Any]:
             },
         },
     }
-
-
-@pytest.fixture
-def home(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "home"
-    try:
-        yield path
-    finally:
-        stop_daemon(path, kill_pods=True, timeout=10)
 
 
 def _finished(obj: dict[str, Any]) -> str | None:

@@ -10,7 +10,7 @@ import yaml
 
 from kubetrain.runtime import Environment, render
 from kubetrain.runtime.sshkeys import ssh_keypair_from_seed
-from upstream_data import require
+from upstream_data import require, unknown_fields
 
 HERE = Path(__file__).resolve().parent
 UPSTREAM_V1 = HERE / "upstream" / "v1"
@@ -54,30 +54,6 @@ def _validator(crd: str) -> Any:
     return jsonschema.Draft7Validator(
         _schema(require(f"upstream-crds/trainer.kubeflow.org_{crd}.yaml"))
     )
-
-
-def unknown_fields(obj: Any, schema: Obj, path: str = "") -> list[str]:
-    """Fields a structural schema would prune silently (jsonschema does not flag them)."""
-    if isinstance(obj, dict):
-        props = schema.get("properties")
-        if props is None:
-            extra = schema.get("additionalProperties")
-            sub = extra if isinstance(extra, dict) else {}
-            return [e for k, v in obj.items() for e in unknown_fields(v, sub, f"{path}.{k}")]
-        out = [f"{path}.{k}" for k in obj if k not in props]
-        return out + [
-            e
-            for k, v in obj.items()
-            if k in props
-            for e in unknown_fields(v, props[k], f"{path}.{k}")
-        ]
-    if isinstance(obj, list):
-        return [
-            e
-            for i, v in enumerate(obj)
-            for e in unknown_fields(v, schema.get("items", {}), f"{path}[{i}]")
-        ]
-    return []
 
 
 def pods(trainjob: Obj, runtime: Obj) -> dict[str, Obj]:

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from daemons import module_daemon
+
 PROBE = Path(__file__).parent / "e2e" / "probe.py"
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
@@ -23,16 +25,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    from kubetrain.local.daemon import start_daemon, stop_daemon
-
-    home = tmp_path_factory.mktemp("kthome")
     # v1 examples share a work directory through a hostPath volume: allowed here by name.
-    (home / "engine.yaml").write_text(f"allowedHostPaths: [{tmp_path_factory.getbasetemp()}]\n")
-    start_daemon(home)
-    try:
-        yield home
-    finally:
-        stop_daemon(home, kill_pods=True)
+    allowed = f"allowedHostPaths: [{tmp_path_factory.getbasetemp()}]\n"
+    yield from module_daemon(tmp_path_factory, engine_yaml=allowed)
 
 
 def v1_job(

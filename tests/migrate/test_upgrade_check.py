@@ -30,6 +30,12 @@ UPSTREAM = [
 ]
 
 
+def _trainjob(spec: dict[str, Any]) -> dict[str, Any]:
+    """TrainJob ``t`` on ``torch-distributed`` unless ``spec`` names another runtime."""
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "t"},
+            "spec": {"runtimeRef": {"name": "torch-distributed"}, **spec}}  # fmt: skip
+
+
 def rules(objs: list[dict[str, Any]]) -> list[str]:
     return [f.rule for fs in upgrade_check(objs) for f in fs]
 
@@ -53,8 +59,7 @@ def test_fixed_upstream_runtimes_are_admitted_and_clean(file: str) -> None:
 def test_a_fixed_v2_0_runtime_renders_the_pods_it_meant() -> None:
     (old,) = load(UPSTREAM_V2X / "v2.0-torch-distributed.yaml")
     (fixed,) = upgrade_fix([old])
-    job = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "t"},
-           "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": {"numNodes": 2}}}  # fmt: skip
+    job = _trainjob({"trainer": {"numNodes": 2}})
     node = container(pods(job, find_runtime(job, [fixed]) or {})["node"])
     meant = old["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"][
         "spec"
@@ -66,7 +71,8 @@ def test_a_fixed_v2_0_runtime_renders_the_pods_it_meant() -> None:
     assert env_of(node)["PET_NNODES"] == "2"
 
 
-V20 = """\
+# A TrainJob as v2.0 and v2.1 wrote it; they differ only in how they override the pods.
+_OLD = """\
 apiVersion: trainer.kubeflow.org/v1alpha1
 kind: TrainJob
 metadata: {name: old}
@@ -81,6 +87,10 @@ spec:
     numProcPerNode: "2"
     env: [{name: EPOCHS, value: "3"}]
     resourcesPerNode: {limits: {cpu: "2"}}
+"""
+V20 = (
+    _OLD
+    + """\
   podSpecOverrides:
   - targetJobs: [{name: node}]
     nodeSelector: {disk: ssd}
@@ -88,21 +98,10 @@ spec:
     volumes: [{name: data, emptyDir: {}}]
     containers: [{name: node, volumeMounts: [{name: data, mountPath: /data}]}]
 """
-V21 = """\
-apiVersion: trainer.kubeflow.org/v1alpha1
-kind: TrainJob
-metadata: {name: old}
-spec:
-  runtimeRef: {name: torch-distributed}
-  labels: {team: vision}
-  annotations: {owner: ana}
-  trainer:
-    image: python
-    command: [python, train.py]
-    numNodes: 2
-    numProcPerNode: "2"
-    env: [{name: EPOCHS, value: "3"}]
-    resourcesPerNode: {limits: {cpu: "2"}}
+)
+V21 = (
+    _OLD
+    + """\
   podTemplateOverrides:
   - targetJobs: [{name: node}]
     metadata: {labels: {tier: a}}
@@ -112,6 +111,7 @@ spec:
       volumes: [{name: data, emptyDir: {}}]
       containers: [{name: node, volumeMounts: [{name: data, mountPath: /data}]}]
 """
+)
 # What both meant, written for v2.3 by hand from reference §6.2/§6.4.
 V23 = """\
 apiVersion: trainer.kubeflow.org/v1alpha1
@@ -219,8 +219,7 @@ CASES = [
     ("spec", "rule", "fixable"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
 def test_trainjob_rules(spec: dict[str, Any], rule: str, fixable: bool) -> None:
-    job = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "t"},
-           "spec": {"runtimeRef": {"name": "torch-distributed"}, **spec}}  # fmt: skip
+    job = _trainjob(spec)
     (findings,) = upgrade_check([job])
     assert [(f.rule, f.fixable) for f in findings] == [(rule, fixable)]
 
@@ -234,8 +233,7 @@ NOT_FLAGGED = [
 
 @pytest.mark.parametrize("spec", [c[1] for c in NOT_FLAGGED], ids=[c[0] for c in NOT_FLAGGED])
 def test_v2_3_trainjob_fields_are_not_flagged(spec: dict[str, Any]) -> None:
-    job = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "t"},
-           "spec": {"runtimeRef": {"name": "torch-distributed"}, **spec}}  # fmt: skip
+    job = _trainjob(spec)
     assert upgrade_check([job]) == [[]]
 
 
@@ -293,8 +291,12 @@ def test_a_runtimes_integer_numprocpernode_moves_into_its_trainjobs() -> None:
     (runtime,) = load(UPSTREAM_V2X / "v2.1-torch-distributed.yaml")
     runtime["kind"], runtime["metadata"]["name"] = "TrainingRuntime", "team-torch"
     runtime["spec"]["mlPolicy"]["torch"]["numProcPerNode"] = 4  # v2.1: torchrun got 4 processes
-    job = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "t"},
-           "spec": {"runtimeRef": {"name": "team-torch", "kind": "TrainingRuntime"}, "trainer": {"numNodes": 2}}}  # fmt: skip
+    job = _trainjob(
+        {
+            "runtimeRef": {"name": "team-torch", "kind": "TrainingRuntime"},
+            "trainer": {"numNodes": 2},
+        }
+    )
     findings = upgrade_check([runtime, job])
     assert [f.rule for f in findings[1]] == ["U-TORCH-NPROC"]
     fixed_runtime, fixed_job = upgrade_fix([runtime, job])

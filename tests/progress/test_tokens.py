@@ -60,6 +60,13 @@ def request(**spec: Any) -> dict[str, Any]:
     return {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
 
 
+def a_token(**overrides: Any) -> str:
+    """A token minted with ``KEY`` at ``NOW`` for ``ns/default`` and ``AUD``, but for
+    ``overrides``."""
+    args: dict[str, Any] = {"namespace": "ns", "service_account": "default", "audiences": [AUD]}
+    return mint(KEY, **{**args, "now": NOW, **overrides})
+
+
 def review(token: str, *audiences: str) -> dict[str, Any]:
     spec: dict[str, Any] = {"token": token}
     if audiences:
@@ -68,15 +75,7 @@ def review(token: str, *audiences: str) -> dict[str, Any]:
 
 
 def test_minted_token_carries_kubernetes_claims_and_verifies() -> None:
-    token = mint(
-        KEY,
-        namespace="ns",
-        service_account="default",
-        audiences=[AUD],
-        now=NOW,
-        pod=BoundPod("p", "u1"),
-        service_account_uid="sa-uid",
-    )
+    token = a_token(pod=BoundPod("p", "u1"), service_account_uid="sa-uid")
     claims = claims_of(token)
     assert claims["iss"] == ISSUER
     assert claims["sub"] == "system:serviceaccount:ns:default"
@@ -120,9 +119,7 @@ def _tampered(token: str) -> str:
             id="signed with another home's key",
         ),
         pytest.param(
-            lambda t: mint(
-                KEY, namespace="ns", service_account="d", audiences=[AUD], now=NOW, issuer="x"
-            ),
+            lambda t: a_token(service_account="d", issuer="x"),
             NOW,
             "someone else",
             id="another issuer",
@@ -130,7 +127,7 @@ def _tampered(token: str) -> str:
     ],
 )
 def test_bad_tokens_do_not_verify(make: Any, now: int, reason: str) -> None:
-    token = make(mint(KEY, namespace="ns", service_account="default", audiences=[AUD], now=NOW))
+    token = make(a_token())
     with pytest.raises(TokenError, match=reason):
         verify(KEY, token, now=now)
 
@@ -222,14 +219,7 @@ def test_token_request_for_a_pod_of_another_service_account_is_refused() -> None
 
 def test_review_accepts_a_bound_token_for_its_audience() -> None:
     store = Store(pod())
-    token = mint(
-        KEY,
-        namespace="ns",
-        service_account="default",
-        audiences=[AUD],
-        now=NOW,
-        pod=BoundPod("job-node-0-0", "pod-uid"),
-    )
+    token = a_token(pod=BoundPod("job-node-0-0", "pod-uid"))
     answer = token_review_answer(KEY, store, body=review(token, AUD, "other"), now=NOW + 1)
     status = answer["status"]
     assert status["authenticated"] is True
@@ -264,14 +254,7 @@ def test_review_accepts_a_bound_token_for_its_audience() -> None:
     ],
 )
 def test_review_refuses(store: Store, audiences: tuple[str, ...], error: str) -> None:
-    token = mint(
-        KEY,
-        namespace="ns",
-        service_account="default",
-        audiences=[AUD],
-        now=NOW,
-        pod=BoundPod("job-node-0-0", "pod-uid"),
-    )
+    token = a_token(pod=BoundPod("job-node-0-0", "pod-uid"))
     status = token_review_answer(KEY, store, body=review(token, *audiences), now=NOW + 1)["status"]
     assert status["authenticated"] is False
     assert error in status["error"]
@@ -282,13 +265,6 @@ def test_review_refuses_a_token_whose_service_account_was_recreated() -> None:
         "kind": "ServiceAccount",
         "metadata": {"name": "builder", "namespace": "ns", "uid": "new"},
     }
-    token = mint(
-        KEY,
-        namespace="ns",
-        service_account="builder",
-        audiences=[AUD],
-        now=NOW,
-        service_account_uid="old",
-    )
+    token = a_token(service_account="builder", service_account_uid="old")
     status = token_review_answer(KEY, Store(sa), body=review(token, AUD), now=NOW + 1)["status"]
     assert status["authenticated"] is False

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from kubetrain.runtime.config import Environment, FeatureGates
 from kubetrain.runtime.defaults import default_runtimes
 from kubetrain.runtime.framework import Existing
@@ -89,6 +91,23 @@ def gang_objects(
     """The rendered objects by ``(kind, name)``."""
     plan = render(job, runtime, gates=GATES, environment=ENV, existing=existing)
     return {(o["kind"], o["metadata"]["name"]): o for o in plan.objects}
+
+
+# Both gang plugins apply the PodGroup they find existing again only while the job is suspended.
+POD_GROUP_REAPPLIED = [
+    pytest.param(False, False, id="an existing PodGroup is left alone while the job runs"),
+    pytest.param(True, True, id="a suspended job re-applies its PodGroup"),
+]
+
+
+def pod_group_reapplied(policy: dict[str, Any], api_version: str, *, suspend: bool) -> bool:
+    """Whether rendering TrainJob ``tune`` on the gang ``policy`` applies its existing PodGroup
+    (of ``api_version``) again."""
+    existing = Existing.of(
+        {"apiVersion": api_version, "kind": "PodGroup", "metadata": {"name": "tune"}}
+    )
+    objs = gang_objects(gang_trainjob(suspend=suspend), gang_runtime(policy), existing)
+    return ("PodGroup", "tune") in objs
 
 
 GANG_NODE_RESOURCES = {"requests": {"cpu": "4", "memory": "16Gi"}, "limits": {"nvidia.com/gpu": 2}}

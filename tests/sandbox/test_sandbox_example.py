@@ -10,7 +10,7 @@ import pytest
 import yaml
 from test_sandbox_torch import run_two, torch_pod
 
-from upstream_data import require
+from upstream_data import require, unknown_fields
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "torch-ddp"
 
@@ -39,29 +39,6 @@ def test_the_script_survives_kubernetes_dollar_expansion() -> None:
     assert "$(" not in script and "$$" not in script
 
 
-def _unknown_fields(obj: Any, schema: dict[str, Any], path: str) -> list[str]:
-    if isinstance(obj, dict):
-        props = schema.get("properties")
-        if props is None:
-            extra = schema.get("additionalProperties")
-            sub = extra if isinstance(extra, dict) else {}
-            return [e for k, v in obj.items() for e in _unknown_fields(v, sub, f"{path}.{k}")]
-        out = [f"{path}.{k}" for k in obj if k not in props]
-        return out + [
-            e
-            for k, v in obj.items()
-            if k in props
-            for e in _unknown_fields(v, props[k], f"{path}.{k}")
-        ]
-    if isinstance(obj, list):
-        return [
-            e
-            for i, v in enumerate(obj)
-            for e in _unknown_fields(v, schema.get("items", {}), f"{path}[{i}]")
-        ]
-    return []
-
-
 def test_the_trainjob_is_valid_for_upstream_trainer() -> None:
     jsonschema = pytest.importorskip("jsonschema")
     crd = yaml.safe_load(require("upstream-crds/trainer.kubeflow.org_trainjobs.yaml").read_text())
@@ -69,7 +46,7 @@ def test_the_trainjob_is_valid_for_upstream_trainer() -> None:
     tj = trainjob()
     jsonschema.validate(tj, schema)
     # Structural schemas prune unknown fields silently; the example must not rely on any.
-    assert _unknown_fields(tj, schema, "") == []
+    assert unknown_fields(tj, schema) == []
     assert tj["spec"]["runtimeRef"] == {"name": "torch-distributed"}
     assert (tj["spec"]["trainer"]["numNodes"], tj["spec"]["trainer"]["numProcPerNode"]) == (2, 2)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -79,10 +79,11 @@ def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         stop_daemon(home, kill_pods=True)
 
 
-def test_a_deployment_behind_a_service_rolls_out_serves_a_trainjob_and_goes(
-    kubeconfig: Path, tmp_path: Path
-) -> None:
-    def kubectl(*args: str, stdin: str | None = None) -> str:
+@pytest.fixture
+def kubectl(kubeconfig: Path) -> Callable[..., str]:
+    """``kubectl`` on the daemon; its stdout, once it succeeded."""
+
+    def run(*args: str, stdin: str | None = None) -> str:
         done = subprocess.run(
             ["kubectl", "--kubeconfig", str(kubeconfig), *args],
             capture_output=True, text=True, timeout=150, input=stdin,
@@ -90,6 +91,12 @@ def test_a_deployment_behind_a_service_rolls_out_serves_a_trainjob_and_goes(
         assert done.returncode == 0, done.stderr
         return done.stdout
 
+    return run
+
+
+def test_a_deployment_behind_a_service_rolls_out_serves_a_trainjob_and_goes(
+    kubectl: Callable[..., str], tmp_path: Path
+) -> None:
     kubectl("apply", "-f", "-", stdin=MANIFEST)
     assert 'deployment "web" successfully rolled out' in kubectl(
         "rollout", "status", "deployment/web", "--timeout=120s"
@@ -183,16 +190,8 @@ spec:
 
 
 def test_a_job_completes_its_indexes_and_a_statefulsets_pods_find_each_other_by_name(
-    kubeconfig: Path,
+    kubectl: Callable[..., str],
 ) -> None:
-    def kubectl(*args: str, stdin: str | None = None) -> str:
-        done = subprocess.run(
-            ["kubectl", "--kubeconfig", str(kubeconfig), *args],
-            capture_output=True, text=True, timeout=150, input=stdin,
-        )  # fmt: skip
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
     kubectl("apply", "-f", "-", stdin=JOB_AND_STATEFULSET)
     kubectl("wait", "--for=condition=complete", "job/indexed", "--timeout=120s")
     logs = kubectl("logs", "-l", "batch.kubernetes.io/job-name=indexed")

@@ -6,9 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from plugin_runtimes import GANG_NODE_RESOURCES, gang_objects, gang_runtime, gang_trainjob
+from plugin_runtimes import (
+    GANG_NODE_RESOURCES,
+    POD_GROUP_REAPPLIED,
+    gang_objects,
+    gang_runtime,
+    gang_trainjob,
+    pod_group_reapplied,
+)
 
-from kubetrain.runtime.framework import Existing, ObjectRef
+from kubetrain.runtime.framework import ObjectRef
 from kubetrain.runtime.render import existing_refs
 
 SDK_GPUS = {"requests": {"nvidia.com/gpu": 2.0}, "limits": {"nvidia.com/gpu": 2.0}}
@@ -81,25 +88,12 @@ def test_the_pod_group_is_owned_by_the_trainjob_and_joined_by_every_pod() -> Non
         }
 
 
-@pytest.mark.parametrize(
-    ("suspend", "applied"),
-    [
-        pytest.param(False, False, id="an existing PodGroup is left alone while the job runs"),
-        pytest.param(True, True, id="a suspended job re-applies its PodGroup"),
-    ],
-)
+@pytest.mark.parametrize(("suspend", "applied"), POD_GROUP_REAPPLIED)
 def test_pod_group_is_reapplied_only_while_suspended(suspend: bool, applied: bool) -> None:
-    existing = Existing.of(
-        {
-            "apiVersion": "scheduling.x-k8s.io/v1alpha1",
-            "kind": "PodGroup",
-            "metadata": {"name": "tune"},
-        }
+    assert (
+        pod_group_reapplied({"coscheduling": {}}, "scheduling.x-k8s.io/v1alpha1", suspend=suspend)
+        is applied
     )
-    objs = gang_objects(
-        gang_trainjob(suspend=suspend), gang_runtime({"coscheduling": {}}), existing
-    )
-    assert (("PodGroup", "tune") in objs) is applied
 
 
 @pytest.mark.parametrize(

@@ -11,9 +11,11 @@ from plugin_runtimes import (
     ENV,
     GANG_NODE_RESOURCES,
     GATES,
+    POD_GROUP_REAPPLIED,
     gang_objects,
     gang_runtime,
     gang_trainjob,
+    pod_group_reapplied,
     runtime_pod_spec,
 )
 from runtime_helpers import error_pairs
@@ -21,7 +23,7 @@ from runtime_helpers import error_pairs
 from kubetrain.api.errors import FieldError
 from kubetrain.runtime import validate_trainjob
 from kubetrain.runtime.core import new_runtime_info
-from kubetrain.runtime.framework import Existing, ObjectRef, ValidationContext
+from kubetrain.runtime.framework import ObjectRef, ValidationContext
 from kubetrain.runtime.plugins.volcano import Volcano
 from kubetrain.runtime.render import existing_refs
 from kubetrain.testing import make_runtime, make_trainjob
@@ -129,23 +131,12 @@ def test_priority_classes_are_not_checked_without_cluster_data() -> None:
     assert _validate(runtime, None) == []
 
 
-@pytest.mark.parametrize(
-    ("suspend", "applied"),
-    [
-        pytest.param(False, False, id="an existing PodGroup is left alone while the job runs"),
-        pytest.param(True, True, id="a suspended job re-applies its PodGroup"),
-    ],
-)
+@pytest.mark.parametrize(("suspend", "applied"), POD_GROUP_REAPPLIED)
 def test_pod_group_is_reapplied_only_while_suspended(suspend: bool, applied: bool) -> None:
-    existing = Existing.of(
-        {
-            "apiVersion": "scheduling.volcano.sh/v1beta1",
-            "kind": "PodGroup",
-            "metadata": {"name": "tune"},
-        }
+    assert (
+        pod_group_reapplied({"volcano": {}}, "scheduling.volcano.sh/v1beta1", suspend=suspend)
+        is applied
     )
-    objs = gang_objects(gang_trainjob(suspend=suspend), gang_runtime({"volcano": {}}), existing)
-    assert (("PodGroup", "tune") in objs) is applied
 
 
 def volcano_runtime(queue: str | None, priority: str | None) -> dict[str, Any]:

@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 
 # Answers that a retry would get again: Bad Request, Forbidden (admission), Invalid.
 _REFUSED_FOR_GOOD = (400, 403, 422)
+# What a status write answers when its JobSet is gone: 404, or 422 when the uid test of
+# `_status_patch` failed on a namesake.
+_GONE_OR_REPLACED = (404, 422)
 # A failed reconcile is tried again soon, and never later than a second after the last try: the
 # engine's API server is local, so what failed is usually a moment's restart.
 _RETRY = RateLimit(base_delay=0.05, max_delay=1.0)
@@ -63,14 +66,25 @@ class JobSetWorker:
     def _failed(key: Key, err: Exception) -> None:
         log.warning("reconcile %s/%s failed: %s", *key, err)
 
-    async def _still_exists(self, key: Key) -> bool:
+    async def _still_exists(self, key: Key, uid: str) -> bool:
+        """Whether the JobSet of this uid still stands under its name (not gone, not replaced)."""
         try:
-            await self.api.get(JOBSET.api_version, JOBSET.plural, key[1], namespace=key[0])
+            current = await self.api.get(
+                JOBSET.api_version, JOBSET.plural, key[1], namespace=key[0]
+            )
         except ApiError as err:
             if err.not_found:
                 return False
             raise
-        return True
+        return str(current["metadata"].get("uid")) == uid
+
+    def _forget(self, key: Key, uid: str) -> None:
+        """Drop a JobSet found gone from the cache, unless a namesake already took its place;
+        its DELETED event does the rest."""
+        cached = self.cluster.jobsets.get(key)
+        if cached is not None and str(cached["metadata"].get("uid")) == uid:
+            del self.cluster.jobsets[key]
+        self.cluster.lost.pop(uid, None)
 
     async def reconcile(self, key: Key) -> float | None:
         """Act on one JobSet; the answer is when to look again even if nothing changes."""
@@ -80,7 +94,7 @@ class JobSetWorker:
         uid = str(jobset["metadata"].get("uid"))
         # Pods and JobSets arrive on separate watches: make sure lost pods were not lost to the
         # JobSet's own deletion before counting them as failures.
-        if self.cluster.lost.get(uid) and not await self._still_exists(key):
+        if self.cluster.lost.get(uid) and not await self._still_exists(key, uid):
             self.cluster.lost.pop(uid, None)
             return None
         decision = reconcile(
@@ -92,10 +106,18 @@ class JobSetWorker:
         )
         ns, name = key
         if decision.status_changed:
-            updated = await self.api.patch(
-                JOBSET.api_version, JOBSET.plural, name, {"status": decision.status},
-                namespace=ns, subresource="status",
-            )  # fmt: skip
+            try:
+                updated = await self.api.patch(
+                    JOBSET.api_version, JOBSET.plural, name, _status_patch(uid, decision.status),
+                    namespace=ns, subresource="status", patch_type="json",
+                )  # fmt: skip
+            except ApiError as err:
+                if err.code not in _GONE_OR_REPLACED or await self._still_exists(key, uid):
+                    raise
+                # The JobSet decided on was deleted, perhaps created again under its name:
+                # nothing of this decision may reach the namesake.
+                self._forget(key, uid)
+                return None
             self.cluster.jobsets[key] = updated
         for ev in decision.events:
             await self.event(jobset, ev.type, ev.reason, ev.message, "jobset-controller")
@@ -133,14 +155,19 @@ class JobSetWorker:
             )
             if err.code in _REFUSED_FOR_GOOD:
                 meta = jobset["metadata"]
+                uid = str(meta.get("uid"))
+                # The status just written, when there was one: the patch replaces the whole status.
+                cached = self.cluster.jobsets.get(key_of(jobset))
+                if cached is not None and str(cached["metadata"].get("uid")) == uid:
+                    jobset = cached
                 name = pod["metadata"].get("name") or pod["metadata"].get("generateName", "")
                 status = creation_failed(
                     jobset, f"pod {name} cannot be created: {err.message}"[:1024], now=now()
                 )
                 with contextlib.suppress(ApiError):
                     updated = await self.api.patch(
-                        JOBSET.api_version, JOBSET.plural, meta["name"], {"status": status},
-                        namespace=meta["namespace"], subresource="status",
+                        JOBSET.api_version, JOBSET.plural, meta["name"], _status_patch(uid, status),
+                        namespace=meta["namespace"], subresource="status", patch_type="json",
                     )  # fmt: skip
                     self.cluster.jobsets[key_of(updated)] = updated
                 return False
@@ -148,3 +175,17 @@ class JobSetWorker:
         self.cluster.pods[key_of(created)] = created
         self.kubelet.sync_pod(created)
         return True
+
+
+def _status_patch(uid: str, status: dict[str, Any]) -> list[dict[str, Any]]:
+    """A JSON patch writing the whole status of this JobSet only.
+
+    The ``test`` of the uid makes the API server refuse it (422) when a namesake created after
+    this JobSet's deletion stands under the name. A merge patch cannot say this: kube-apiserver's
+    status strategy for custom resources copies the stored metadata over the patched object, so
+    a ``metadata.uid`` in a status merge patch is ignored there.
+    """
+    return [
+        {"op": "test", "path": "/metadata/uid", "value": uid},
+        {"op": "add", "path": "/status", "value": status},
+    ]
