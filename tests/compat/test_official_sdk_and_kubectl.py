@@ -74,7 +74,7 @@ def test_kubectl_lists_applies_describes_logs_and_deletes(kubeconfig: Path) -> N
             ["kubectl", "--kubeconfig", str(kubeconfig), *args],
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=300,  # above the longest --timeout given to kubectl wait below
         )
         assert done.returncode == 0, done.stderr
         return done.stdout

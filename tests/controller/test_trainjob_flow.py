@@ -189,8 +189,13 @@ async def test_suspend_then_resume(plane: Plane) -> None:
 
     cond = await eventually(resumed, what="Suspended=False/Resumed")
     assert (cond["reason"], cond["message"]) == ("Resumed", "TrainJob is resumed")
-    reasons = {e["reason"] for e in await plane.events("tj")}
-    assert {"Suspended", "Resumed"} <= reasons
+
+    # Events are recorded in the background, after the status write (as client-go's recorder).
+    async def both_events() -> set[str] | None:
+        reasons = {e["reason"] for e in await plane.events("tj")}
+        return reasons if {"Suspended", "Resumed"} <= reasons else None
+
+    await eventually(both_events, what="the Suspended and Resumed events")
 
 
 async def test_a_running_jobset_is_never_mutated(plane: Plane) -> None:
