@@ -15,6 +15,7 @@ import copy
 import json
 import math
 import re
+from collections.abc import Hashable, Set
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -288,17 +289,18 @@ def drop_nulls(value: Any) -> Any:
     return value
 
 
-def apply_defaults(obj: Obj) -> Obj:
+def apply_defaults(obj: Obj, settled: Set[str] = frozenset()) -> Obj:
     """Fill in the CRD defaults, in place, as the API server does (e.g. ``spec.suspend: false``,
     ``runtimeRef.kind``, ``mpi.sshAuthMountPath``, ``ports[].protocol``). A default applies only
-    where its parent object is present. Other kinds are returned unchanged."""
+    where its parent object is present. Other kinds are returned unchanged. ``settled``:
+    top-level fields already defaulted (left as they are)."""
     root = _root(_key(obj))
     if root is not None:
-        _default(root, obj)
+        _default(root, obj, settled)
     return obj
 
 
-def _default(node: _Node, value: Any) -> None:
+def _default(node: _Node, value: Any, settled: Set[str] = frozenset()) -> None:
     if isinstance(value, dict):
         props = node.props
         if props is not None:
@@ -307,7 +309,7 @@ def _default(node: _Node, value: Any) -> None:
                     value[name] = copy.deepcopy(default)
             for k, v in value.items():
                 child = props.get(k)
-                if child is not None and child.has_defaults:
+                if child is not None and child.has_defaults and k not in settled:
                     _default(child, v)
         elif node.values is not None and node.values.has_defaults:
             for v in value.values():
@@ -317,16 +319,19 @@ def _default(node: _Node, value: Any) -> None:
             _default(node.items, v)
 
 
-def prune_unknown(obj: Obj) -> list[str]:
-    """Drop, in place, fields the schema does not know; return their paths. Other kinds: []."""
+def prune_unknown(obj: Obj, settled: Set[str] = frozenset()) -> list[str]:
+    """Drop, in place, fields the schema does not know; return their paths. Other kinds: [].
+    ``settled``: top-level fields already pruned (left as they are)."""
     root = _root(_key(obj))
     dropped: list[str] = []
     if root is not None:
-        _prune(root, obj, "", dropped)
+        _prune(root, obj, "", dropped, settled)
     return dropped
 
 
-def _prune(node: _Node, value: Any, path: str, dropped: list[str]) -> None:
+def _prune(
+    node: _Node, value: Any, path: str, dropped: list[str], settled: Set[str] = frozenset()
+) -> None:
     if node.preserve:
         return
     if isinstance(value, dict):
@@ -336,7 +341,7 @@ def _prune(node: _Node, value: Any, path: str, dropped: list[str]) -> None:
                 if child is None:
                     dropped.append(_join(path, k))
                     del value[k]
-                else:
+                elif k not in settled:
                     _prune(child, value[k], _join(path, k), dropped)
         elif node.values is not None:
             for k, v in value.items():
@@ -353,19 +358,25 @@ def _join(path: str, name: str) -> str:
 # --- validation -------------------------------------------------------------------------------------
 
 
-def schema_errors(obj: Obj) -> list[FieldError]:
+def schema_errors(obj: Obj, settled: Set[str] = frozenset()) -> list[FieldError]:
     """Every OpenAPI violation in ``obj`` (types, required, enums, bounds, lengths, item counts,
     patterns, list-map key and set uniqueness). Unknown fields are left to :func:`prune_unknown`;
-    CEL rules to the runtime layer. Other kinds: []."""
-    return validate_object(obj, strict=False)
+    CEL rules to the runtime layer. Other kinds: []. ``settled``: top-level fields an update
+    leaves unchanged, not validated again (kube-apiserver's validation ratcheting)."""
+    return validate_object(obj, strict=False, settled=settled)
 
 
-def validate_object(obj: Obj, *, strict: bool) -> list[FieldError]:
+def validate_object(obj: Obj, *, strict: bool, settled: Set[str] = frozenset()) -> list[FieldError]:
     """:func:`schema_errors`, plus, when ``strict``, an error for each unknown field (with the
     nearest known field name as a suggestion), like ``kubectl --validate=strict``."""
     root = _root(_key(obj))
     errors: list[FieldError] = []
-    if root is not None:
+    if root is None:
+        return errors
+    if settled and root.props is not None:
+        # The root is always an object: its checks, with the settled fields' subtrees skipped.
+        _check_object(root, obj, "", errors, strict, settled)
+    else:
         _check(root, obj, "", errors, strict)
     return errors
 
@@ -386,6 +397,14 @@ def _dumps(value: Any, *, sort_keys: bool = False) -> str:
         return json.dumps(value, separators=(",", ":"), default=str, sort_keys=sort_keys)
     except (TypeError, ValueError):
         return repr(value)
+
+
+def _identity(values: tuple[Any, ...]) -> Hashable:
+    """What makes list-map keys (or a set's item) equal, as their JSON text would: strings, the
+    usual case, stand for themselves; anything else is compared by its canonical JSON text."""
+    if all(type(v) is str for v in values):
+        return values
+    return _dumps(list(values), sort_keys=True)
 
 
 def _show(value: Any) -> str:
@@ -490,7 +509,12 @@ def _check(node: _Node, value: Any, path: str, errors: list[FieldError], strict:
 
 
 def _check_object(
-    node: _Node, value: Obj, path: str, errors: list[FieldError], strict: bool
+    node: _Node,
+    value: Obj,
+    path: str,
+    errors: list[FieldError],
+    strict: bool,
+    settled: Set[str] = frozenset(),
 ) -> None:
     for name in node.required:
         if value.get(name) is None:
@@ -509,7 +533,7 @@ def _check_object(
             if child is None:
                 if strict and not node.preserve:
                     errors.append(FieldError(_join(path, k), _unknown(k, node.names), "Invalid"))
-            elif v is not None:
+            elif v is not None and k not in settled:
                 _check(child, v, _join(path, k), errors, strict)
     elif node.values is not None:
         for k, v in value.items():
@@ -555,10 +579,10 @@ def _check_array(
             else:
                 _check(items, v, f"{path}[{i}]", errors, strict)
     if node.list_type == "map" and node.map_keys:
-        seen: set[str] = set()
+        seen: set[Hashable] = set()
         for i, v in enumerate(value):
             if isinstance(v, dict):
-                key = _dumps([v.get(k) for k in node.map_keys], sort_keys=True)
+                key = _identity(tuple(v.get(k) for k in node.map_keys))
                 if key in seen:
                     shown = _show({k: v.get(k) for k in node.map_keys if k in v})
                     errors.append(
@@ -566,9 +590,9 @@ def _check_array(
                     )
                 seen.add(key)
     elif node.list_type == "set":
-        seen_items: set[str] = set()
+        seen_items: set[Hashable] = set()
         for i, v in enumerate(value):
-            key = _dumps(v, sort_keys=True)
+            key = _identity((v,))
             if key in seen_items:
                 errors.append(
                     FieldError(f"{path}[{i}]", f"Duplicate value: {_show(v)}", "Duplicate")

@@ -9,7 +9,7 @@ enforced by admission (the runtime layer's ``validate()``), not here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from typing import Any, Protocol
 
 from kubetrain.api.errors import FieldError
@@ -24,16 +24,18 @@ class SchemaRules(Protocol):
         """Whether this kind has a structural schema."""
         ...
 
-    def prune(self, obj: dict[str, Any]) -> list[str]:
-        """Drop nulls and fields the schema does not declare; return the unknown fields' paths."""
+    def prune(self, obj: dict[str, Any], settled: Set[str] = frozenset()) -> list[str]:
+        """Drop nulls and fields the schema does not declare; return the unknown fields' paths.
+        ``settled``: top-level fields an update leaves as stored (already pruned)."""
         ...
 
-    def default(self, obj: dict[str, Any]) -> None:
-        """Fill in ``default`` values."""
+    def default(self, obj: dict[str, Any], settled: Set[str] = frozenset()) -> None:
+        """Fill in ``default`` values (``settled`` fields are already defaulted)."""
         ...
 
-    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
-        """Every schema violation, each naming its field."""
+    def validate(self, obj: dict[str, Any], settled: Set[str] = frozenset()) -> list[FieldError]:
+        """Every schema violation, each naming its field; ``settled`` fields are not checked
+        again (validation ratcheting: an update may leave a stored value as it is)."""
         ...
 
     def schema_of(self, api_version: str, kind: str) -> Mapping[str, Any] | None:
@@ -53,15 +55,19 @@ class ProjectSchemas:
     def knows(self, api_version: str, kind: str) -> bool:
         return (api_version, kind) in self._known
 
-    def prune(self, obj: dict[str, Any]) -> list[str]:
-        self._api.drop_nulls(obj)
-        return self._api.prune_unknown(obj)
+    def prune(self, obj: dict[str, Any], settled: Set[str] = frozenset()) -> list[str]:
+        for key in [k for k, v in obj.items() if v is None]:
+            del obj[key]
+        for key, value in obj.items():
+            if key not in settled:
+                self._api.drop_nulls(value)
+        return self._api.prune_unknown(obj, settled)
 
-    def default(self, obj: dict[str, Any]) -> None:
-        self._api.apply_defaults(obj)
+    def default(self, obj: dict[str, Any], settled: Set[str] = frozenset()) -> None:
+        self._api.apply_defaults(obj, settled)
 
-    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
-        return self._api.schema_errors(obj)
+    def validate(self, obj: dict[str, Any], settled: Set[str] = frozenset()) -> list[FieldError]:
+        return self._api.schema_errors(obj, settled)
 
     def schema_of(self, api_version: str, kind: str) -> Mapping[str, Any] | None:
         return self._api.schema_for(api_version, kind)

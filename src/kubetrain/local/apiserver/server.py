@@ -207,6 +207,7 @@ class ApiServer:
     async def start(self) -> None:
         """Open storage, create the default namespaces and seed objects, then listen."""
         await self.store.open()
+        self.engine.normalize_stored()
         await self.engine.ensure(
             [
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}

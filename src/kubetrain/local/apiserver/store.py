@@ -121,6 +121,18 @@ class Store:
         """(resource, namespace, name) of every object with an ownerReference to ``uid``."""
         return sorted(self._dependents.get(uid, ()))
 
+    def normalize(self, resource: str, fix: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
+        """Replace, in memory only, each object of ``resource`` that ``fix`` returns changed
+        (what kube-apiserver's decoding does to what it reads from etcd); how many changed.
+        For start-up, before anyone reads."""
+        changed = 0
+        for (namespace, name), obj in list(self._objects.get(resource, {}).items()):
+            fixed = fix(obj)
+            if fixed != obj:
+                self._index(resource, namespace, name, fixed)
+                changed += 1
+        return changed
+
     # -- writes ----------------------------------------------------------------------------
     def next_rv(self) -> int:
         self.rv += 1
