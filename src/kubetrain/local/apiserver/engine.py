@@ -415,7 +415,7 @@ class Engine(Deletion):
                 raise E.forbidden(
                     f'admission webhook "{webhook_name(res.api_version, res.kind)}" denied the request: {E.aggregate_text(denied)}'
                 )
-        if hooks is not None and self.webhooks is not None:
+        if hooks is not None and self.webhooks is not None and self.webhooks.may_validate(hooks):
             warnings += await self.webhooks.validate(dataclasses.replace(hooks, obj=obj))
         return obj, warnings
 

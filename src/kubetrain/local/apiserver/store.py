@@ -52,11 +52,16 @@ class Change:
 
 
 class _Pending:
-    __slots__ = ("change", "future")
+    __slots__ = ("change", "data", "future")
 
-    def __init__(self, change: Change, future: asyncio.Future[None]) -> None:
+    def __init__(self, change: Change, data: str, future: asyncio.Future[None]) -> None:
         self.change = change
+        self.data = data  # the object's JSON ("" for a deletion)
         self.future = future
+
+
+# How many recently written objects keep their JSON for answers and watch events.
+_ENCODED_KEPT = 2048
 
 
 class Store:
@@ -76,6 +81,9 @@ class Store:
         # Changes of this loop iteration, handed to the writer in one go: waking the writer
         # thread once per change costs more (GIL hand-offs) than the change itself.
         self._outbox: list[_Pending] = []
+        # JSON of recently written objects by id (the object is kept, so the id stays its):
+        # one encoding serves the database, the write's answer and every watcher.
+        self._encoded: dict[int, tuple[dict[str, Any], bytes]] = {}
 
     # -- life cycle ------------------------------------------------------------------------
     async def open(self) -> None:
@@ -96,6 +104,13 @@ class Store:
             await asyncio.get_running_loop().run_in_executor(None, writer.stop)
 
     # -- reads -----------------------------------------------------------------------------
+    def encoded(self, obj: dict[str, Any]) -> bytes:
+        """``obj`` as compact JSON; written objects are encoded once (they never change)."""
+        kept = self._encoded.get(id(obj))
+        if kept is not None and kept[0] is obj:
+            return kept[1]
+        return codec.dumps(obj)
+
     def get(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
         return self._objects.get(resource, {}).get((namespace, name))
 
@@ -150,7 +165,13 @@ class Store:
             raise RuntimeError("store is closed")
         if not self._outbox:
             loop.call_soon(self._flush)
-        self._outbox.append(_Pending(change, future))
+        data = b""
+        if change.type != "DELETED":
+            data = codec.dumps(change.obj)
+            if len(self._encoded) >= _ENCODED_KEPT:
+                del self._encoded[next(iter(self._encoded))]
+            self._encoded[id(change.obj)] = (change.obj, data)
+        self._outbox.append(_Pending(change, data.decode(), future))
         return future
 
     def _flush(self) -> None:
@@ -303,7 +324,7 @@ class _Writer(threading.Thread):
                         c.namespace,
                         c.name,
                         c.rv,
-                        codec.dumps(c.obj).decode(),
+                        pending.data,
                     )
                 )
         try:
@@ -325,7 +346,7 @@ class _Writer(threading.Thread):
                                 c.namespace,
                                 c.name,
                                 c.rv,
-                                codec.dumps(c.obj).decode(),
+                                pending.data,
                             ),
                         )
             else:
