@@ -533,9 +533,12 @@ class HttpApi:
                 if wait <= 0:
                     break
                 try:
-                    event = await asyncio.wait_for(
-                        w.queue.get(), None if math.isinf(wait) else wait
-                    )
+                    if w.queue.empty():
+                        # asyncio.timeout, not wait_for: no task per wake-up of every watch.
+                        async with asyncio.timeout(None if math.isinf(wait) else wait):
+                            event = await w.queue.get()
+                    else:
+                        event = w.queue.get_nowait()
                 except TimeoutError:
                     if loop.time() >= deadline:
                         break
@@ -568,9 +571,7 @@ class HttpApi:
                         }
                     elif convert is None and ev["type"] in _OBJECT_EVENTS:
                         # The object's JSON is the store's, encoded once for every watcher.
-                        chunk.append(
-                            _EVENT_HEAD[ev["type"]] + store.encoded(ev["object"]) + b"}\n"
-                        )
+                        chunk.append(_EVENT_HEAD[ev["type"]] + store.encoded(ev["object"]) + b"}\n")
                         continue
                     chunk.append(_dumps(ev) + b"\n")
                 if chunk:
@@ -715,7 +716,9 @@ async def _body(request: web.Request, optional: bool = False) -> Any:
             return None
         raise E.bad_request("the request has no body")
     try:
-        return _decoded(codec.loads(raw))
+        body = codec.loads(raw)
+        # A JSON document nests no deeper than it has brackets: most bodies need no walk.
+        return body if raw.count(b"{") + raw.count(b"[") <= MAX_DEPTH else _decoded(body)
     except RecursionError:
         raise E.bad_request(f"the body nests deeper than {MAX_DEPTH} levels") from None
     except codec.DecodeError:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from kubetrain.api.objectmeta import MAX_ANNOTATIONS_BYTES, validate_metadata
@@ -41,7 +41,15 @@ _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 def now_iso() -> str:
     """The current time as Kubernetes writes timestamps (seconds, UTC, ``Z``)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    global _last_second
+    second = int(time.time())
+    if second != _last_second[0]:
+        # Formatted once a second: every write asks, often many times a second.
+        _last_second = (second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second)))
+    return _last_second[1]
+
+
+_last_second: tuple[int, str] = (-1, "")
 
 
 def generate_name(prefix: str, rng: Callable[[], random.Random] = random.Random) -> str:
