@@ -186,9 +186,13 @@ async def _run_once(
     controller: subprocess.Popen[bytes] | None = None
     kubeconfig = home / "kubeconfig"
     try:
-        for _ in range(300):
-            if kubeconfig.exists():
-                break
+        # Start-up imports take a while on a busy machine: wait for the kubeconfig or an exit.
+        deadline = time.monotonic() + 120
+        while not kubeconfig.exists():
+            if server.poll() is not None or time.monotonic() > deadline:
+                server.kill()
+                output = server.stdout.read().decode(errors="replace") if server.stdout else ""
+                raise RuntimeError(f"the API server did not start:\n{output}")
             await asyncio.sleep(0.05)
         kube = connect(kubeconfig)
         await kube.create(

@@ -33,7 +33,7 @@ from kubetrain.local.apiserver.defaults import apply_core_defaults, generate_job
 from kubetrain.local.apiserver.deletion import Deletion
 from kubetrain.local.apiserver.meta import (
     SERVER_FIELDS,
-    content_paths,
+    changed_paths,
     generate_name,
     manager_paths,
     now_iso,
@@ -728,11 +728,15 @@ class Engine(Deletion):
                 meta, manager, "Apply", res.api_version, apply_paths, now, subresource, True
             )
         else:
-            changed = {
-                p for p in content_paths(new) ^ content_paths(old) if _at(new, p) is not None
-            } | {p for p in content_paths(new) & content_paths(old) if _at(new, p) != _at(old, p)}
             record_manager(
-                meta, manager, "Update", res.api_version, changed, now, subresource, False
+                meta,
+                manager,
+                "Update",
+                res.api_version,
+                changed_paths(new, old),
+                now,
+                subresource,
+                False,
             )
         if opts.dry_run:
             return Result(new, 200, warnings)
@@ -856,14 +860,6 @@ def _path_segment_errors(name: str) -> list[FieldError]:
         if bad in name:
             return [FieldError("metadata.name", f"\"{name}\": may not contain '{bad}'")]
     return []
-
-
-def _at(obj: Any, path: tuple[str, ...]) -> Any:
-    for part in path:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(part)
-    return obj
 
 
 def _encode_continue(rv: int, namespace: str, name: str) -> str:

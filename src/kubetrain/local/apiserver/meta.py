@@ -78,6 +78,38 @@ def content_paths(obj: Mapping[str, Any]) -> set[tuple[str, ...]]:
     return out
 
 
+_ABSENT = object()
+
+
+def changed_paths(new: Mapping[str, Any], old: Mapping[str, Any]) -> set[tuple[str, ...]]:
+    """The `content_paths` of ``new`` whose value ``old`` does not have: what an Update
+    records for its manager. Equal subtrees are skipped whole (a status write does not walk
+    the spec)."""
+    out: set[tuple[str, ...]] = set()
+    _diff(new, old, (), out)
+    return {
+        p
+        for p in out
+        if p[0] not in ("apiVersion", "kind")
+        and not (p[0] == "metadata" and (len(p) < 2 or p[1] in _UNOWNED_META))
+    }
+
+
+def _diff(new: Mapping[str, Any], old: Any, prefix: tuple[str, ...], out: set[Any]) -> None:
+    for key, value in new.items():
+        before = old.get(key, _ABSENT) if isinstance(old, dict) else _ABSENT
+        if value is before or value == before:
+            continue
+        path = (*prefix, key)
+        if isinstance(value, dict) and value:
+            if before is not _ABSENT and not (isinstance(before, dict) and before):
+                out.add(path)  # a leaf of ``old`` (a value, a list, {}) that became a map
+            _diff(value, before, path, out)
+        elif value is not None or not (before is _ABSENT or (isinstance(before, dict) and before)):
+            # A null is a change only where ``old`` has a leaf (a value, a list, {}) to change.
+            out.add(path)
+
+
 def _fields(value: Any) -> dict[str, Any]:
     if isinstance(value, dict) and value:
         return {f"f:{k}": _fields(v) for k, v in value.items()}
