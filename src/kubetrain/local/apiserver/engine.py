@@ -356,8 +356,8 @@ class Engine(Deletion):
         name = obj["metadata"].get("name", "")
         schematic = self.schema.knows(res.api_version, res.kind)
         if schematic:
-            # What an update leaves as stored was pruned and defaulted when it was stored.
-            settled = _settled(obj, old)
+            # What an update leaves as this server stored it was pruned and defaulted then.
+            settled = self._settled(obj, old)
             pruned = self.schema.prune(obj, settled)
             if pruned and opts.field_validation == "Strict":
                 raise E.bad_request(
@@ -378,7 +378,7 @@ class Engine(Deletion):
             if mutated is not None and mutated != obj:
                 obj = mutated
                 if schematic:
-                    settled = _settled(obj, old)
+                    settled = self._settled(obj, old)
                     self.schema.prune(obj, settled)
                     self.schema.default(obj, settled)
         path_segment = res.group == _RBAC_GROUP  # RBAC names only need to fit in a URL path
@@ -396,7 +396,7 @@ class Engine(Deletion):
                 FieldError("", f"Too long: must have at most {MAX_OBJECT_BYTES} bytes", "TooLong")
             )
         elif schematic:
-            errors += self.schema.validate(obj, _settled(obj, old))
+            errors += self.schema.validate(obj, self._settled(obj, old))
         elif subresource is None and is_crd(res.group, res.kind):
             errors += crd_errors(obj)
         if errors:
@@ -794,23 +794,18 @@ class Engine(Deletion):
         while self._controller_tasks:
             await asyncio.gather(*list(self._controller_tasks), return_exceptions=True)
 
+    def _settled(self, obj: dict[str, Any], old: dict[str, Any] | None) -> frozenset[str]:
+        """The top-level fields an update leaves as this server stored them: they were pruned,
+        defaulted and validated by the same schema then, so walking them again changes and
+        finds nothing. Objects read from the database at start may predate the schema: they
+        are walked whole, as every write was before."""
+        if old is None or self.store.from_disk(old):
+            return frozenset()
+        return frozenset(
+            k for k, v in obj.items() if k in old and isinstance(v, dict) and v == old[k]
+        )
+
     # ==== start-up =======================================================================
-    def normalize_stored(self) -> None:
-        """Prune and default the stored objects of kinds with a schema, as kube-apiserver does
-        to what it reads from etcd: an object stored by an older schema is read as the current
-        one (and an update need not walk what it leaves unchanged again)."""
-        for res in self.registry.stored():
-            if not self.schema.knows(res.api_version, res.kind):
-                continue
-
-            def fix(obj: dict[str, Any]) -> dict[str, Any]:
-                fixed = codec.clone(obj)
-                self.schema.prune(fixed)
-                self.schema.default(fixed)
-                return fixed
-
-            self.store.normalize(res.key, fix)
-
     async def ensure(
         self, objects: Iterable[Mapping[str, Any]], manager: str = "kubetrain"
     ) -> list[str]:
@@ -841,15 +836,6 @@ class _Raced(E.ApiError):
     def __init__(self, group: str, plural: str, name: str) -> None:
         err = E.conflict(group, plural, name, _MODIFIED)
         super().__init__(err.code, err.reason, err.message, err.details)
-
-
-def _settled(obj: dict[str, Any], old: dict[str, Any] | None) -> frozenset[str]:
-    """The top-level fields an update leaves as they are stored: pruned, defaulted and
-    validated when they were stored (or on load), so not walked again. kube-apiserver's
-    validation ratcheting likewise accepts unchanged values."""
-    if old is None:
-        return frozenset()
-    return frozenset(k for k, v in obj.items() if k in old and isinstance(v, dict) and v == old[k])
 
 
 def _path_segment_errors(name: str) -> list[FieldError]:

@@ -84,6 +84,8 @@ class Store:
         # JSON of recently written objects by id (the object is kept, so the id stays its):
         # one encoding serves the database, the write's answer and every watcher.
         self._encoded: dict[int, tuple[dict[str, Any], bytes]] = {}
+        # ids of the objects read from the database at open and not written since.
+        self._loaded: set[int] = set()
 
     # -- life cycle ------------------------------------------------------------------------
     async def open(self) -> None:
@@ -92,6 +94,7 @@ class Store:
         for resource, namespace, name, data in rows:
             obj = codec.loads(data)
             self._index(resource, namespace, name, obj)
+            self._loaded.add(id(obj))
         self.rv = rv
         self.history_start = rv
         self._writer = _Writer(self._path, loop, self._committed)
@@ -110,6 +113,10 @@ class Store:
         if kept is not None and kept[0] is obj:
             return kept[1]
         return codec.dumps(obj)
+
+    def from_disk(self, obj: dict[str, Any]) -> bool:
+        """Whether stored ``obj`` was read from the database (not written by this process)."""
+        return id(obj) in self._loaded
 
     def get(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
         return self._objects.get(resource, {}).get((namespace, name))
@@ -135,18 +142,6 @@ class Store:
     def dependents(self, uid: str) -> list[tuple[str, str, str]]:
         """(resource, namespace, name) of every object with an ownerReference to ``uid``."""
         return sorted(self._dependents.get(uid, ()))
-
-    def normalize(self, resource: str, fix: Callable[[dict[str, Any]], dict[str, Any]]) -> int:
-        """Replace, in memory only, each object of ``resource`` that ``fix`` returns changed
-        (what kube-apiserver's decoding does to what it reads from etcd); how many changed.
-        For start-up, before anyone reads."""
-        changed = 0
-        for (namespace, name), obj in list(self._objects.get(resource, {}).items()):
-            fixed = fix(obj)
-            if fixed != obj:
-                self._index(resource, namespace, name, fixed)
-                changed += 1
-        return changed
 
     # -- writes ----------------------------------------------------------------------------
     def next_rv(self) -> int:
@@ -203,6 +198,7 @@ class Store:
         previous = table.get((namespace, name))
         if previous is not None:
             self._drop_refs(resource, namespace, name, previous)
+            self._loaded.discard(id(previous))
         table[(namespace, name)] = obj
         meta = obj.get("metadata") or {}
         ident = (resource, namespace, name)
@@ -216,6 +212,7 @@ class Store:
         previous = self._objects.get(resource, {}).pop((namespace, name), None)
         if previous is not None:
             self._drop_refs(resource, namespace, name, previous)
+            self._loaded.discard(id(previous))
 
     def _drop_refs(self, resource: str, namespace: str, name: str, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
