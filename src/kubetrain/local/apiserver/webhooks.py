@@ -135,9 +135,21 @@ def _rules_match(webhook: Mapping[str, Any], attrs: AdmissionAttributes) -> bool
     return any(_rule_matches(as_dict(r), attrs) for r in as_list(webhook.get("rules")))
 
 
-def _rule_key(attrs: AdmissionAttributes) -> tuple[str, str, str, bool]:
+# operation, group, version, plural, subresource, namespaced
+_RuleKey = tuple[str, str, str, str, str, bool]
+
+
+def _rule_key(attrs: AdmissionAttributes) -> _RuleKey:
     """Everything of a request that the rules look at."""
-    return attrs.operation, attrs.resource.key, attrs.subresource, bool(attrs.namespace)
+    res = attrs.resource
+    return (
+        attrs.operation,
+        res.group,
+        res.version,
+        res.plural,
+        attrs.subresource,
+        bool(attrs.namespace),
+    )
 
 
 def _selected(
@@ -260,7 +272,7 @@ class WebhookDispatcher:
     # The webhooks whose rules match, by configuration kind and `_rule_key`: rebuilt after a
     # configuration changes (as kube-apiserver's informer-fed cache is), so that the writes
     # no configuration names cost a dictionary lookup.
-    _by_rules: dict[tuple[str, tuple[str, str, str, bool]], list[dict[str, Any]]] = field(
+    _by_rules: dict[tuple[str, _RuleKey], list[dict[str, Any]]] = field(
         default_factory=dict, init=False
     )
 
@@ -414,15 +426,26 @@ class WebhookDispatcher:
                     session = await stack.enter_async_context(
                         aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True))
                     )
-                async with session.post(
-                    url,
-                    data=body,
-                    headers={"Content-Type": "application/json", "Accept": "application/json"},
-                    ssl=context,
-                    server_hostname=target.server_hostname,
-                ) as response:
-                    raw = await _read_all(response)
-                    status = response.status
+                for attempt in (1, 2):
+                    try:
+                        async with session.post(
+                            url,
+                            data=body,
+                            headers={
+                                "Content-Type": "application/json",
+                                "Accept": "application/json",
+                            },
+                            ssl=context,
+                            server_hostname=target.server_hostname,
+                        ) as response:
+                            raw = await _read_all(response)
+                            status = response.status
+                        break
+                    except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as err:
+                        # A pooled connection the webhook server closed as idle just as it
+                        # was reused: sent again once on a new one, as Go's transport does.
+                        if attempt == 2 or isinstance(err, aiohttp.ClientConnectorError):
+                            raise
         except TimeoutError:
             raise _CallError(f"{failed}: context deadline exceeded") from None
         except aiohttp.ClientConnectorCertificateError as err:
