@@ -360,3 +360,51 @@ def test_the_committed_table_is_what_its_generator_writes(tool: str) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr
+
+
+_OLD = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "a", "resourceVersion": "3", "labels": {"team": "ml"}},
+    "data": {"x": "1", "y": "2"},
+    "spec": {"empty": {}, "list": [1], "gone": "soon"},
+}
+
+
+@pytest.mark.parametrize(
+    ("change", "recorded"),
+    [
+        pytest.param({}, set(), id="an unchanged object records nothing"),
+        pytest.param({"data": {"x": "1", "y": "3"}}, {("data", "y")}, id="a changed value"),
+        pytest.param(
+            {"data": {"x": "1", "y": "2", "z": "0"}}, {("data", "z")}, id="an added value"
+        ),
+        pytest.param({"data": {"x": "1"}}, set(), id="a removed value is not owned by anyone"),
+        pytest.param(
+            {"spec": {"empty": {"now": 1}, "list": [1], "gone": "soon"}},
+            {("spec", "empty"), ("spec", "empty", "now")},
+            id="an empty map that gains a field",
+        ),
+        pytest.param(
+            {"spec": {"empty": {}, "list": [1, 2], "gone": None}},
+            {("spec", "list"), ("spec", "gone")},
+            id="a list is one leaf and a null replaces a value",
+        ),
+        pytest.param(
+            {"spec": {"empty": {}, "list": [1], "gone": "soon", "new": None}},
+            set(),
+            id="a null where there was nothing is no change",
+        ),
+        pytest.param(
+            {"metadata": {"name": "a", "resourceVersion": "4", "labels": {"team": "cv"}}},
+            {("metadata", "labels", "team")},
+            id="server fields of metadata are nobody's",
+        ),
+    ],
+)
+def test_an_update_records_the_paths_it_changed(
+    change: dict[str, Any], recorded: set[tuple[str, ...]]
+) -> None:
+    from kubetrain.local.apiserver.meta import changed_paths
+
+    assert changed_paths({**_OLD, **change}, _OLD) == recorded

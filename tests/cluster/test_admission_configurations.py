@@ -172,6 +172,22 @@ async def test_failure_policy_ignore_admits_while_the_webhook_is_down(plane: Pla
     assert created["metadata"]["name"] == "ignored"
 
 
+async def test_a_changed_configuration_applies_to_the_very_next_write(plane: Plane) -> None:
+    # The first write finds which webhooks' rules name TrainJob creates (the server keeps that).
+    await plane.kube.create(TRAINER, "trainjobs", make_trainjob("before").obj())
+    for plural, name in (
+        ("mutatingwebhookconfigurations", "defaulter.trainer.kubeflow.org"),
+        ("validatingwebhookconfigurations", "validator.trainer.kubeflow.org"),
+    ):
+        config = await plane.kube.get(ADMISSION, plural, name)
+        for webhook in config["webhooks"]:
+            webhook["failurePolicy"] = "Ignore"
+        await plane.kube.replace(ADMISSION, plural, config)
+    await plane.webhook.stop()
+    created = await plane.kube.create(TRAINER, "trainjobs", make_trainjob("after").obj())
+    assert created["metadata"]["name"] == "after"
+
+
 async def test_a_dry_run_refuses_webhooks_with_side_effects(plane: Plane) -> None:
     config = await plane.kube.get(
         ADMISSION, "validatingwebhookconfigurations", "validator.trainer.kubeflow.org"

@@ -20,6 +20,7 @@ import copy
 import json
 import math
 import re
+from collections.abc import Hashable, Set
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -221,23 +222,33 @@ class Structural:
         root.names = list(root.props)
         self._root = root
 
-    def prune(self, obj: Obj) -> list[str]:
+    # ``settled``: top-level fields an update leaves as this server stored them (already
+    # pruned, defaulted and validated): their subtrees are not walked again.
+
+    def prune(self, obj: Obj, settled: Set[str] = frozenset()) -> list[str]:
         """Drop nulls of non-nullable fields and the fields the schema does not know; the
         unknown fields' paths."""
-        _drop_schema_nulls(self._root, obj)
+        _drop_schema_nulls(self._root, obj, settled)
         dropped: list[str] = []
-        _prune(self._root, obj, "", dropped)
+        _prune(self._root, obj, "", dropped, settled)
         return dropped
 
-    def default(self, obj: Obj) -> Obj:
+    def default(self, obj: Obj, settled: Set[str] = frozenset()) -> Obj:
         """Fill in ``default`` values (deep copies) where the parent object is present."""
-        _default(self._root, obj)
+        _default(self._root, obj, settled)
         return obj
 
-    def errors(self, obj: Obj, *, strict: bool = False) -> list[FieldError]:
-        """Every schema violation (see `validate_object`), each naming its field."""
+    def errors(
+        self, obj: Obj, *, strict: bool = False, settled: Set[str] = frozenset()
+    ) -> list[FieldError]:
+        """Every schema violation (see `validate_object`), each naming its field; ``settled``
+        fields are not checked again (kube-apiserver's validation ratcheting)."""
         errors: list[FieldError] = []
-        _check(self._root, obj, "", errors, strict)
+        if settled:
+            # The root is always an object: its checks, with the settled fields' subtrees skipped.
+            _check_object(self._root, obj, "", errors, strict, settled)
+        else:
+            _check(self._root, obj, "", errors, strict)
         return errors
 
 
@@ -355,17 +366,18 @@ def drop_nulls(value: Any) -> Any:
     return value
 
 
-def apply_defaults(obj: Obj) -> Obj:
+def apply_defaults(obj: Obj, settled: Set[str] = frozenset()) -> Obj:
     """Fill in the CRD defaults, in place, as the API server does (e.g. ``spec.suspend: false``,
     ``runtimeRef.kind``, ``mpi.sshAuthMountPath``, ``ports[].protocol``). A default applies only
-    where its parent object is present. Other kinds are returned unchanged."""
+    where its parent object is present. Other kinds are returned unchanged. ``settled``:
+    top-level fields already defaulted (left as they are)."""
     structural = _structural(_key(obj))
     if structural is not None:
-        structural.default(obj)
+        structural.default(obj, settled)
     return obj
 
 
-def _default(node: _Node, value: Any) -> None:
+def _default(node: _Node, value: Any, settled: Set[str] = frozenset()) -> None:
     if isinstance(value, dict):
         props = node.props
         if props is not None:
@@ -377,7 +389,7 @@ def _default(node: _Node, value: Any) -> None:
             # fields' defaults.
             for k, v in value.items():
                 child = props.get(k)
-                if child is not None and child.has_defaults:
+                if child is not None and child.has_defaults and k not in settled:
                     _default(child, v)
         elif node.values is not None and node.values.has_defaults:
             _default_each(node.values, value)
@@ -395,7 +407,7 @@ def _default_each(node: _Node, values: dict[str, Any] | list[Any]) -> None:
         _default(node, values[k])
 
 
-def _drop_schema_nulls(node: _Node, value: Any) -> None:
+def _drop_schema_nulls(node: _Node, value: Any, settled: Set[str] = frozenset()) -> None:
     """Drop the nulls of fields that are not ``nullable`` (a default may fill them in next);
     an unknown field's null goes too, unless its object preserves unknown fields."""
     if isinstance(value, dict):
@@ -406,29 +418,33 @@ def _drop_schema_nulls(node: _Node, value: Any) -> None:
                 del value[k]
         for k, v in value.items():
             child = props.get(k) if props is not None else node.values
-            if child is not None:
+            if child is not None and k not in settled:
                 _drop_schema_nulls(child, v)
     elif isinstance(value, list) and node.items is not None:
         for v in value:
             _drop_schema_nulls(node.items, v)
 
 
-def prune_unknown(obj: Obj) -> list[str]:
-    """Drop, in place, fields the schema does not know; return their paths. Other kinds: []."""
+def prune_unknown(obj: Obj, settled: Set[str] = frozenset()) -> list[str]:
+    """Drop, in place, fields the schema does not know; return their paths. Other kinds: [].
+    ``settled``: top-level fields already pruned (left as they are)."""
     structural = _structural(_key(obj))
     dropped: list[str] = []
     if structural is not None:
-        _prune(structural._root, obj, "", dropped)
+        _prune(structural._root, obj, "", dropped, settled)
     return dropped
 
 
-def _prune(node: _Node, value: Any, path: str, dropped: list[str]) -> None:
+def _prune(
+    node: _Node, value: Any, path: str, dropped: list[str], settled: Set[str] = frozenset()
+) -> None:
     if isinstance(value, dict):
         if node.props is not None:
             for k in list(value):
                 child = node.props.get(k)
                 if child is not None:
-                    _prune(child, value[k], _join(path, k), dropped)
+                    if k not in settled:
+                        _prune(child, value[k], _join(path, k), dropped)
                 elif not node.preserve:
                     dropped.append(_join(path, k))
                     del value[k]
@@ -451,18 +467,19 @@ def _join(path: str, name: str) -> str:
 # --- validation -------------------------------------------------------------------------------------
 
 
-def schema_errors(obj: Obj) -> list[FieldError]:
+def schema_errors(obj: Obj, settled: Set[str] = frozenset()) -> list[FieldError]:
     """Every OpenAPI violation in ``obj`` (types, required, enums, bounds, lengths, item counts,
     patterns, list-map key and set uniqueness). Unknown fields are left to :func:`prune_unknown`;
-    CEL rules to the runtime layer. Other kinds: []."""
-    return validate_object(obj, strict=False)
+    CEL rules to the runtime layer. Other kinds: []. ``settled``: top-level fields an update
+    leaves unchanged, not validated again (kube-apiserver's validation ratcheting)."""
+    return validate_object(obj, strict=False, settled=settled)
 
 
-def validate_object(obj: Obj, *, strict: bool) -> list[FieldError]:
+def validate_object(obj: Obj, *, strict: bool, settled: Set[str] = frozenset()) -> list[FieldError]:
     """:func:`schema_errors`, plus, when ``strict``, an error for each unknown field (with the
     nearest known field name as a suggestion), like ``kubectl --validate=strict``."""
     structural = _structural(_key(obj))
-    return structural.errors(obj, strict=strict) if structural is not None else []
+    return structural.errors(obj, strict=strict, settled=settled) if structural is not None else []
 
 
 _PY_TYPE_NAMES = {
@@ -481,6 +498,14 @@ def _dumps(value: Any, *, sort_keys: bool = False) -> str:
         return json.dumps(value, separators=(",", ":"), default=str, sort_keys=sort_keys)
     except (TypeError, ValueError):
         return repr(value)
+
+
+def _identity(values: tuple[Any, ...]) -> Hashable:
+    """What makes list-map keys (or a set's item) equal, as their JSON text would: strings, the
+    usual case, stand for themselves; anything else is compared by its canonical JSON text."""
+    if all(type(v) is str for v in values):
+        return values
+    return _dumps(list(values), sort_keys=True)
 
 
 def _show(value: Any) -> str:
@@ -585,7 +610,12 @@ def _check(node: _Node, value: Any, path: str, errors: list[FieldError], strict:
 
 
 def _check_object(
-    node: _Node, value: Obj, path: str, errors: list[FieldError], strict: bool
+    node: _Node,
+    value: Obj,
+    path: str,
+    errors: list[FieldError],
+    strict: bool,
+    settled: Set[str] = frozenset(),
 ) -> None:
     for name in node.required:
         if value.get(name) is None:
@@ -604,7 +634,7 @@ def _check_object(
             if child is None:
                 if strict and not node.preserve:
                     errors.append(FieldError(_join(path, k), _unknown(k, node.names), "Invalid"))
-            elif v is not None:
+            elif v is not None and k not in settled:
                 _check(child, v, _join(path, k), errors, strict)
     elif node.values is not None:
         for k, v in value.items():
@@ -653,10 +683,10 @@ def _check_array(
             else:
                 _check(items, v, f"{path}[{i}]", errors, strict)
     if node.list_type == "map" and node.map_keys:
-        seen: set[str] = set()
+        seen: set[Hashable] = set()
         for i, v in enumerate(value):
             if isinstance(v, dict):
-                key = _dumps([v.get(k) for k in node.map_keys], sort_keys=True)
+                key = _identity(tuple(v.get(k) for k in node.map_keys))
                 if key in seen:
                     shown = _show({k: v.get(k) for k in node.map_keys if k in v})
                     errors.append(
@@ -664,9 +694,9 @@ def _check_array(
                     )
                 seen.add(key)
     elif node.list_type == "set":
-        seen_items: set[str] = set()
+        seen_items: set[Hashable] = set()
         for i, v in enumerate(value):
-            key = _dumps(v, sort_keys=True)
+            key = _identity((v,))
             if key in seen_items:
                 errors.append(
                     FieldError(f"{path}[{i}]", f"Duplicate value: {_show(v)}", "Duplicate")

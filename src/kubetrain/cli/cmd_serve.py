@@ -80,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
     import logging
     import sys
 
+    from kubetrain.local.apiserver.server import run_serving
     from kubetrain.local.daemon import daemon_status, default_home
     from kubetrain.local.daemon.main import ALREADY_RUNNING, run_daemon
 
@@ -110,7 +111,9 @@ def run(args: argparse.Namespace) -> int:
         level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s"
     )
     try:
-        code = asyncio.run(
+        # The API server alone may run on uvloop; pods are spawned with options (umask) that
+        # only asyncio's own loop takes.
+        code = (run_serving if args.api_only else asyncio.run)(
             run_daemon(
                 home,
                 port=args.port,

@@ -33,7 +33,7 @@ from kubetrain.local.apiserver.defaults import apply_core_defaults, generate_job
 from kubetrain.local.apiserver.deletion import Deletion
 from kubetrain.local.apiserver.meta import (
     SERVER_FIELDS,
-    content_paths,
+    changed_paths,
     generate_name,
     manager_paths,
     now_iso,
@@ -356,14 +356,16 @@ class Engine(Deletion):
         name = obj["metadata"].get("name", "")
         schematic = self.schema.knows(res.api_version, res.kind)
         if schematic:
-            pruned = self.schema.prune(obj)
+            # What an update leaves as this server stored it was pruned and defaulted then.
+            settled = self._settled(obj, old)
+            pruned = self.schema.prune(obj, settled)
             if pruned and opts.field_validation == "Strict":
                 raise E.bad_request(
                     "strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in pruned)
                 )
             if pruned and opts.field_validation != "Ignore":
                 warnings += [f'unknown field "{p}"' for p in pruned]
-            self.schema.default(obj)
+            self.schema.default(obj, settled)
         elif not res.custom:
             apply_core_defaults(res.api_version, res.kind, obj)
         if subresource is None:
@@ -376,8 +378,9 @@ class Engine(Deletion):
             if mutated is not None and mutated != obj:
                 obj = mutated
                 if schematic:
-                    self.schema.prune(obj)
-                    self.schema.default(obj)
+                    settled = self._settled(obj, old)
+                    self.schema.prune(obj, settled)
+                    self.schema.default(obj, settled)
         path_segment = res.group == _RBAC_GROUP  # RBAC names only need to fit in a URL path
         errors = validate_metadata(
             obj["metadata"],
@@ -393,7 +396,7 @@ class Engine(Deletion):
                 FieldError("", f"Too long: must have at most {MAX_OBJECT_BYTES} bytes", "TooLong")
             )
         elif schematic:
-            errors += self.schema.validate(obj)
+            errors += self.schema.validate(obj, self._settled(obj, old))
         elif subresource is None and is_crd(res.group, res.kind):
             errors += crd_errors(obj)
         if errors:
@@ -412,7 +415,7 @@ class Engine(Deletion):
                 raise E.forbidden(
                     f'admission webhook "{webhook_name(res.api_version, res.kind)}" denied the request: {E.aggregate_text(denied)}'
                 )
-        if hooks is not None and self.webhooks is not None:
+        if hooks is not None and self.webhooks is not None and self.webhooks.may_validate(hooks):
             warnings += await self.webhooks.validate(dataclasses.replace(hooks, obj=obj))
         return obj, warnings
 
@@ -725,11 +728,15 @@ class Engine(Deletion):
                 meta, manager, "Apply", res.api_version, apply_paths, now, subresource, True
             )
         else:
-            changed = {
-                p for p in content_paths(new) ^ content_paths(old) if _at(new, p) is not None
-            } | {p for p in content_paths(new) & content_paths(old) if _at(new, p) != _at(old, p)}
             record_manager(
-                meta, manager, "Update", res.api_version, changed, now, subresource, False
+                meta,
+                manager,
+                "Update",
+                res.api_version,
+                changed_paths(new, old),
+                now,
+                subresource,
+                False,
             )
         if opts.dry_run:
             return Result(new, 200, warnings)
@@ -787,6 +794,17 @@ class Engine(Deletion):
         while self._controller_tasks:
             await asyncio.gather(*list(self._controller_tasks), return_exceptions=True)
 
+    def _settled(self, obj: dict[str, Any], old: dict[str, Any] | None) -> frozenset[str]:
+        """The top-level fields an update leaves as this server stored them: they were pruned,
+        defaulted and validated by the same schema then, so walking them again changes and
+        finds nothing. Objects read from the database at start may predate the schema: they
+        are walked whole, as every write was before."""
+        if old is None or self.store.from_disk(old):
+            return frozenset()
+        return frozenset(
+            k for k, v in obj.items() if k in old and isinstance(v, dict) and v == old[k]
+        )
+
     # ==== start-up =======================================================================
     async def ensure(
         self, objects: Iterable[Mapping[str, Any]], manager: str = "kubetrain"
@@ -828,14 +846,6 @@ def _path_segment_errors(name: str) -> list[FieldError]:
         if bad in name:
             return [FieldError("metadata.name", f"\"{name}\": may not contain '{bad}'")]
     return []
-
-
-def _at(obj: Any, path: tuple[str, ...]) -> Any:
-    for part in path:
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(part)
-    return obj
 
 
 def _encode_continue(rv: int, namespace: str, name: str) -> str:

@@ -61,6 +61,9 @@ log = logging.getLogger(__name__)
 
 JSON = "application/json"
 _PUBLIC = frozenset({"/version", "/healthz", "/livez", "/readyz"})
+_OBJECT_EVENTS = ("ADDED", "MODIFIED", "DELETED")
+# A watch event's JSON up to its object, as ``{"type": ..., "object": ...}`` encodes.
+_EVENT_HEAD = {t: b'{"type":"' + t.encode() + b'","object":' for t in _OBJECT_EVENTS}
 _TRUE = ("true", "1")
 # Subresources that stream to the kubelet instead of reading or writing the stored object.
 _STREAMING = frozenset({"exec", "attach", "portforward"})
@@ -75,7 +78,9 @@ def _dumps(body: Any) -> bytes:
     return codec.dumps(body)
 
 
-def _respond(body: Any, code: int = 200, warnings: list[str] | None = None) -> web.Response:
+def _respond(
+    body: Any, code: int = 200, warnings: list[str] | None = None, encoded: bytes | None = None
+) -> web.Response:
     headers: CIMultiDict[str] = CIMultiDict({"Content-Type": JSON})
     for text in warnings or ():
         # RFC 7234 warning, code 299, agent "-", the text quoted with \ escapes, as the apiserver does.
@@ -85,7 +90,8 @@ def _respond(body: Any, code: int = 200, warnings: list[str] | None = None) -> w
             "Warning", '299 - "' + quoted.encode("ascii", "backslashreplace").decode() + '"'
         )
     # kube-apiserver's JSON encoder ends every body with a newline; clients compare it.
-    return web.Response(body=_dumps(body) + b"\n", status=code, headers=headers)
+    data = encoded if encoded is not None else _dumps(body)
+    return web.Response(body=data + b"\n", status=code, headers=headers)
 
 
 def _error(err: E.ApiError) -> web.Response:
@@ -307,7 +313,7 @@ class HttpApi:
                         q.get("includeObject", "Metadata"),
                     )
                 )
-            return _respond(obj)
+            return _respond(obj, encoded=self.engine.store.encoded(obj))
         opts = WriteOptions(
             field_manager=q.get("fieldManager") or _default_manager(request),
             dry_run=q.get("dryRun") == "All",
@@ -486,9 +492,10 @@ class HttpApi:
             }
         return self._answer(result)
 
-    @staticmethod
-    def _answer(result: Result) -> web.Response:
-        return _respond(result.body, result.code, result.warnings)
+    def _answer(self, result: Result) -> web.Response:
+        # A written object's answer reuses the JSON the store encoded it to.
+        encoded = self.engine.store.encoded(result.body) if result.code in (200, 201) else None
+        return _respond(result.body, result.code, result.warnings, encoded)
 
     # -- watch -----------------------------------------------------------------------------
     async def _watch(
@@ -505,9 +512,8 @@ class HttpApi:
         q = request.query
         as_table = wants_table(request.headers.get("Accept", ""))
         include = q.get("includeObject", "Metadata")
-        w = Watch(
-            self.engine.store, stored or res, namespace, labels, fields, convert=convert, served=res
-        )
+        store = self.engine.store
+        w = Watch(store, stored or res, namespace, labels, fields, convert=convert, served=res)
         w.start(q.get("resourceVersion"), q.get("sendInitialEvents", "").lower() in _TRUE)
         self.watches.add(w)
         if self.closing:
@@ -527,9 +533,12 @@ class HttpApi:
                 if wait <= 0:
                     break
                 try:
-                    event = await asyncio.wait_for(
-                        w.queue.get(), None if math.isinf(wait) else wait
-                    )
+                    if w.queue.empty():
+                        # asyncio.timeout, not wait_for: no task per wake-up of every watch.
+                        async with asyncio.timeout(None if math.isinf(wait) else wait):
+                            event = await w.queue.get()
+                    else:
+                        event = w.queue.get_nowait()
                 except TimeoutError:
                     if loop.time() >= deadline:
                         break
@@ -560,6 +569,10 @@ class HttpApi:
                                 include,
                             ),
                         }
+                    elif convert is None and ev["type"] in _OBJECT_EVENTS:
+                        # The object's JSON is the store's, encoded once for every watcher.
+                        chunk.append(_EVENT_HEAD[ev["type"]] + store.encoded(ev["object"]) + b"}\n")
+                        continue
                     chunk.append(_dumps(ev) + b"\n")
                 if chunk:
                     await response.write(b"".join(chunk))
@@ -703,7 +716,9 @@ async def _body(request: web.Request, optional: bool = False) -> Any:
             return None
         raise E.bad_request("the request has no body")
     try:
-        return _decoded(codec.loads(raw))
+        body = codec.loads(raw)
+        # A JSON document nests no deeper than it has brackets: most bodies need no walk.
+        return body if raw.count(b"{") + raw.count(b"[") <= MAX_DEPTH else _decoded(body)
     except RecursionError:
         raise E.bad_request(f"the body nests deeper than {MAX_DEPTH} levels") from None
     except codec.DecodeError:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from kubetrain.api.access import as_dict, dicts
@@ -42,7 +42,15 @@ _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 def now_iso() -> str:
     """The current time as Kubernetes writes timestamps (seconds, UTC, ``Z``)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    global _last_second
+    second = int(time.time())
+    if second != _last_second[0]:
+        # Formatted once a second: every write asks, often many times a second.
+        _last_second = (second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second)))
+    return _last_second[1]
+
+
+_last_second: tuple[int, str] = (-1, "")
 
 
 def generate_name(prefix: str, rng: Callable[[], random.Random] = random.Random) -> str:
@@ -69,6 +77,38 @@ def content_paths(obj: Mapping[str, Any]) -> set[tuple[str, ...]]:
             continue
         out.add(path)
     return out
+
+
+_ABSENT = object()
+
+
+def changed_paths(new: Mapping[str, Any], old: Mapping[str, Any]) -> set[tuple[str, ...]]:
+    """The `content_paths` of ``new`` whose value ``old`` does not have: what an Update
+    records for its manager. Equal subtrees are skipped whole (a status write does not walk
+    the spec)."""
+    out: set[tuple[str, ...]] = set()
+    _diff(new, old, (), out)
+    return {
+        p
+        for p in out
+        if p[0] not in ("apiVersion", "kind")
+        and not (p[0] == "metadata" and (len(p) < 2 or p[1] in _UNOWNED_META))
+    }
+
+
+def _diff(new: Mapping[str, Any], old: Any, prefix: tuple[str, ...], out: set[Any]) -> None:
+    for key, value in new.items():
+        before = old.get(key, _ABSENT) if isinstance(old, dict) else _ABSENT
+        if value is before or value == before:
+            continue
+        path = (*prefix, key)
+        if isinstance(value, dict) and value:
+            if before is not _ABSENT and not (isinstance(before, dict) and before):
+                out.add(path)  # a leaf of ``old`` (a value, a list, {}) that became a map
+            _diff(value, before, path, out)
+        elif value is not None or not (before is _ABSENT or (isinstance(before, dict) and before)):
+            # A null is a change only where ``old`` has a leaf (a value, a list, {}) to change.
+            out.add(path)
 
 
 def _fields(value: Any) -> dict[str, Any]:

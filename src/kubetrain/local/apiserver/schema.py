@@ -13,7 +13,7 @@ CEL rules are enforced by admission (the runtime layer's ``validate()``), not he
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from typing import Any, Protocol
 
 from kubetrain.api import codec
@@ -34,16 +34,18 @@ class SchemaRules(Protocol):
         """Whether this kind has a structural schema."""
         ...
 
-    def prune(self, obj: dict[str, Any]) -> list[str]:
-        """Drop nulls and fields the schema does not declare; return the unknown fields' paths."""
+    def prune(self, obj: dict[str, Any], settled: Set[str] = frozenset()) -> list[str]:
+        """Drop nulls and fields the schema does not declare; return the unknown fields' paths.
+        ``settled``: top-level fields an update leaves as stored (already pruned)."""
         ...
 
-    def default(self, obj: dict[str, Any]) -> None:
-        """Fill in ``default`` values."""
+    def default(self, obj: dict[str, Any], settled: Set[str] = frozenset()) -> None:
+        """Fill in ``default`` values (``settled`` fields are already defaulted)."""
         ...
 
-    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
-        """Every schema violation, each naming its field."""
+    def validate(self, obj: dict[str, Any], settled: Set[str] = frozenset()) -> list[FieldError]:
+        """Every schema violation, each naming its field; ``settled`` fields are not checked
+        again (validation ratcheting: an update may leave a stored value as it is)."""
         ...
 
     def schema_of(self, api_version: str, kind: str) -> Mapping[str, Any] | None:
@@ -108,18 +110,18 @@ class CrdSchemas:
     def knows(self, api_version: str, kind: str) -> bool:
         return self._structural(api_version, kind) is not None
 
-    def prune(self, obj: dict[str, Any]) -> list[str]:
+    def prune(self, obj: dict[str, Any], settled: Set[str] = frozenset()) -> list[str]:
         structural = self._of(obj)
-        return structural.prune(obj) if structural is not None else []
+        return structural.prune(obj, settled) if structural is not None else []
 
-    def default(self, obj: dict[str, Any]) -> None:
+    def default(self, obj: dict[str, Any], settled: Set[str] = frozenset()) -> None:
         structural = self._of(obj)
         if structural is not None:
-            structural.default(obj)
+            structural.default(obj, settled)
 
-    def validate(self, obj: dict[str, Any]) -> list[FieldError]:
+    def validate(self, obj: dict[str, Any], settled: Set[str] = frozenset()) -> list[FieldError]:
         structural = self._of(obj)
-        return structural.errors(obj) if structural is not None else []
+        return structural.errors(obj, settled=settled) if structural is not None else []
 
     def schema_of(self, api_version: str, kind: str) -> Mapping[str, Any] | None:
         source = self._source(api_version, kind)

@@ -52,11 +52,16 @@ class Change:
 
 
 class _Pending:
-    __slots__ = ("change", "future")
+    __slots__ = ("change", "data", "future")
 
-    def __init__(self, change: Change, future: asyncio.Future[None]) -> None:
+    def __init__(self, change: Change, data: str, future: asyncio.Future[None]) -> None:
         self.change = change
+        self.data = data  # the object's JSON ("" for a deletion)
         self.future = future
+
+
+# How many recently written objects keep their JSON for answers and watch events.
+_ENCODED_KEPT = 2048
 
 
 class Store:
@@ -76,6 +81,11 @@ class Store:
         # Changes of this loop iteration, handed to the writer in one go: waking the writer
         # thread once per change costs more (GIL hand-offs) than the change itself.
         self._outbox: list[_Pending] = []
+        # JSON of recently written objects by id (the object is kept, so the id stays its):
+        # one encoding serves the database, the write's answer and every watcher.
+        self._encoded: dict[int, tuple[dict[str, Any], bytes]] = {}
+        # ids of the objects read from the database at open and not written since.
+        self._loaded: set[int] = set()
 
     # -- life cycle ------------------------------------------------------------------------
     async def open(self) -> None:
@@ -84,6 +94,7 @@ class Store:
         for resource, namespace, name, data in rows:
             obj = codec.loads(data)
             self._index(resource, namespace, name, obj)
+            self._loaded.add(id(obj))
         self.rv = rv
         self.history_start = rv
         self._writer = _Writer(self._path, loop, self._committed)
@@ -96,6 +107,18 @@ class Store:
             await asyncio.get_running_loop().run_in_executor(None, writer.stop)
 
     # -- reads -----------------------------------------------------------------------------
+    def encoded(self, obj: dict[str, Any]) -> bytes:
+        """``obj`` as compact JSON; written objects are encoded once (they never change)."""
+        kept = self._encoded.get(id(obj))
+        if kept is not None and kept[0] is obj:
+            return kept[1]
+        return codec.dumps(obj)
+
+    def from_disk(self, obj: dict[str, Any]) -> bool:
+        """Whether stored ``obj`` was read from the database or revised by a schema change
+        (not written by this process under the schema it has now)."""
+        return id(obj) in self._loaded
+
     def get(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
         return self._objects.get(resource, {}).get((namespace, name))
 
@@ -133,6 +156,9 @@ class Store:
             new = revise(obj)
             if new is not None:
                 self._index(resource, namespace, name, new)
+                # Only defaulted, not pruned or validated under the current schema: its next
+                # write walks it whole, like an object read from the database.
+                self._loaded.add(id(new))
                 revised += 1
         return revised
 
@@ -153,7 +179,13 @@ class Store:
             raise RuntimeError("store is closed")
         if not self._outbox:
             loop.call_soon(self._flush)
-        self._outbox.append(_Pending(change, future))
+        data = b""
+        if change.type != "DELETED":
+            data = codec.dumps(change.obj)
+            if len(self._encoded) >= _ENCODED_KEPT:
+                del self._encoded[next(iter(self._encoded))]
+            self._encoded[id(change.obj)] = (change.obj, data)
+        self._outbox.append(_Pending(change, data.decode(), future))
         return future
 
     def _flush(self) -> None:
@@ -185,6 +217,7 @@ class Store:
         previous = table.get((namespace, name))
         if previous is not None:
             self._drop_refs(resource, namespace, name, previous)
+            self._loaded.discard(id(previous))
         table[(namespace, name)] = obj
         meta = obj.get("metadata") or {}
         ident = (resource, namespace, name)
@@ -198,6 +231,7 @@ class Store:
         previous = self._objects.get(resource, {}).pop((namespace, name), None)
         if previous is not None:
             self._drop_refs(resource, namespace, name, previous)
+            self._loaded.discard(id(previous))
 
     def _drop_refs(self, resource: str, namespace: str, name: str, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
@@ -306,7 +340,7 @@ class _Writer(threading.Thread):
                         c.namespace,
                         c.name,
                         c.rv,
-                        codec.dumps(c.obj).decode(),
+                        pending.data,
                     )
                 )
         try:
@@ -328,7 +362,7 @@ class _Writer(threading.Thread):
                                 c.namespace,
                                 c.name,
                                 c.rv,
-                                codec.dumps(c.obj).decode(),
+                                pending.data,
                             ),
                         )
             else:

@@ -42,7 +42,7 @@ from kubetrain.local.apiserver.patching import apply_json_patch
 from kubetrain.local.apiserver.rbac import User
 from kubetrain.local.apiserver.resources import ResourceDef
 from kubetrain.local.apiserver.selectors import label_selector
-from kubetrain.local.apiserver.store import Store
+from kubetrain.local.apiserver.store import Change, Store
 
 if TYPE_CHECKING:
     from kubetrain.local.apiserver.streaming import PortStream
@@ -127,8 +127,37 @@ def applies(
 ) -> bool:
     """Whether ``webhook`` is called for ``attrs`` (``namespace_object``: the request's
     namespace, or None for cluster-scoped objects)."""
-    if not any(_rule_matches(as_dict(r), attrs) for r in as_list(webhook.get("rules"))):
-        return False
+    return _rules_match(webhook, attrs) and _selected(webhook, attrs, namespace_object)
+
+
+def _rules_match(webhook: Mapping[str, Any], attrs: AdmissionAttributes) -> bool:
+    """Whether one of the webhook's rules names the request (what `_rule_key` holds)."""
+    return any(_rule_matches(as_dict(r), attrs) for r in as_list(webhook.get("rules")))
+
+
+# operation, group, version, plural, subresource, namespaced
+_RuleKey = tuple[str, str, str, str, str, bool]
+
+
+def _rule_key(attrs: AdmissionAttributes) -> _RuleKey:
+    """Everything of a request that the rules look at."""
+    res = attrs.resource
+    return (
+        attrs.operation,
+        res.group,
+        res.version,
+        res.plural,
+        attrs.subresource,
+        bool(attrs.namespace),
+    )
+
+
+def _selected(
+    webhook: Mapping[str, Any],
+    attrs: AdmissionAttributes,
+    namespace_object: Mapping[str, Any] | None,
+) -> bool:
+    """Whether the webhook's namespace and object selectors select the request."""
     res = attrs.resource
     is_namespace = res.plural == "namespaces" and res.group == ""
     ns_selector = webhook.get("namespaceSelector")
@@ -240,6 +269,19 @@ class WebhookDispatcher:
     dial: PodDialer | None = field(default=None, init=False)
     _session: Any = field(default=None, init=False)
     _contexts: dict[str, ssl.SSLContext] = field(default_factory=dict, init=False)
+    # The webhooks whose rules match, by configuration kind and `_rule_key`: rebuilt after a
+    # configuration changes (as kube-apiserver's informer-fed cache is), so that the writes
+    # no configuration names cost a dictionary lookup.
+    _by_rules: dict[tuple[str, _RuleKey], list[dict[str, Any]]] = field(
+        default_factory=dict, init=False
+    )
+
+    def __post_init__(self) -> None:
+        self.store.subscribe(self._changed)
+
+    def _changed(self, change: Change) -> None:
+        if change.resource in (MUTATING_KEY, VALIDATING_KEY):
+            self._by_rules.clear()
 
     def _configured(self, key: str) -> list[dict[str, Any]]:
         hooks: list[dict[str, Any]] = []
@@ -247,14 +289,27 @@ class WebhookDispatcher:
             hooks += [as_dict(w) for w in as_list(config.get("webhooks"))]
         return hooks
 
-    def _matching(self, key: str, attrs: AdmissionAttributes) -> list[dict[str, Any]]:
+    def _named(self, key: str, attrs: AdmissionAttributes) -> list[dict[str, Any]]:
+        """The webhooks whose rules name the request (selectors not looked at yet)."""
         if attrs.resource.group == _GROUP:
             return []  # webhook configurations are never admitted by webhooks
-        hooks = self._configured(key)
+        cache_key = (key, _rule_key(attrs))
+        hooks = self._by_rules.get(cache_key)
+        if hooks is None:
+            hooks = [w for w in self._configured(key) if _rules_match(w, attrs)]
+            self._by_rules[cache_key] = hooks
+        return hooks
+
+    def _matching(self, key: str, attrs: AdmissionAttributes) -> list[dict[str, Any]]:
+        hooks = self._named(key, attrs)
         if not hooks:
             return []
         namespace = self.store.get("/namespaces", "", attrs.namespace) if attrs.namespace else None
-        return [w for w in hooks if applies(w, attrs, namespace)]
+        return [w for w in hooks if _selected(w, attrs, namespace)]
+
+    def may_validate(self, attrs: AdmissionAttributes) -> bool:
+        """Whether a validating webhook's rules name this request (selectors not looked at)."""
+        return bool(self._named(VALIDATING_KEY, attrs))
 
     async def mutate(self, attrs: AdmissionAttributes) -> tuple[dict[str, Any] | None, list[str]]:
         """The object after the mutating webhooks (None: none applied) and their warnings."""
@@ -371,15 +426,26 @@ class WebhookDispatcher:
                     session = await stack.enter_async_context(
                         aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True))
                     )
-                async with session.post(
-                    url,
-                    data=body,
-                    headers={"Content-Type": "application/json", "Accept": "application/json"},
-                    ssl=context,
-                    server_hostname=target.server_hostname,
-                ) as response:
-                    raw = await _read_all(response)
-                    status = response.status
+                for attempt in (1, 2):
+                    try:
+                        async with session.post(
+                            url,
+                            data=body,
+                            headers={
+                                "Content-Type": "application/json",
+                                "Accept": "application/json",
+                            },
+                            ssl=context,
+                            server_hostname=target.server_hostname,
+                        ) as response:
+                            raw = await _read_all(response)
+                            status = response.status
+                        break
+                    except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as err:
+                        # A pooled connection the webhook server closed as idle just as it
+                        # was reused: sent again once on a new one, as Go's transport does.
+                        if attempt == 2 or isinstance(err, aiohttp.ClientConnectorError):
+                            raise
         except TimeoutError:
             raise _CallError(f"{failed}: context deadline exceeded") from None
         except aiohttp.ClientConnectorCertificateError as err:
