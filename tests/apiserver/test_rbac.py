@@ -628,3 +628,55 @@ async def test_the_audit_log_holds_what_rbac_decided_and_reads_back(tmp_path: Pa
     assert (user.name, allowed) == ("system:serviceaccount:default:trainer", False)
     assert attributes == request_attributes("GET", "/api/v1/namespaces/default/configmaps/x", {})
     assert request_of(events[1])[1] == request_attributes("GET", "/apis", {})
+
+
+async def test_an_apply_that_creates_needs_create_as_well_as_patch(server: ApiServer) -> None:
+    import json
+    import ssl
+
+    token = await _service_account_token(server, "default", "applier")
+    assert server.token
+    grants = [_rule(["patch"], [""], ["configmaps"])]
+    for method, path, obj in [
+        ("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+         _role("Role", "apply-cm", grants, "default")),
+        ("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+         _binding("RoleBinding", "apply-cm", "Role", "apply-cm", [{"kind": "ServiceAccount", "name": "applier"}], "default")),
+        ("POST", "/api/v1/namespaces/default/configmaps",
+         {"metadata": {"name": "existing"}, "data": {"a": "1"}}),
+    ]:  # fmt: skip
+        code, answer = await _call(server, server.token, method, path, obj)
+        assert code == 201, answer
+
+    async def apply(name: str) -> tuple[int, dict[str, Any]]:
+        context = ssl.create_default_context(cadata=(server.ca_pem or b"").decode())
+        body = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name},
+            "data": {"a": "2"},
+        }
+        headers = {
+            "Authorization": f"Bearer {token}",
+            "Content-Type": "application/apply-patch+yaml",
+        }
+        async with (
+            aiohttp.ClientSession(server.url, headers=headers) as http,
+            http.patch(f"/api/v1/namespaces/default/configmaps/{name}?fieldManager=t&force=true",
+                       data=json.dumps(body), ssl=context) as response,
+        ):  # fmt: skip
+            return response.status, await response.json(content_type=None)
+
+    code, answer = await apply("existing")
+    assert code == 200, answer
+    code, status = await apply("new")
+    assert (code, status.get("reason")) == (403, "Forbidden"), status
+    assert status["message"].startswith('configmaps "new" is forbidden')
+    grants.append(_rule(["create"], [""], ["configmaps"]))
+    code, answer = await _call(
+        server, server.token, "PUT", "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles/apply-cm",
+        _role("Role", "apply-cm", grants, "default"),
+    )  # fmt: skip
+    assert code == 200, answer
+    code, answer = await apply("new")
+    assert code == 201, answer

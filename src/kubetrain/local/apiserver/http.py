@@ -8,6 +8,7 @@ type exactly ``application/json`` (lightkube maps errors only then).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import math
 from collections.abc import Awaitable, Callable, Sequence
@@ -192,6 +193,31 @@ class HttpApi:
                 details["kind"] = attributes.resource
             raise E.forbidden(forbidden_message(user, attributes, decision.reason), details)
 
+    def _authorize_create_by_apply(
+        self, request: web.Request, res: ResourceDef, namespace: str | None, name: str
+    ) -> None:
+        """An apply that creates its object needs ``create`` as well as ``patch``, as in
+        kube-apiserver's patch handler (its message: the authorizer's reason alone)."""
+        user = request.get(USER_KEY)
+        if self.authorizer is None or user is None or MASTERS in user.groups:
+            return
+        try:
+            self.engine.get(res, namespace, name)
+            return
+        except E.ApiError as err:
+            if err.code != 404:
+                raise
+        attributes = dataclasses.replace(
+            request_attributes(request.method, request.path, request.query), verb="create"
+        )
+        decision = self.authorizer.authorize(user, attributes)
+        if not decision.allowed:
+            qualified = res.plural + (f".{res.group}" if res.group else "")
+            raise E.forbidden(
+                f'{qualified} "{name}" is forbidden: {decision.reason}',
+                {"name": name, "group": res.group, "kind": res.plural},
+            )
+
     # -- routing ---------------------------------------------------------------------------
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") or "/"
@@ -337,11 +363,11 @@ class HttpApi:
             if name is None:
                 raise E.method_not_allowed()
             content_type = request.headers.get("Content-Type", "").split(";")[0].strip()
-            if content_type in (
-                "application/apply-patch+yaml",
-                "application/apply-patch+json",
-            ) and not q.get("fieldManager"):
-                opts.field_manager = ""
+            if content_type in ("application/apply-patch+yaml", "application/apply-patch+json"):
+                if not q.get("fieldManager"):
+                    opts.field_manager = ""
+                if sub is None:
+                    self._authorize_create_by_apply(request, res, namespace, name)
             return self._answer(
                 await self.engine.patch(
                     res, namespace, name, sub, content_type, await _body(request), opts
@@ -453,6 +479,7 @@ class HttpApi:
             if content_type in ("application/apply-patch+yaml", "application/apply-patch+json"):
                 if not q.get("fieldManager"):
                     opts.field_manager = ""
+                self._authorize_create_by_apply(request, stored, namespace, name)
                 result = await self.engine.patch(
                     stored, namespace, name, None, content_type, inbound(patch), opts
                 )
