@@ -237,9 +237,22 @@ def test_suspend_needs_allow_actions_and_is_confirmed(
     page.wait_for_selector("h1 >> text=Resume")
 
 
+PHONE_JOB = """
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: phone-view}
+spec:
+  suspend: true
+  runtimeRef: {name: torch-distributed}
+"""
+
+
 def test_bad_input_gets_a_clear_message_in_the_page(
-    dashboards: dict[str, Dashboard], page: Any
+    home: Path, dashboards: dict[str, Dashboard], page: Any, tmp_path: Path
 ) -> None:
+    # A row of its own (suspended: nothing runs), whichever tests ran before on this daemon.
+    (tmp_path / "phone.yaml").write_text(PHONE_JOB)
+    done(home, "apply", "-f", str(tmp_path / "phone.yaml"))
     dash = dashboards["read-only"]
     page.goto(dash.base + "/?token=from-an-earlier-run")
     assert "Token required" in page.inner_text("main")
@@ -248,9 +261,9 @@ def test_bad_input_gets_a_clear_message_in_the_page(
     shot(page, "unknown-trainjob")
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(dash.base + "/#/")
-    page.wait_for_selector("tr[data-key]")
+    page.wait_for_selector('tr[data-key="default/phone-view"]')
     shot(page, "trainjobs-phone")
-    page.click("tr[data-key] td.name a")
+    page.click('tr[data-key="default/phone-view"] td.name a')
     page.wait_for_selector("h1 .badge")
     assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing off-screen
     shot(page, "trainjob-phone", full=True)

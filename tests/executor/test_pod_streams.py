@@ -10,6 +10,7 @@ import contextlib
 import fcntl
 import os
 import pty
+import re
 import socket
 import struct
 import subprocess
@@ -39,7 +40,8 @@ SERVER = (
     "        self.send_response(200); self.send_header('Content-Length', str(len(body)))\n"
     "        self.end_headers(); self.wfile.write(body)\n"
     "    def log_message(self, *a): pass\n"
-    "server = http.server.ThreadingHTTPServer(('', 8080), H)\n"
+    "import os\n"
+    "server = http.server.ThreadingHTTPServer(('', int(os.environ.get('PORT', '8080'))), H)\n"
     "print('serving', flush=True)\n"
     "import threading, time\n"
     "def tick():\n"
@@ -63,12 +65,14 @@ async def _kubectl(
     return proc.returncode, out.decode(), err.decode()
 
 
-async def _running_pod(plane: Plane, name: str, user: int | None = 1000) -> dict[str, Any]:
+async def _running_pod(
+    plane: Plane, name: str, user: int | None = 1000, port: int = 8080
+) -> dict[str, Any]:
     js = make_jobset(name, ["python", "-c", SERVER], pods=1)
     pod_spec = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     pod_spec["containers"][0].update(
         workingDir="/tmp",
-        env=[{"name": "GREETING", "value": "hi"}],
+        env=[{"name": "GREETING", "value": "hi"}, {"name": "PORT", "value": str(port)}],
         securityContext={"runAsUser": user, "runAsGroup": user} if user is not None else {},
         resources={"limits": {"memory": "1Gi"}},
     )
@@ -297,22 +301,27 @@ async def test_port_forward_reaches_the_pods_server(served: tuple[Plane, str]) -
 
 async def test_port_forward_to_a_closed_port_says_why(served: tuple[Plane, str]) -> None:
     plane, pod = served
-    local = _free_port()
+    # ":9999": kubectl picks a free local port itself and says which (no port chosen here
+    # that another process could take first).
     proc = await asyncio.create_subprocess_exec(
         "kubectl", "--kubeconfig", str(plane.home / "kubeconfig"),
         "--cache-dir", str(plane.home / "kubectl-cache"), "port-forward", f"pod/{pod}",
-        f"{local}:9999", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        ":9999", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
     )  # fmt: skip
     try:
         assert proc.stdout is not None and proc.stderr is not None
-        await asyncio.wait_for(proc.stdout.readline(), 30)
+        forwarding = await asyncio.wait_for(proc.stdout.readline(), 30)
+        found = re.search(rb"127\.0\.0\.1:(\d+) ->", forwarding)
+        assert found, (forwarding, await proc.stderr.read())
+        local = int(found.group(1))
         reader, writer = await asyncio.open_connection("127.0.0.1", local)
         assert await asyncio.wait_for(reader.read(), 30) == b""
         writer.close()
         line = await asyncio.wait_for(proc.stderr.readline(), 30)
         assert b"failed to connect to localhost:9999 inside the pod's network namespace" in line
     finally:
-        proc.kill()
+        if proc.returncode is None:
+            proc.kill()
         await proc.wait()
 
 
@@ -411,7 +420,10 @@ async def test_exec_and_port_forward_on_the_host_network(host_plane: Plane) -> N
     plane = host_plane
     plane.server.serve_pod_streams(PodStreams(plane.executor.kubelet))
     plane.server.write_kubeconfig(plane.home / "kubeconfig")
-    pod = (await _running_pod(plane, "hostnet", user=None))["metadata"]["name"]
+    # On the host's network the pod's server takes a host port: a free one, not 8080, which
+    # another process on the machine may hold.
+    port = _free_port()
+    pod = (await _running_pod(plane, "hostnet", user=None, port=port))["metadata"]["name"]
     # As root, an exec holds the capabilities the container holds (PID 2, its command), no more,
     # and counts against its limits (the container's cgroups, where they are enforced).
     script = (
@@ -423,17 +435,17 @@ async def test_exec_and_port_forward_on_the_host_network(host_plane: Plane) -> N
     assert (code, greeting, cgroups) == (0, "hi", "same cgroups")
     assert own == container
     with _core(plane) as core:
-        reply = await asyncio.to_thread(_fetch_through_client, core, pod)
+        reply = await asyncio.to_thread(_fetch_through_client, core, pod, port)
     assert reply.startswith(b"HTTP/1.0 200")
 
 
-def _fetch_through_client(core: Any, pod: str) -> bytes:
-    """GET / from the pod's port 8080 through the official client's port-forward."""
+def _fetch_through_client(core: Any, pod: str, port: int = 8080) -> bytes:
+    """GET / from the pod's ``port`` through the official client's port-forward."""
     from kubernetes.stream import portforward
 
-    pf = portforward(core.connect_get_namespaced_pod_portforward, pod, "default", ports="8080")
+    pf = portforward(core.connect_get_namespaced_pod_portforward, pod, "default", ports=str(port))
     try:
-        sock = pf.socket(8080)
+        sock = pf.socket(port)
         sock.setblocking(True)
         sock.settimeout(30)
         sock.sendall(b"GET / HTTP/1.0\r\nHost: x\r\n\r\n")
@@ -441,7 +453,7 @@ def _fetch_through_client(core: Any, pod: str) -> bytes:
         while chunk := sock.recv(4096):
             reply += chunk
         sock.close()
-        assert pf.error(8080) is None
+        assert pf.error(port) is None
     finally:
         pf.close()
         # The client's proxy thread closes the WebSocket once it sees every port closed.

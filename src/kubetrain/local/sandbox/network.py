@@ -134,16 +134,27 @@ def _netns(pid: int) -> str | None:
 
 
 def _wait_new_netns(pid: int, old: set[str | None], what: str) -> None:
-    """Wait until ``pid`` is in a namespace none of ``old`` (its ``unshare`` ran); bounded."""
+    """Wait until ``pid`` is in a namespace none of ``old`` and has become ``sleep``; bounded.
+
+    The new namespace alone is not enough: ``unshare --user --map-root-user`` writes the user
+    namespace's uid and gid maps after it unshares, so entering before it execs ``sleep`` can
+    find no mapping and no right to configure the network (seen under load)."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         ns = _netns(pid)
         if ns is None:
             raise NetworkUnavailable(f"{what}: the process exited early")
-        if ns not in old:
+        if ns not in old and _command(pid) == "sleep":
             return
         time.sleep(0.002)
     raise NetworkUnavailable(f"{what}: no network namespace after 10 s")
+
+
+def _command(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return None
 
 
 def _spawn(argv: list[str]) -> int:
