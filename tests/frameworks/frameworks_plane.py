@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kubetrain.local.executor.podbuild import build_pod
+from kubetrain.local.executor.ports import PortGate, declared_ports
 from kubetrain.local.executor.spec import read_spec
 from kubetrain.local.frameworks import local_refusal, pod_overlay, with_framework_images
 from kubetrain.local.sandbox import (
@@ -156,6 +157,39 @@ async def run_trainjob(
             images=images, die_with_parent=True,
         )  # fmt: skip
         sandboxes[host] = OverlaySandbox(pod, ctx)
+    # Pods here share the host's ports, and no executor schedules them: hold the machine-wide
+    # locks of the ports they declare, and of 29500 where the frameworks' masters serve, as
+    # the executor's PortGate does for its own pods (another worker's job may hold them).
+    ports = {29500}.union(*(declared_ports(p) for p in pods))
+    gate = await asyncio.to_thread(_hold_ports, ports)
+    try:
+        return await _run_sandboxes(sandboxes, pods, spec, timeout, during, stop_on_failure)
+    finally:
+        gate.close()
+
+
+def _hold_ports(ports: set[int], timeout: float = 90.0) -> PortGate:
+    """A gate holding ``ports``' machine-wide locks once no job holds them and they can be
+    bound on every address; fails the test after ``timeout`` seconds."""
+    gate = PortGate()
+    deadline = time.monotonic() + timeout
+    while True:
+        why = gate.blocked("frameworks-test", ports, "0.0.0.0")
+        if why is None and all(wildcard_port_free(p) for p in ports):
+            return gate
+        gate.close()
+        assert time.monotonic() < deadline, why or f"ports {sorted(ports)} stay in TIME_WAIT"
+        time.sleep(0.5)
+
+
+async def _run_sandboxes(
+    sandboxes: dict[str, PodSandbox],
+    pods: list[dict[str, Any]],
+    spec: Any,
+    timeout: float,
+    during: Any,
+    stop_on_failure: bool,
+) -> Outcome:
     targets = set(spec.success_targets) or {r.name for r in spec.replicated_jobs}
     target_hosts = {
         p["spec"]["hostname"]
