@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from kubetrain.testing.processes import stop_process
+
 __all__ = ["CacheCluster", "CacheProcess"]
 
 
@@ -49,13 +51,7 @@ class CacheProcess:
             return False
 
     def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, 10)
 
 
 class CacheCluster:

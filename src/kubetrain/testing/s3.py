@@ -20,10 +20,11 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from kubetrain.testing.processes import stop_process, wait_answering
 
 __all__ = ["ACCESS_KEY_ID", "SECRET_ACCESS_KEY", "S3Server", "upload_dir"]
 
@@ -79,29 +80,13 @@ class S3Server:
             env=env,
             start_new_session=True,
         )
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                raise RuntimeError(f"moto_server exited with {self._proc.returncode}")
-            try:
-                urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=1).close()
-            except OSError:
-                time.sleep(0.1)
-                continue
-            if self.auth:
-                self._make_user()
-            return self
-        self.stop()
-        raise RuntimeError(f"moto_server did not answer on {self.endpoint} in {timeout_s} s")
+        wait_answering(self._proc, f"{self.endpoint}/moto-api/", "moto_server", timeout_s)
+        if self.auth:
+            self._make_user()
+        return self
 
     def stop(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+        stop_process(self._proc)
         self._proc = None
 
     def _make_user(self) -> None:

@@ -23,11 +23,11 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from kubetrain.testing.processes import stop_process, wait_answering
 
 __all__ = ["S3RVER_VERSION", "S3rver", "install_s3rver"]
 
@@ -86,28 +86,15 @@ class S3rver:
              "--silent", "--no-vhost-buckets"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self._proc.poll() is not None:
-                self.stop()
-                raise RuntimeError("s3rver exited at start")
-            try:
-                urllib.request.urlopen(self.endpoint, timeout=1).close()
-            except OSError:
-                time.sleep(0.1)
-                continue
-            return self
-        self.stop()
-        raise RuntimeError(f"s3rver did not answer on {self.endpoint} in {timeout_s} s")
+        try:
+            wait_answering(self._proc, self.endpoint, "s3rver", timeout_s)
+        except RuntimeError:
+            self.stop()  # its data directory too
+            raise
+        return self
 
     def stop(self) -> None:
-        if self._proc is not None and self._proc.poll() is None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+        stop_process(self._proc)
         self._proc = None
         if self._data is not None:
             self._data.cleanup()
