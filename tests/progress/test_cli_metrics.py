@@ -1,4 +1,4 @@
-"""``kubetrain metrics``: the series as rows, CSV columns, and a PNG with or without matplotlib."""
+"""``kubetrain metrics``: the series as rows, CSV columns, and its curves drawn with matplotlib."""
 
 from __future__ import annotations
 
@@ -43,21 +43,23 @@ def _png_size(data: bytes) -> tuple[int, int]:
     return width, height
 
 
-def test_without_matplotlib_a_built_in_png_is_written(
+def test_without_matplotlib_plotting_is_a_clear_error_naming_the_extra(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
+    with pytest.raises(
+        ClientError, match=r"matplotlib, which is not installed: .*kubetrain\[plot\]"
+    ):
+        plot_png(POINTS, metric_names(POINTS), tmp_path / "curves.png", title="trainjob/demo")
+    assert not (tmp_path / "curves.png").exists()
+
+
+def test_with_matplotlib_it_draws_one_panel_per_numeric_metric_and_progress(tmp_path: Path) -> None:
     out = tmp_path / "curves.png"
-    assert plot_png(POINTS, metric_names(POINTS), out, title="trainjob/demo") == "built-in"
+    plot_png(POINTS, metric_names(POINTS), out, title="trainjob/demo")
     width, height = _png_size(out.read_bytes())
-    assert width == 720 and height > 2 * 160  # loss, epoch and progress panels
-
-
-def test_with_matplotlib_it_draws_the_curves(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib", reason="matplotlib is not installed (optional extra)")
-    out = tmp_path / "curves.png"
-    assert plot_png(POINTS, ["loss"], out, title="trainjob/demo") == "matplotlib"
-    _png_size(out.read_bytes())
+    # 8 in wide at 100 dpi; loss, epoch and progress panels (2.2 in each) plus the title.
+    assert (width, height) == (800, 720)
 
 
 def test_nothing_to_plot_is_a_clear_error(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = ["add_arguments", "metric_names", "plot_png", "rows", "run"]
 
-PLOT_HINT = "pip install matplotlib"
+PLOT_EXTRA = "pip install 'kubetrain[plot]'"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -78,9 +78,8 @@ def _run(args: argparse.Namespace) -> int:
         )
     names = metric_names(points, args.metric)
     if args.plot is not None:
-        how = plot_png(points, names, args.plot, title=f"trainjob/{args.name}")
-        hint = "" if how == "matplotlib" else f" (simple chart; {PLOT_HINT} for axes)"
-        print(f"wrote {args.plot}{hint}", file=sys.stderr)
+        plot_png(points, names, args.plot, title=f"trainjob/{args.name}")
+        print(f"wrote {args.plot}", file=sys.stderr)
         return 0
     if not points:
         print(f'No progress reports for trainjob "{args.name}" yet.', file=sys.stderr)
@@ -121,12 +120,9 @@ def _clock(stamp: str) -> str:
         return stamp
 
 
-def plot_png(points: Sequence[Point], names: Sequence[str], path: Path, *, title: str) -> str:
-    """One panel per numeric metric (and progress) against minutes since the first report.
-
-    Drawn with matplotlib when it is installed, else with the built-in PNG writer; returns
-    which ("matplotlib" or "built-in").
-    """
+def plot_png(points: Sequence[Point], names: Sequence[str], path: Path, *, title: str) -> None:
+    """One panel per numeric metric (and progress) against minutes since the first report,
+    drawn with matplotlib (the ``plot`` extra)."""
     from kubetrain.client.errors import ClientError
     from kubetrain.local.history import as_number
 
@@ -156,11 +152,9 @@ def plot_png(points: Sequence[Point], names: Sequence[str], path: Path, *, title
     try:
         import matplotlib
     except ImportError:
-        from kubetrain.cli.pngplot import write_png_chart
-
-        # Enough to see a curve; `pip install matplotlib` gives axes and ticks.
-        write_png_chart(panels, path, title=title)
-        return "built-in"
+        raise ClientError(
+            f"--plot draws with matplotlib, which is not installed: {PLOT_EXTRA}"
+        ) from None
     matplotlib.use("Agg")  # files only; never open a window
     import matplotlib.pyplot as plt
 
@@ -178,4 +172,3 @@ def plot_png(points: Sequence[Point], names: Sequence[str], path: Path, *, title
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
-    return "matplotlib"
