@@ -132,8 +132,9 @@ async def _start_server(
     # Schemas without prose: about a second less per cold start; `kubectl explain` then shows
     # field types without descriptions.
     crds = crd_manifests(descriptions=False)
-    from kubetrain.local.lws import lws_crd
+    from kubetrain.local.lws import LwsDefaulter, lws_crd
 
+    # LWS's CRD and its defaulting webhook's rules: the engine serves LeaderWorkerSets itself.
     crds.append(lws_crd())
     last: OSError | None = None
     # Reuse the last port so kubeconfigs copied elsewhere keep working; any free port otherwise.
@@ -143,7 +144,7 @@ async def _start_server(
             host=host,
             port=candidate,
             crds=crds,
-            admission=ChainAdmission([*in_process, HostPathPolicy(engine)]),
+            admission=ChainAdmission([*in_process, LwsDefaulter(), HostPathPolicy(engine)]),
             # What an install holds from its first start: default runtimes, public ConfigMap.
             seed_objects=install_defaults,
             routes=authority.routes(),
