@@ -26,10 +26,10 @@ from kubetrain.controller.webhook import (
     AdmissionHandler,
     WebhookServer,
     admission_review,
-    apiserver_denial,
     json_patch,
 )
 from kubetrain.kube.client import ApiError, KubeClient
+from kubetrain.local.apiserver.webhooks import denial
 from kubetrain.testing import make_runtime, make_trainjob
 
 Obj = dict[str, Any]
@@ -170,8 +170,8 @@ async def test_denials_match_the_embedded_api_server(
     assert answer["uid"] == "00000000-0000-0000-0000-000000000001"
     assert answer["allowed"] is False
     assert answer["status"]["code"] == 403 and answer["status"]["reason"] == "Forbidden"
-    seen = apiserver_denial("validator.trainjob.trainer.kubeflow.org", answer)
-    assert (seen["code"], seen["reason"], seen["message"]) == (
+    seen = denial("validator.trainjob.trainer.kubeflow.org", answer["status"])
+    assert (seen.code, seen.reason, seen.message) == (
         refused.code,
         refused.reason,
         refused.message,
@@ -215,8 +215,8 @@ async def test_update_rules_match(kube: KubeClient, hook: Hook) -> None:
 
     review = admission_review(changed, operation="UPDATE", old=stored)
     answer = (await hook.post(VALIDATE_TRAINJOB, review))["response"]
-    seen = apiserver_denial("validator.trainjob.trainer.kubeflow.org", answer)
-    assert (seen["code"], seen["message"]) == (refused.code, refused.message)
+    seen = denial("validator.trainjob.trainer.kubeflow.org", answer["status"])
+    assert (seen.code, seen.message) == (refused.code, refused.message)
 
     # Suspending in the same update makes the change legal on both paths.
     changed["spec"]["suspend"] = True
@@ -248,16 +248,16 @@ async def test_runtime_webhooks_match(kube: KubeClient, hook: Hook) -> None:
     with pytest.raises(ApiError) as caught:
         await kube.create(TRAINER, "clustertrainingruntimes", bad)
     answer = (await hook.post(VALIDATE_CTR, admission_review(bad)))["response"]
-    seen = apiserver_denial("validator.clustertrainingruntime.trainer.kubeflow.org", answer)
-    assert (seen["code"], seen["message"]) == (caught.value.code, caught.value.message)
+    seen = denial("validator.clustertrainingruntime.trainer.kubeflow.org", answer["status"])
+    assert (seen.code, seen.message) == (caught.value.code, caught.value.message)
 
     namespaced = make_runtime("two", kind="TrainingRuntime", namespace="default").torch()
     bad_tr = namespaced.job("node", ancestor="trainer", container="main").obj()
     with pytest.raises(ApiError) as caught:
         await kube.create(TRAINER, "trainingruntimes", bad_tr)
     answer = (await hook.post(VALIDATE_TR, admission_review(bad_tr)))["response"]
-    seen = apiserver_denial("validator.trainingruntime.trainer.kubeflow.org", answer)
-    assert (seen["code"], seen["message"]) == (caught.value.code, caught.value.message)
+    seen = denial("validator.trainingruntime.trainer.kubeflow.org", answer["status"])
+    assert (seen.code, seen.message) == (caught.value.code, caught.value.message)
 
 
 async def test_deprecated_runtime_warns_on_both_kinds(kube: KubeClient, hook: Hook) -> None:
@@ -327,8 +327,8 @@ def test_json_patch(before: Obj, after: Obj, ops: list[Obj]) -> None:
 
 
 def test_apiserver_wrapping_follows_kube_apiserver() -> None:
-    assert apiserver_denial("w", {"status": {"code": 200}})["code"] == 400
-    assert apiserver_denial("w", {"status": {}})["message"] == (
+    assert denial("w", {"code": 200}).code == 400
+    assert denial("w", {}).message == (
         'admission webhook "w" denied the request without explanation'
     )
 
@@ -366,5 +366,5 @@ async def test_trainjob_webhook_reads_the_controllers_cache_first(
     assert answer["allowed"] is admitted, answer
     if not admitted:
         refused = await _refusal(kube, job)
-        seen = apiserver_denial("validator.trainjob.trainer.kubeflow.org", answer)
-        assert (seen["code"], seen["message"]) == (refused.code, refused.message)
+        seen = denial("validator.trainjob.trainer.kubeflow.org", answer["status"])
+        assert (seen.code, seen.message) == (refused.code, refused.message)

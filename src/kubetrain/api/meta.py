@@ -1,4 +1,5 @@
-"""meta/v1 helpers every layer needs: times as Kubernetes writes them, and status conditions.
+"""meta/v1 helpers every layer needs: times as Kubernetes writes them, status conditions, and
+the ``Status`` an API request fails with.
 
 Written once here (shape only, no I/O): the runtime's status derivation, the controller, the
 local executor and the SDK's views all read and write ``metav1.Time`` and ``metav1.Condition``
@@ -7,11 +8,13 @@ through these functions.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 __all__ = [
     "condition_true",
+    "failure_status",
     "find_condition",
     "format_time",
     "now",
@@ -92,3 +95,32 @@ def _ordered(cond: Obj) -> Obj:
     out["reason"] = cond.get("reason", "")
     out["message"] = cond.get("message", "")
     return out
+
+
+# StatusDetails' fields in kube-apiserver's order; any others follow.
+_DETAILS_ORDER = ("name", "group", "kind", "uid", "causes", "retryAfterSeconds")
+
+
+def failure_status(
+    code: int, reason: str, message: str, details: Mapping[str, Any] | None = None
+) -> Obj:
+    """The ``metav1.Status`` of a failed request, fields in kube-apiserver's order.
+
+    Clients compare the body as text (the official client's create_from_yaml errors do), so
+    every server here (the API server, its token endpoints, the status server) answers this one.
+    """
+    body: Obj = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+    }
+    if details:
+        body["details"] = {
+            **{k: details[k] for k in _DETAILS_ORDER if k in details},
+            **{k: v for k, v in details.items() if k not in _DETAILS_ORDER},
+        }
+    body["code"] = code
+    return body

@@ -33,6 +33,16 @@ def _expand(paths: Iterable[str]) -> list[str]:
     return out
 
 
+def _read(source: str) -> tuple[str, str]:
+    """The label errors name ``source`` by, and its text (``-``: standard input)."""
+    label = "<stdin>" if source == "-" else source
+    try:
+        text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LoadError(label, [FieldError("", f"cannot read: {exc}")]) from None
+    return label, text
+
+
 def _flatten(doc: Any, where: str) -> list[dict[str, Any]]:
     if isinstance(doc, dict) and doc.get("kind") == "List" and isinstance(doc.get("items"), list):
         objs: list[dict[str, Any]] = []
@@ -56,11 +66,7 @@ def read_objects(paths: Iterable[str]) -> list[dict[str, Any]]:
 
     objs: list[dict[str, Any]] = []
     for source in _expand(paths):
-        label = "<stdin>" if source == "-" else source
-        try:
-            text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise LoadError(label, [FieldError("", f"cannot read: {exc}")]) from None
+        label, text = _read(source)
         load_objects(text, source=label)  # raises with every problem of this file at once
         docs = parse_documents(text, source=label)
         if not docs:
@@ -80,11 +86,7 @@ def read_documents(paths: Iterable[str]) -> list[tuple[str, Any]]:
 
     out: list[tuple[str, Any]] = []
     for source in _expand(paths):
-        label = "<stdin>" if source == "-" else source
-        try:
-            text = sys.stdin.read() if source == "-" else Path(source).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise LoadError(label, [FieldError("", f"cannot read: {exc}")]) from None
+        label, text = _read(source)
         for doc in parse_documents(text, source=label):
             if (
                 isinstance(doc, dict)

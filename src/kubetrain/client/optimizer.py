@@ -13,7 +13,6 @@ and reads it back the same way, with the official client's rough edges fixed:
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,7 +22,7 @@ from kubetrain.api.access import dicts, list_at, obj_at
 from kubetrain.client import types as T
 from kubetrain.client.errors import NotFoundError
 from kubetrain.client.resources import EXPERIMENT, TRIAL
-from kubetrain.client.trainer_client import TrainerClient
+from kubetrain.client.trainer_client import TrainerClient, generated_name
 from kubetrain.client.view import parse_time
 
 __all__ = [
@@ -277,7 +276,7 @@ class OptimizerClient:
         }
         if config.max_failed_trials is not None:
             spec["maxFailedTrialCount"] = config.max_failed_trials
-        name = name or "abcdefghijklmnopqrstuvwxyz"[uuid.uuid4().int % 26] + uuid.uuid4().hex[:11]
+        name = name or generated_name()
         return {
             "apiVersion": EXPERIMENT.api_version,
             "kind": EXPERIMENT.kind,

@@ -30,6 +30,11 @@ DEFAULT_RUNTIME = "torch-distributed"
 STATUSES = frozenset({"Created", "Running", "Suspended", "Complete", "Failed"})
 
 
+def generated_name() -> str:
+    """A new object's name in the official SDK's shape: a letter, then 11 hex digits."""
+    return "abcdefghijklmnopqrstuvwxyz"[uuid.uuid4().int % 26] + uuid.uuid4().hex[:11]
+
+
 def _resources(values: dict[str, Any] | None) -> dict[str, Any] | None:
     """SDK-style resource keys (``gpu``, ``storage``) to Kubernetes names; requests == limits."""
     if not values:
@@ -213,8 +218,7 @@ class TrainerClient:
                 spec["initializer"] = init
         if spec_trainer:
             spec["trainer"] = spec_trainer
-        # Same shape as the official SDK's names: a letter, then 11 hex digits.
-        name = "abcdefghijklmnopqrstuvwxyz"[uuid.uuid4().int % 26] + uuid.uuid4().hex[:11]
+        name = generated_name()
         job = {
             "apiVersion": R.TRAINJOB.api_version,
             "kind": R.TRAINJOB.kind,

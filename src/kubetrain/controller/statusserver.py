@@ -36,6 +36,7 @@ from aiohttp import web
 
 from kubetrain.api import TRAINER_API_VERSION
 from kubetrain.api.access import list_at, obj_at
+from kubetrain.api.meta import failure_status
 from kubetrain.api.schema import validate_object
 from kubetrain.api.types import Obj
 from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
@@ -158,16 +159,7 @@ class TokenReviewVerifier:
 
 
 def _status(code: int, reason: str, message: str) -> web.Response:
-    body = {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    }
-    return web.json_response(body, status=code)
+    return web.json_response(failure_status(code, reason, message), status=code)
 
 
 def trainer_status_errors(trainer_status: Any) -> list[str]:

@@ -10,7 +10,8 @@ denial (``kubetrain.api.errors.aggregate_text``), the same ones the embedded API
 Answer shape (controller-runtime's, which upstream uses): a denial is ``allowed: false`` with
 ``status {code: 403, reason: Forbidden, message: <field errors>}``; the kube-apiserver then
 reports ``admission webhook "<name>" denied the request: <message>`` to the client
-(``apiserver_denial`` reproduces that step for tests). Warnings travel in ``response.warnings``.
+(``kubetrain.local.apiserver.webhooks.denial``, the embedded API server's same step). Warnings
+travel in ``response.warnings``.
 The mutating webhook answers with a base64 JSONPatch (``patchType: JSONPatch``).
 """
 
@@ -54,7 +55,6 @@ __all__ = [
     "Webhook",
     "WebhookServer",
     "admission_review",
-    "apiserver_denial",
     "json_patch",
 ]
 
@@ -191,30 +191,6 @@ def admission_review(
     if meta.get("namespace"):
         request["namespace"] = meta["namespace"]
     return {"apiVersion": ADMISSION_API_VERSION, "kind": "AdmissionReview", "request": request}
-
-
-def apiserver_denial(webhook_name: str, response: Obj) -> Obj:
-    """The ``Status`` a kube-apiserver returns to its client for a denying webhook response
-    (apiserver's ``webhookerrors.ToStatusErr``): codes below 400 become 400, the message is
-    prefixed with ``admission webhook "<name>" denied the request``."""
-    status = dict(obj_at(response, "status"))
-    code = int(status.get("code") or 0)
-    denied_by = f'admission webhook "{webhook_name}" denied the request'
-    if status.get("message"):
-        message = f"{denied_by}: {status['message']}"
-    elif status.get("reason"):
-        message = f"{denied_by}: {status['reason']}"
-    else:
-        message = f"{denied_by} without explanation"
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": status.get("reason") or "",
-        "code": code if code >= 400 else 400,
-    }
 
 
 class _Errored(Exception):

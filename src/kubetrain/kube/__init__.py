@@ -4,6 +4,8 @@
   left to callers, watch decoding, server-side apply with an explicit patch type);
 - :mod:`kubetrain.kube.informer`: list + watch + a cache, resuming its watch and relisting on 410;
 - :mod:`kubetrain.kube.workqueue`: the rate-limited, de-duplicating work queue;
+- :mod:`kubetrain.kube.loop`: informers then workers over a queue until stopped, and how a
+  failed reconcile is logged;
 - :mod:`kubetrain.kube.kinds`: the kinds controllers read and write, with their REST names.
 
 It sits just above :mod:`kubetrain.api` and beside the pure :mod:`kubetrain.runtime`: the TrainJob

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from aiohttp import web
 
 from kubetrain.api.access import as_list, obj_at
+from kubetrain.api.meta import failure_status
 
 if TYPE_CHECKING:  # the API server imports this module; only the kubelet's side needs a client
     from kubetrain.kube.client import KubeClient
@@ -251,15 +252,7 @@ class Refusal(Exception):
         self.code, self.reason, self.message = code, reason, message
 
     def status(self) -> dict[str, Any]:
-        return {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        }
+        return failure_status(self.code, self.reason, self.message)
 
 
 def _rfc3339(seconds: int) -> str:

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kubetrain.api import meta
-from kubetrain.api.access import as_dict, as_list, as_str
-from kubetrain.local.apiserver.rbac import Attributes, Decision, User
+from kubetrain.api.access import as_dict, as_str
+from kubetrain.local.apiserver.rbac import Attributes, Decision, User, user_from_info, user_info
 
 __all__ = ["DECISION", "REASON", "AuditLog", "read_events", "request_of"]
 
@@ -55,7 +55,7 @@ class AuditLog:
             "stage": "RequestReceived",
             "requestURI": attributes.path,
             "verb": attributes.verb,
-            "user": _user(user),
+            "user": user_info(user),
         }
         if attributes.resource_request:
             ref = {
@@ -81,17 +81,6 @@ class AuditLog:
             self._out = None
 
 
-def _user(user: User) -> dict[str, Any]:
-    info: dict[str, Any] = {"username": user.name}
-    if user.uid:
-        info["uid"] = user.uid
-    if user.groups:
-        info["groups"] = list(user.groups)
-    if user.extra:
-        info["extra"] = {k: list(v) for k, v in user.extra.items()}
-    return info
-
-
 def read_events(path: Path) -> Iterator[dict[str, Any]]:
     """The Events of an audit log, in order (a torn last line, still being written, is left)."""
     with path.open(encoding="utf-8") as lines:
@@ -102,16 +91,7 @@ def read_events(path: Path) -> Iterator[dict[str, Any]]:
 
 def request_of(event: Mapping[str, Any]) -> tuple[User, Attributes, bool]:
     """Who asked what in an Event, and whether RBAC allowed it."""
-    info = as_dict(event.get("user"))
-    user = User(
-        as_str(info.get("username")),
-        tuple(str(g) for g in as_list(info.get("groups"))),
-        as_str(info.get("uid")),
-        {
-            str(k): tuple(str(v) for v in as_list(vs))
-            for k, vs in as_dict(info.get("extra")).items()
-        },
-    )
+    user = user_from_info(as_dict(event.get("user"))) or User("")
     ref = event.get("objectRef")
     path = as_str(event.get("requestURI"))
     if ref is None:

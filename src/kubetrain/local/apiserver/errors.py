@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kubetrain.api.errors import ERROR_TYPE_TEXT, FieldError, aggregate_text, field_error_text
+from kubetrain.api.meta import failure_status
 
 __all__ = [
     "ApiError",
@@ -47,24 +48,7 @@ class ApiError(Exception):
 
     def status(self) -> dict[str, Any]:
         """The ``Status`` object for the response body."""
-        # kube-apiserver's field order (metav1.Status, StatusDetails): clients compare the
-        # body as text (the official client's create_from_yaml errors do).
-        body: dict[str, Any] = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-        }
-        if self.details:
-            order = ("name", "group", "kind", "uid", "causes", "retryAfterSeconds")
-            body["details"] = {
-                **{k: self.details[k] for k in order if k in self.details},
-                **{k: v for k, v in self.details.items() if k not in order},
-            }
-        body["code"] = self.code
-        return body
+        return failure_status(self.code, self.reason, self.message, self.details)
 
 
 def status_success(details: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -44,6 +44,7 @@ __all__ = [
     "rules_review_answer",
     "user_from_info",
     "user_from_review",
+    "user_info",
 ]
 
 GROUP = "rbac.authorization.k8s.io"
@@ -551,26 +552,44 @@ def _attributes_from_spec(spec: Mapping[str, Any], namespace: str | None) -> Att
     )
 
 
+def user_info(user: User) -> dict[str, Any]:
+    """``user`` as an ``authentication.k8s.io/v1`` UserInfo, empty fields left out.
+
+    The one spelling of the identity on the wire: audit Events' ``user`` and AdmissionReviews'
+    ``request.userInfo`` carry it; `user_from_info` reads it back.
+    """
+    info: dict[str, Any] = {"username": user.name}
+    if user.uid:
+        info["uid"] = user.uid
+    if user.groups:
+        info["groups"] = list(user.groups)
+    if user.extra:
+        info["extra"] = {k: list(v) for k, v in user.extra.items()}
+    return info
+
+
 def user_from_info(info: Mapping[str, Any] | None) -> User | None:
-    """The user of a TokenReview's ``status.user`` (None for no user)."""
+    """The user of a UserInfo (a TokenReview's ``status.user``, an audit Event's ``user``).
+
+    None for no user (no ``username``).
+    """
     if not info or not info.get("username"):
         return None
-    extra = {str(k): tuple(str(v) for v in as_list(vs)) for k, vs in obj_at(info, "extra").items()}
-    return User(
-        str(info["username"]),
-        tuple(str(g) for g in as_list(info.get("groups"))),
-        str(info.get("uid") or ""),
-        extra,
-    )
+    return _user_of(info, "username")
 
 
 def user_from_review(spec: Mapping[str, Any]) -> User:
     """The user a SubjectAccessReview asks about."""
-    extra = {str(k): tuple(str(v) for v in as_list(vs)) for k, vs in obj_at(spec, "extra").items()}
+    return _user_of(spec, "user")
+
+
+def _user_of(obj: Mapping[str, Any], name_key: str) -> User:
+    """UserInfo and SubjectAccessReview spec spell the same fields but for the name's key."""
+    extra = {str(k): tuple(str(v) for v in as_list(vs)) for k, vs in obj_at(obj, "extra").items()}
     return User(
-        str(spec.get("user") or ""),
-        tuple(str(g) for g in as_list(spec.get("groups"))),
-        str(spec.get("uid") or ""),
+        str(obj.get(name_key) or ""),
+        tuple(str(g) for g in as_list(obj.get("groups"))),
+        str(obj.get("uid") or ""),
         extra,
     )
 

@@ -39,7 +39,7 @@ from kubetrain.api import codec
 from kubetrain.api.access import as_dict, as_list
 from kubetrain.local.apiserver import errors as E
 from kubetrain.local.apiserver.patching import apply_json_patch
-from kubetrain.local.apiserver.rbac import User
+from kubetrain.local.apiserver.rbac import User, user_info
 from kubetrain.local.apiserver.resources import ResourceDef
 from kubetrain.local.apiserver.selectors import label_selector
 from kubetrain.local.apiserver.store import Change, Store
@@ -196,16 +196,7 @@ def review_request(attrs: AdmissionAttributes, uid: str) -> dict[str, Any]:
     if attrs.namespace:
         request["namespace"] = attrs.namespace
     request["operation"] = attrs.operation
-    user = attrs.user
-    info: dict[str, Any] = {"username": user.name if user else ""}
-    if user is not None:
-        if user.uid:
-            info["uid"] = user.uid
-        if user.groups:
-            info["groups"] = list(user.groups)
-        if user.extra:
-            info["extra"] = {k: list(v) for k, v in user.extra.items()}
-    request["userInfo"] = info
+    request["userInfo"] = user_info(attrs.user or User(""))
     request["object"] = attrs.obj
     request["oldObject"] = attrs.old
     request["dryRun"] = attrs.dry_run

@@ -22,7 +22,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -132,8 +132,9 @@ async def _start_server(
     # Schemas without prose: about a second less per cold start; `kubectl explain` then shows
     # field types without descriptions.
     crds = crd_manifests(descriptions=False)
-    from kubetrain.local.lws import lws_crd
+    from kubetrain.local.lws import LwsDefaulter, lws_crd
 
+    # LWS's CRD and its defaulting webhook's rules: the engine serves LeaderWorkerSets itself.
     crds.append(lws_crd())
     last: OSError | None = None
     # Reuse the last port so kubeconfigs copied elsewhere keep working; any free port otherwise.
@@ -143,7 +144,7 @@ async def _start_server(
             host=host,
             port=candidate,
             crds=crds,
-            admission=ChainAdmission([*in_process, HostPathPolicy(engine)]),
+            admission=ChainAdmission([*in_process, LwsDefaulter(), HostPathPolicy(engine)]),
             # What an install holds from its first start: default runtimes, public ConfigMap.
             seed_objects=install_defaults,
             routes=authority.routes(),
@@ -252,9 +253,29 @@ async def run_daemon(
                 controller_task = asyncio.create_task(
                     _run_controller(home, kubeconfig, stop, environment), name="controller"
                 )
-                katib_task = asyncio.create_task(_run_katib(kubeconfig, stop), name="katib")
-            lws_task = asyncio.create_task(_run_lws(kubeconfig, stop), name="lws")
-            workloads_task = asyncio.create_task(_run_workloads(kubeconfig, stop), name="workloads")
+                from kubetrain.local.katib import run_katib
+
+                katib_task = asyncio.create_task(
+                    _keep_running(
+                        "Experiment controller", lambda: run_katib(kubeconfig, stop), stop
+                    ),
+                    name="katib",
+                )
+            from kubetrain.local.lws import run_lws
+            from kubetrain.local.workloads import run_workloads
+
+            lws_task = asyncio.create_task(
+                _keep_running(
+                    "LeaderWorkerSet controller", lambda: run_lws(kubeconfig, stop), stop
+                ),
+                name="lws",
+            )
+            workloads_task = asyncio.create_task(
+                _keep_running(
+                    "workload controllers", lambda: run_workloads(kubeconfig, stop), stop
+                ),
+                name="workloads",
+            )
         info = {
             "pid": os.getpid(),
             "url": server.url,
@@ -358,44 +379,19 @@ def _stop_mode(files: DaemonFiles) -> str:
         return ""
 
 
-async def _run_katib(kubeconfig: Path, stop: asyncio.Event) -> None:
-    from kubetrain.local.katib import run_katib
+async def _keep_running(what: str, run: Callable[[], Awaitable[None]], stop: asyncio.Event) -> None:
+    """``run()`` until ``stop``; a crash is logged and ``run`` starts again after 1 s.
 
+    For the engine's side controllers (Experiments, LeaderWorkerSets, workloads): none must take
+    the TrainJob controller and the pods down with it.
+    """
     while not stop.is_set():
         try:
-            await run_katib(kubeconfig, stop)
+            await run()
         except asyncio.CancelledError:
             raise
         except Exception:
-            # Experiments must not take the TrainJob controller and the pods down with them.
-            log.exception("Experiment controller crashed; restarting in 1 s")
-            await asyncio.sleep(1)
-
-
-async def _run_lws(kubeconfig: Path, stop: asyncio.Event) -> None:
-    from kubetrain.local.lws import run_lws
-
-    while not stop.is_set():
-        try:
-            await run_lws(kubeconfig, stop)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("LeaderWorkerSet controller crashed; restarting in 1 s")
-            await asyncio.sleep(1)
-
-
-async def _run_workloads(kubeconfig: Path, stop: asyncio.Event) -> None:
-    from kubetrain.local.workloads import run_workloads
-
-    while not stop.is_set():
-        try:
-            await run_workloads(kubeconfig, stop)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            # Deployments and Services must not take TrainJobs and their pods down with them.
-            log.exception("workload controllers crashed; restarting in 1 s")
+            log.exception("%s crashed; restarting in 1 s", what)
             await asyncio.sleep(1)
 
 

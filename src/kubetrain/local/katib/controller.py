@@ -27,10 +27,11 @@ from typing import Any
 from kubetrain.api.access import dicts, list_at, obj_at
 from kubetrain.api.types import Obj
 from kubetrain.controller.events import EventRecorder
-from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
+from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.informer import Informer, object_key
 from kubetrain.kube.kinds import EXPERIMENT, POD, SUGGESTION, TRAINJOB, TRIAL, Kind
-from kubetrain.kube.workqueue import WorkQueue, work
+from kubetrain.kube.loop import failure_logger, run_loop
+from kubetrain.kube.workqueue import WorkQueue
 from kubetrain.runtime.katib.admission import METRICS_FILE_MARKER
 from kubetrain.runtime.katib.earlystop import median_stop_rule, should_stop
 from kubetrain.runtime.katib.experiment import EXPERIMENT_LABEL, KATIB_API_VERSION
@@ -58,11 +59,7 @@ __all__ = ["EXPERIMENT", "SUGGESTION", "TRIAL", "ExperimentController"]
 
 log = logging.getLogger(__name__)
 
-Key = tuple[str, str]
-_RETRIED: tuple[type[Exception], ...] = (
-    ApiError,
-    *TRANSPORT_ERRORS,
-)  # (namespace, experiment name)
+Key = tuple[str, str]  # (namespace, experiment name)
 
 
 def _now(clock: Callable[[], datetime]) -> str:
@@ -139,41 +136,15 @@ class ExperimentController:
     # --- running ----------------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event) -> None:
-        informers = [self.experiments, self.trials, self.trainjobs, self.suggestions]
-        tasks = [
-            asyncio.create_task(i.run(), name=f"katib-informer-{i.kind.kind}") for i in informers
-        ]
         try:
-            for informer in informers:
-                waiter = asyncio.create_task(informer.synced.wait())
-                stopper = asyncio.create_task(stop.wait())
-                await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
-                waiter.cancel()
-                stopper.cancel()
-                if stop.is_set():
-                    return
-            tasks += [
-                asyncio.create_task(self._worker(), name=f"katib-worker-{i}")
-                for i in range(self.concurrency)
-            ]
-            self.ready.set()
-            await stop.wait()
+            await run_loop(
+                [self.experiments, self.trials, self.trainjobs, self.suggestions],
+                self.queue, lambda key: self.reconcile(*key), failure_logger(log, "experiment"),
+                stop, concurrency=self.concurrency, ready=self.ready, name="katib",
+            )  # fmt: skip
         finally:
-            self.queue.shut_down()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.events.flush(), 5.0)
-
-    async def _worker(self) -> None:
-        await work(self.queue, lambda key: self.reconcile(*key), self._failed)
-
-    def _failed(self, key: tuple[str, str], err: Exception) -> None:
-        if isinstance(err, _RETRIED):
-            log.info("experiment %s/%s: %s", *key, err)
-        else:
-            log.error("experiment %s/%s: reconcile crashed", *key, exc_info=err)
 
     # --- one reconcile ----------------------------------------------------------------------
 

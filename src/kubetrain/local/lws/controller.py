@@ -18,10 +18,11 @@ from typing import Any
 from kubetrain.api.access import obj_at
 from kubetrain.api.types import Obj
 from kubetrain.controller.events import EventRecorder
-from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
+from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.informer import Informer, object_key
 from kubetrain.kube.kinds import LEADER_WORKER_SET, POD, SERVICE
-from kubetrain.kube.workqueue import WorkQueue, work
+from kubetrain.kube.loop import failure_logger, run_loop
+from kubetrain.kube.workqueue import WorkQueue
 
 from .logic import NAME, headless_service, plan
 
@@ -30,7 +31,6 @@ __all__ = ["LwsController"]
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
-_RETRIED: tuple[type[Exception], ...] = (ApiError, *TRANSPORT_ERRORS)
 
 
 def _lws_pod(obj: Obj) -> bool:
@@ -64,36 +64,15 @@ class LwsController:
         self.queue.add((namespace, str(obj["metadata"]["labels"][NAME])))
 
     async def run(self, stop: asyncio.Event) -> None:
-        informers = [self.sets, self.pods]
-        tasks = [asyncio.create_task(i.run(), name=f"lws-{i.kind.kind}") for i in informers]
         try:
-            for informer in informers:
-                waiter = asyncio.create_task(informer.synced.wait())
-                stopper = asyncio.create_task(stop.wait())
-                await asyncio.wait({waiter, stopper}, return_when=asyncio.FIRST_COMPLETED)
-                waiter.cancel()
-                stopper.cancel()
-                if stop.is_set():
-                    return
-            tasks += [asyncio.create_task(self._worker()) for _ in range(self.concurrency)]
-            self.ready.set()
-            await stop.wait()
+            await run_loop(
+                [self.sets, self.pods], self.queue, lambda key: self.reconcile(*key),
+                failure_logger(log, "leaderworkerset"), stop,
+                concurrency=self.concurrency, ready=self.ready, name="lws",
+            )  # fmt: skip
         finally:
-            self.queue.shut_down()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.events.flush(), 5.0)
-
-    async def _worker(self) -> None:
-        await work(self.queue, lambda key: self.reconcile(*key), self._failed)
-
-    def _failed(self, key: tuple[str, str], err: Exception) -> None:
-        if isinstance(err, _RETRIED):
-            log.info("leaderworkerset %s/%s: %s", *key, err)
-        else:
-            log.error("leaderworkerset %s/%s: reconcile crashed", *key, exc_info=err)
 
     async def reconcile(self, namespace: str, name: str) -> None:
         lws = self.sets.get(name, namespace)

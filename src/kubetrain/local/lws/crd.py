@@ -5,8 +5,8 @@ Written here rather than copied: LWS's own CRD spells out two full PodTemplateSp
 its defaults and enums (what its kubebuilder markers say); the pod templates are kept as given
 (``x-kubernetes-preserve-unknown-fields``), and the pods made from them are checked by the API
 server as any pod is. What LWS's defaulting webhook adds beyond its CRD (a ``rolloutStrategy``
-and a ``networkConfig`` where none is given) is not stored here; its other rule, the deprecated
-``Default`` restart policy meaning ``None``, is how `logic` reads it.
+and a ``networkConfig`` where none is given, the deprecated ``Default`` restart policy rewritten
+to ``None``) is not a schema default: `LwsDefaulter` (``admission``) applies it.
 
 The embedded API server applies this schema's defaults as it applies any CRD's, on every write
 and to what it loads from storage, so `logic` finds them in the stored object and repeats none.

@@ -65,8 +65,9 @@ def _sha1(text: str) -> str:
 
 
 def _spec(lws: Mapping[str, Any]) -> tuple[int, int, Obj]:
-    # LWS's defaults (replicas, size, restartPolicy, startupPolicy) are its CRD's, which the
-    # API server applies: they are not repeated here, and a field left out means none.
+    # LWS's defaults (replicas, size, restartPolicy, startupPolicy) are its CRD's and its
+    # webhook's (`admission.LwsDefaulter`), which the API server applies: they are not
+    # repeated here, and a field left out means none.
     spec = obj_at(lws, "spec")
     template = obj_at(spec, "leaderWorkerTemplate")
     return as_int(spec.get("replicas"), 0), as_int(template.get("size"), 0), template

@@ -17,9 +17,10 @@ from datetime import UTC, datetime
 from kubetrain.api.access import as_dict, list_at, obj_at
 from kubetrain.api.types import Obj
 from kubetrain.controller.events import EventRecorder
-from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
+from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.informer import Informer, object_key
 from kubetrain.kube.kinds import Kind
+from kubetrain.kube.loop import all_synced, failure_logger
 from kubetrain.kube.workqueue import WorkQueue, work
 
 __all__ = ["Controller", "Key", "Workloads"]
@@ -27,7 +28,6 @@ __all__ = ["Controller", "Key", "Workloads"]
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str]  # (namespace, name)
-_RETRIED: tuple[type[Exception], ...] = (ApiError, *TRANSPORT_ERRORS)
 
 
 class Workloads:
@@ -59,21 +59,11 @@ class Workloads:
                 for key in controller.keys_for(kind, etype, obj):
                     controller.queue.add(key)
 
-    @staticmethod
-    async def _synced(informers: list[Informer]) -> None:
-        for informer in informers:
-            await informer.synced.wait()
-
     async def run(self, stop: asyncio.Event, ready: asyncio.Event | None = None) -> None:
         informers = list(self.informers.values())
         tasks = [asyncio.create_task(i.run(), name=f"workloads-{i.kind.plural}") for i in informers]
         try:
-            synced = asyncio.create_task(self._synced(informers))
-            stopper = asyncio.create_task(stop.wait())
-            await asyncio.wait({synced, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            synced.cancel()
-            stopper.cancel()
-            if stop.is_set():
+            if not await all_synced(informers, stop):
                 return
             for controller in self.controllers:
                 for obj in self.informers[controller.kind].items():
@@ -186,10 +176,4 @@ class Controller:
         raise NotImplementedError
 
     async def work(self) -> None:
-        await work(self.queue, self.reconcile, self._failed)
-
-    def _failed(self, key: Key, err: Exception) -> None:
-        if isinstance(err, _RETRIED):
-            log.info("%s %s/%s: %s", self.kind.kind, *key, err)
-        else:
-            log.error("%s %s/%s: reconcile crashed", self.kind.kind, *key, exc_info=err)
+        await work(self.queue, self.reconcile, failure_logger(log, self.kind.kind))
