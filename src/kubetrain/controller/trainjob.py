@@ -41,8 +41,9 @@ Divergences from upstream (trainer v2.3.0 pkg/controller/trainjob_controller.go)
 - ConfigMaps the cache already shows with the Plan's exact content are not re-applied
   (upstream sends the same apply on every reconcile).
 - The watch event of the controller's own write (an applied child, the status it wrote) queues
-  no reconcile when the write's answer carried nothing else (``Informer.observe(acted_on=)``);
-  upstream reconciles once more per such event and finds nothing to do.
+  no reconcile when the write's answer carried nothing else (``Informer.observe(acted_on=)``),
+  also when that event is read before the answer (``Informer.writing`` holds it back until
+  then); upstream reconciles once more per such event and finds nothing to do.
 """
 
 from __future__ import annotations
