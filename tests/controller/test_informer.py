@@ -146,5 +146,43 @@ async def test_own_writes_coming_back_and_what_the_cache_keeps(
     assert cached["metadata"]["resourceVersion"]
 
 
+@pytest.mark.parametrize(
+    ("acted_on", "reported"),
+    [
+        pytest.param(
+            False, [("ADDED", "ours")], id="an event held during a write is reported after it"
+        ),
+        pytest.param(
+            True, [], id="the event of a write the caller acted on is dropped though it came first"
+        ),
+    ],
+)
+async def test_the_event_of_a_write_read_before_its_answer(
+    tmp_path: Path, torch_runtime: Obj, acted_on: bool, reported: list[tuple[str, str]]
+) -> None:
+    private = PrivateServer(tmp_path / "home", torch_runtime)
+    server = await private.start()
+    kube = connect(server.write_kubeconfig(tmp_path / "kc"))
+    informer = Informer(kube, CONFIGMAP, namespace="default")
+    seen: list[tuple[str, str]] = []
+    informer.add_handler(lambda kind, obj: seen.append((kind, obj["metadata"]["name"])))
+    try:
+        task = await _run(informer)
+        with informer.writing("ours", "default"):
+            ours = await kube.create("v1", "configmaps", configmap("ours"))
+            # The watch event arrives before the caller takes the answer (the order that used
+            # to queue a reconcile of the controller's own write): cached, not yet reported.
+            await eventually(lambda: _async(informer.get("ours", "default")), what="ours cached")
+            assert seen == []
+            informer.observe(ours, acted_on=acted_on)
+        assert seen == reported
+        await kube.patch("v1", "configmaps", "ours", {"data": {"k": "v"}}, namespace="default")
+        await eventually(lambda: _async(("MODIFIED", "ours") in seen), what="a change to ours")
+        await _stop(task)
+    finally:
+        await kube.close()
+        await private.stop()
+
+
 async def _async(value: T) -> T:
     return value

@@ -217,3 +217,17 @@ def test_the_proxy_comes_from_the_environment_as_kubectl_reads_it(
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
     assert _proxy_for(server) == proxy
+
+
+def test_a_serving_process_runs_on_uvloop_where_it_is_installed() -> None:
+    import asyncio
+
+    from kubetrain.kube.eventloop import run
+
+    pytest.importorskip("uvloop", reason="uvloop is not installed (no build for this platform)")
+
+    async def loop_module() -> str:
+        await asyncio.sleep(0)
+        return type(asyncio.get_running_loop()).__module__
+
+    assert run(loop_module()).startswith("uvloop")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 import pytest
@@ -80,6 +81,25 @@ def test_snapshot_is_used_even_when_the_runtime_was_deleted(checked_render: Rend
     job = make_trainjob("s").uid("u").obj()
     snap = next(o for o in checked_render(job, torch_runtime()).objects if o["kind"] == "ConfigMap")
     assert jobset(checked_render(job, None, existing=Existing.of(snap)))
+
+
+@pytest.mark.parametrize(
+    ("text", "document"),
+    [
+        pytest.param(
+            "a: [1, 2.5, x, true, null]\n", {"a": [1, 2.5, "x", True, None]}, id="plain data"
+        ),
+        pytest.param("t: 2026-01-02\n", {"t": date(2026, 1, 2)}, id="a YAML date stays a date"),
+        pytest.param("1: one\n", {1: "one"}, id="an integer key stays an integer"),
+    ],
+)
+def test_each_read_of_a_snapshot_gets_its_own_exact_copy(text: str, document: Any) -> None:
+    from kubetrain.runtime.render import parse_snapshot
+
+    first = parse_snapshot(text)
+    assert first == document and type(next(iter(first))) is type(next(iter(document)))
+    first.clear()  # a caller changing its copy changes nobody else's
+    assert parse_snapshot(text) == document
 
 
 @pytest.mark.parametrize(

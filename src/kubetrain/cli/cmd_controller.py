@@ -166,7 +166,11 @@ def run(args: argparse.Namespace) -> int:
             await client.close()
         return 0
 
-    return asyncio.run(main())
+    from kubetrain.kube.eventloop import run as run_loop
+
+    # uvloop where installed: the controller is bound by the CPU its requests and its webhook
+    # answers cost, and uvloop's compiled loop and TLS cost less of it.
+    return run_loop(main())
 
 
 if __name__ == "__main__":  # pragma: no cover  (python -m kubetrain.cli.cmd_controller ...)

@@ -41,12 +41,14 @@ Divergences from upstream (trainer v2.3.0 pkg/controller/trainjob_controller.go)
 - ConfigMaps the cache already shows with the Plan's exact content are not re-applied
   (upstream sends the same apply on every reconcile).
 - The watch event of the controller's own write (an applied child, the status it wrote) queues
-  no reconcile when the write's answer carried nothing else (``Informer.observe(acted_on=)``);
-  upstream reconciles once more per such event and finds nothing to do.
+  no reconcile when the write's answer carried nothing else (``Informer.observe(acted_on=)``),
+  also when that event is read before the answer (``Informer.writing`` holds it back until
+  then); upstream reconciles once more per such event and finds nothing to do.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import logging
@@ -277,17 +279,18 @@ class TrainJobReconciler:
         had_jobset = step.jobset is not None
         try:
             for obj, fingerprint in pending:
-                applied = await self._apply_one(obj, had_jobset)
-                self._remember_applied(obj, fingerprint, applied)
-                if applied.get("kind") == JOBSET.kind:
-                    # This pass's status came from the JobSet's status before the apply: an
-                    # answer with another one (written meanwhile) must still be reconciled.
-                    seen = obj_at(applied, "status") == obj_at(step.jobset, "status")
-                    step.jobset = applied
-                    self._caches.jobsets.observe(applied, acted_on=seen)
-                elif applied.get("kind") == CONFIGMAP.kind:
-                    # Only its metadata and a snapshot's data are read, and both are ours.
-                    self._caches.configmaps.observe(applied, acted_on=True)
+                with self._writing(obj):
+                    applied = await self._apply_one(obj, had_jobset)
+                    self._remember_applied(obj, fingerprint, applied)
+                    if applied.get("kind") == JOBSET.kind:
+                        # This pass's status came from the JobSet's status before the apply:
+                        # an answer with another one (written meanwhile) must be reconciled.
+                        seen = obj_at(applied, "status") == obj_at(step.jobset, "status")
+                        step.jobset = applied
+                        self._caches.jobsets.observe(applied, acted_on=seen)
+                    elif applied.get("kind") == CONFIGMAP.kind:
+                        # Only its metadata and a snapshot's data are read, and both are ours.
+                        self._caches.configmaps.observe(applied, acted_on=True)
         except ReconcileError as err:
             step.error = err
             self._events.record(trainjob, "Warning", CREATION_FAILED, _note(err))
@@ -296,6 +299,16 @@ class TrainJobReconciler:
             step.created_jobset = True
             for warning in outcome.warnings:
                 self._events.record(trainjob, "Warning", "TrainJobRenderWarning", warning)
+
+    def _writing(self, obj: Obj) -> contextlib.AbstractContextManager[None]:
+        """Holds back the watch events of ``obj`` while our write of it is in flight, so the
+        event of our own write, read before its answer, queues no reconcile either."""
+        cache = {CONFIGMAP.kind: self._caches.configmaps, JOBSET.kind: self._caches.jobsets,
+                 TRAINJOB.kind: self._caches.trainjobs}.get(str(obj.get("kind")))  # fmt: skip
+        if cache is None:
+            return contextlib.nullcontext()
+        meta = obj_at(obj, "metadata")
+        return cache.writing(str(meta.get("name")), str(meta.get("namespace") or ""))
 
     def _already_live(self, obj: Obj, fingerprint: str) -> bool:
         """This exact object was applied by this controller and nobody changed it since (its
@@ -477,26 +490,28 @@ class TrainJobReconciler:
             # removed as a whole instead (e.g. jobsStatus gone with a replaced JobSet).
             patch = None
         meta = obj_at(trainjob, "metadata")
-        try:
-            written = await self._client.patch(
-                TRAINJOB.api_version,
-                TRAINJOB.plural,
-                str(meta.get("name")),
-                {"status": patch},
-                namespace=meta.get("namespace"),
-                subresource="status",
-            )
-        except ApiError as err:
-            if err.not_found:
-                return
-            raise ReconcileError(f"writing TrainJob status: {err}") from err
-        except TRANSPORT_ERRORS as err:
-            raise ReconcileError(f"writing TrainJob status: {err}") from err
-        # Nothing but our own status change in the answer (no new spec, labels or conditions
-        # from anyone else): the watch event of that state has nothing left to reconcile.
-        ours = _own_status(obj_at(written, "status")) == _own_status(new)
-        acted_on = ours and _inputs(written) == _inputs(trainjob)
-        self._caches.trainjobs.observe(written, acted_on=acted_on)
+        with self._writing(trainjob):
+            try:
+                written = await self._client.patch(
+                    TRAINJOB.api_version,
+                    TRAINJOB.plural,
+                    str(meta.get("name")),
+                    {"status": patch},
+                    namespace=meta.get("namespace"),
+                    subresource="status",
+                )
+            except ApiError as err:
+                if err.not_found:
+                    return
+                raise ReconcileError(f"writing TrainJob status: {err}") from err
+            except TRANSPORT_ERRORS as err:
+                raise ReconcileError(f"writing TrainJob status: {err}") from err
+            # Nothing but our own status change in the answer (no new spec, labels or
+            # conditions from anyone else): the watch event of that state has nothing left to
+            # reconcile.
+            ours = _own_status(obj_at(written, "status")) == _own_status(new)
+            acted_on = ours and _inputs(written) == _inputs(trainjob)
+            self._caches.trainjobs.observe(written, acted_on=acted_on)
 
     def _transition_events(self, trainjob: Obj, old: Obj, new: Obj, step: _Pass) -> None:
         if step.created_jobset and step.jobset is not None:

@@ -6,6 +6,8 @@
 - :mod:`kubetrain.kube.workqueue`: the rate-limited, de-duplicating work queue;
 - :mod:`kubetrain.kube.loop`: informers then workers over a queue until stopped, and how a
   failed reconcile is logged;
+- :mod:`kubetrain.kube.eventloop`: the event loop of a process that lives on network traffic
+  (uvloop where installed);
 - :mod:`kubetrain.kube.kinds`: the kinds controllers read and write, with their REST names.
 
 It sits just above :mod:`kubetrain.api` and beside the pure :mod:`kubetrain.runtime`: the TrainJob

@@ -10,6 +10,7 @@ deleted, so handlers see every disappearance even when the DELETED event itself 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 from collections.abc import Callable, Iterator
@@ -78,6 +79,9 @@ class Informer:
         self._keep = keep or (lambda _obj: True)
         # key → resourceVersion of a state the caller has acted on (observe(acted_on=True)).
         self._acted_on: dict[tuple[str, str], str] = {}
+        # key → writes of the caller in flight (``writing``), and the events held back meanwhile.
+        self._writes: dict[tuple[str, str], int] = {}
+        self._held: dict[tuple[str, str], list[tuple[str, Obj]]] = {}
         self._client = client
         self._namespace = namespace if kind.namespaced else None
         self._selector = label_selector
@@ -120,6 +124,32 @@ class Informer:
         rv = _rv_of(obj)
         if acted_on and rv:
             self._acted_on[key] = rv
+
+    @contextlib.contextmanager
+    def writing(self, name: str, namespace: str = "") -> Iterator[None]:
+        """Around the caller's own write of one object, before it ``observe``s the answer.
+
+        The server sends the write's answer and its watch event at the same moment, and the
+        event is often read first: ``acted_on`` would come too late to spare the handlers an
+        event of a state the caller is about to acknowledge. Events of this object that arrive
+        meanwhile update the cache at once but reach the handlers only when the block ends, and
+        then only those ``observe(acted_on=True)`` did not take (all of them if the write failed).
+        """
+        key = (namespace if self.kind.namespaced else "", name)
+        self._writes[key] = self._writes.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            left = self._writes.pop(key) - 1
+            if left:
+                self._writes[key] = left
+            else:
+                for event_type, obj in self._held.pop(key, []):
+                    rv = _rv_of(obj)
+                    if event_type != "DELETED" and rv and self._acted_on.get(key) == rv:
+                        del self._acted_on[key]
+                        continue
+                    self._notify(event_type, obj)
 
     def forget(self, obj: Obj) -> None:
         """Drop an object the controller just deleted (its DELETED event will follow)."""
@@ -208,14 +238,20 @@ class Informer:
                 del self._acted_on[key]  # kept only while older events are still coming
             if event_type == "DELETED":
                 if self._store.pop(key, None) is not None or self._keep(obj):
-                    self._notify(event_type, obj)
+                    self._deliver(key, event_type, obj)
             elif event_type in ("ADDED", "MODIFIED"):
                 if self._keep(obj):
                     self._store[key] = obj
                     if not rv or acted_on != rv:
-                        self._notify(event_type, obj)
+                        self._deliver(key, event_type, obj)
                 elif self._store.pop(key, None) is not None:
-                    self._notify("DELETED", obj)
+                    self._deliver(key, "DELETED", obj)
+
+    def _deliver(self, key: tuple[str, str], event_type: str, obj: Obj) -> None:
+        if key in self._writes:
+            self._held.setdefault(key, []).append((event_type, obj))
+        else:
+            self._notify(event_type, obj)
 
     def _shape(self, obj: Obj) -> Obj:
         slim = _slim(obj)

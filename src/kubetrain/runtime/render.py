@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 import yaml
 
 from kubetrain.api.access import as_dict, list_at, obj_at
@@ -104,18 +105,36 @@ def parse_snapshot(text: str) -> Any:
     """The YAML document of a snapshot ConfigMap's ``runtime`` key; raises ``yaml.YAMLError``.
 
     Every TrainJob of one runtime snapshots the same text and it is read on every reconcile
-    after the first, so parses are remembered by text (each caller gets its own copy).
+    after the first, so parses are remembered by text (each caller gets its own copy). A copy
+    is decoded from the parse's JSON, which is several times cheaper than ``copy.deepcopy``;
+    a document JSON does not carry exactly (YAML timestamps, non-string keys) is deep-copied.
     """
     parsed = _SNAPSHOT_PARSES.get(text)
     if parsed is None:
         parsed = yaml.load(text, Loader=_Loader)
         if len(_SNAPSHOT_PARSES) >= 64:
             _SNAPSHOT_PARSES.pop(next(iter(_SNAPSHOT_PARSES)))
-        _SNAPSHOT_PARSES[text] = parsed
-    return copy.deepcopy(parsed)
+        _SNAPSHOT_PARSES[text] = parsed = _Parsed(parsed, _exact_json(parsed))
+    if parsed.json is not None:
+        return msgspec.json.decode(parsed.json)
+    return copy.deepcopy(parsed.document)
 
 
-_SNAPSHOT_PARSES: dict[str, Any] = {}
+@dataclass(frozen=True, slots=True)
+class _Parsed:
+    document: Any
+    json: bytes | None  # the document as JSON, when decoding it gives back an equal document
+
+
+def _exact_json(document: Any) -> bytes | None:
+    try:
+        encoded = msgspec.json.encode(document)
+    except (TypeError, ValueError):
+        return None
+    return encoded if msgspec.json.decode(encoded) == document else None
+
+
+_SNAPSHOT_PARSES: dict[str, _Parsed] = {}
 
 
 def _runtime_yaml(runtime: Obj) -> str:

@@ -55,13 +55,10 @@ T = TypeVar("T")
 def run_serving(main: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(main)`` for a process that serves the API: on uvloop where it is
     installed (its event loop and TLS are compiled, which cuts the server's CPU per request),
-    else on asyncio's own loop."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(main)
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        return runner.run(main)
+    else on asyncio's own loop (``kubetrain.kube.eventloop.run``, which the controller uses too)."""
+    from kubetrain.kube.eventloop import run
+
+    return run(main)
 
 
 def default_home() -> Path:
