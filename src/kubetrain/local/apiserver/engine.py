@@ -14,7 +14,6 @@ import asyncio
 import base64
 import dataclasses
 import json
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -36,6 +35,7 @@ from kubetrain.local.apiserver.meta import (
     changed_paths,
     generate_name,
     manager_paths,
+    new_uid,
     now_iso,
     owned_fields,
     record_manager,
@@ -266,7 +266,7 @@ class Engine(Deletion):
         fields, the write, and what controllers do at once (a namespace's ServiceAccount)."""
         meta = obj["metadata"]
         now = self.clock()
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = new_uid()
         meta["creationTimestamp"] = now
         if (res.api_version, res.kind) == ("batch/v1", "Job"):
             generate_job_selector(obj)
