@@ -104,8 +104,9 @@ def spell_fields(tree: Mapping[str, Any]) -> dict[str, Any]:
     level sorted by component as `fields_v1` orders it."""
     # Sorting each level's few components costs less than sorting every whole path.
     return {
-        (part if part.startswith("k:") else f"f:{part}"): spell_fields(tree[part])
+        (part if part.startswith("k:") else "f:" + part): (spell_fields(sub) if sub else {})
         for part in sorted(tree)
+        for sub in (tree[part],)
     }
 
 

@@ -44,8 +44,12 @@ def _map_keys(schema: Mapping[str, Any]) -> tuple[str, ...] | None:
     return None
 
 
+# One encoder for every element key: json.dumps with options builds a new one per call.
+_KEY_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
 def _component(item: Mapping[str, Any], keys: tuple[str, ...]) -> str:
-    return "k:" + json.dumps({k: item.get(k) for k in keys}, sort_keys=True, separators=(",", ":"))
+    return "k:" + _KEY_JSON.encode({k: item.get(k) for k in keys})
 
 
 def _items_schema(schema: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -55,16 +59,22 @@ def _items_schema(schema: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _grow(value: Any, schema: Mapping[str, Any], node: dict[str, Any]) -> None:
     """Add below ``node`` (the tree node of ``value``'s path) the components of the paths
-    ``value`` owns; a value without any (a scalar, an atomic list, ``{}``) is itself a leaf."""
-    if isinstance(value, dict) and value:
-        for key, item in value.items():
-            _grow(item, _child(schema, key), node.setdefault(key, {}))
-        return
-    keys = _map_keys(schema)
-    if isinstance(value, list) and keys and value and all(isinstance(i, dict) for i in value):
-        items = _items_schema(schema)
-        for element in value:
-            _grow(element, items, node.setdefault(_component(element, keys), {}))
+    ``value`` owns; a value without any (a scalar, an atomic list, ``{}``) is itself a leaf.
+    (`_child` and `_map_keys` written out: this runs for every field an apply creates.)"""
+    if isinstance(value, dict):
+        if value:
+            props = schema.get("properties")
+            extra = schema.get("additionalProperties")
+            other = extra if isinstance(extra, Mapping) else _NO_SCHEMA
+            known = props if isinstance(props, dict) else _NO_SCHEMA
+            for key, item in value.items():
+                _grow(item, known.get(key, other), node.setdefault(key, {}))
+    elif isinstance(value, list) and value:
+        keys = _map_keys(schema)
+        if keys and all(isinstance(i, dict) for i in value):
+            items = _items_schema(schema)
+            for element in value:
+                _grow(element, items, node.setdefault(_component(element, keys), {}))
 
 
 def owned_tree(obj: Mapping[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:
