@@ -27,6 +27,10 @@ RBAC and webhooks on in < 40 s.
 
     .venv/bin/python benchmarks/controller_scale.py [--jobs 1000 5000] [--no-rbac-webhooks]
 
+``--request-mix`` has the API server write its audit log and reports the controller's requests
+per TrainJob by verb and resource (the log costs the server CPU of its own: leave it off when
+comparing ``server_cpu_s``).
+
 ``--engine-src DIR`` runs the API server and the controller from another checkout's ``src``
 (this process and its client stay as they are), to compare two versions on the same
 benchmark; ``server_cpu_s`` (CPU seconds of the API server) is the figure that does not
@@ -120,7 +124,7 @@ async def _install(kube: Any, home: Path, webhook_port: int) -> Path:
         if obj["kind"] not in skip:
             plural = obj["kind"].lower() + "s"
             await kube.apply(plural, obj, field_manager="kubectl")
-    pod = {
+    pod: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": f"{NAME}-0", "namespace": OPERATOR, "labels": dict(LABELS)},
@@ -168,7 +172,8 @@ async def _run_once(
     secure: bool = True,
     engine_src: Path | None = None,
     limit_s: float = 600.0,
-) -> dict[str, float]:
+    request_mix: bool = False,
+) -> dict[str, Any]:
     import aiohttp
 
     from kubetrain.kube.client import connect
@@ -178,8 +183,9 @@ async def _run_once(
         env["PYTHONPATH"] = os.pathsep.join(
             [str(engine_src.resolve()), *filter(None, [env.get("PYTHONPATH")])]
         )
+    audit = ["--audit-log-path", str(home / "audit.jsonl")] if request_mix else []
     server = subprocess.Popen(
-        [sys.executable, "-c", SERVE, "--home", str(home), "--api-only"],
+        [sys.executable, "-c", SERVE, "--home", str(home), "--api-only", *audit],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env=env,
@@ -362,12 +368,13 @@ async def _run_once(
         owners = {js["metadata"]["ownerReferences"][0]["uid"] for js in jobsets}
         assert len(owners) == n, "every JobSet belongs to a different TrainJob"
         trainjobs, _ = await kube.list(TRAINER, "trainjobs", namespace=NAMESPACE)
-        with_status = sum(1 for job in trainjobs if (job.get("status") or {}).get("jobsStatus"))
-        assert with_status == n, f"{with_status} of {n} TrainJobs have a status"
+        listed = sum(1 for job in trainjobs if (job.get("status") or {}).get("jobsStatus"))
+        assert listed == n, f"{listed} of {n} TrainJobs have a status"
         rss = _peak_rss_mb(controller.pid)
         controller_cpu, server_cpu = _cpu_s(controller.pid), _cpu_s(server.pid)
         forbidden = (home / "controller.log").read_text(errors="replace").count("is forbidden")
         await kube.close()
+        mix = _request_mix(home / "audit.jsonl", n) if request_mix else None
         return {
             "jobs": n,
             "create_s": created,
@@ -379,6 +386,7 @@ async def _run_once(
             "server_cpu_s": server_cpu,
             "ms_per_reconcile": 1000 * busy / max(reconciles, 1),
             "forbidden_in_log": forbidden,
+            **({"controller_requests_per_job": mix} if mix is not None else {}),
         }
     finally:
         for proc in (controller, server):
@@ -388,6 +396,23 @@ async def _run_once(
                     proc.wait(10)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+
+
+def _request_mix(audit_log: Path, n: int) -> dict[str, float]:
+    """The controller's requests per TrainJob by "verb resource[/subresource]", from the audit
+    log (it records what RBAC decides: the ServiceAccount's requests, not the admin's). An
+    apply that creates its object is decided twice (patch, then create), as kube-apiserver does."""
+    counts: dict[str, int] = {}
+    with audit_log.open() as lines:
+        for line in lines:
+            event = json.loads(line)
+            ref = event.get("objectRef") or {}
+            what = ref.get("resource", "") + (
+                f"/{ref['subresource']}" if ref.get("subresource") else ""
+            )
+            key = f"{event.get('verb')} {what}"
+            counts[key] = counts.get(key, 0) + 1
+    return {k: round(v / n, 3) for k, v in sorted(counts.items(), key=lambda kv: -kv[1])}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -412,6 +437,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--limit", type=float, default=600.0, help="seconds a run may take to settle (600)"
     )
+    parser.add_argument(
+        "--request-mix",
+        action="store_true",
+        help="audit-log the controller's requests and report them per TrainJob (costs server CPU)",
+    )
     args = parser.parse_args(argv)
     rows = []
     if not args.json:
@@ -432,6 +462,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.rbac_webhooks,
                     args.engine_src,
                     args.limit,
+                    args.request_mix,
                 )
             )
         rows.append(r)
@@ -444,6 +475,9 @@ def main(argv: list[str] | None = None) -> int:
             f" {r['controller_cpu_s']:>10.1f} {r['server_cpu_s']:>10.1f}",
             flush=True,
         )
+        for what, per_job in (r.get("controller_requests_per_job") or {}).items():
+            if per_job >= 0.1:  # leave out start-up and leader election
+                print(f"       controller requests per TrainJob: {per_job:5.2f} {what}", flush=True)
     if args.json:
         return 0
     limit = 40 if args.rbac_webhooks else 60

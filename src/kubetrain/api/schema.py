@@ -228,9 +228,8 @@ class Structural:
     def prune(self, obj: Obj, settled: Set[str] = frozenset()) -> list[str]:
         """Drop nulls of non-nullable fields and the fields the schema does not know; the
         unknown fields' paths."""
-        _drop_schema_nulls(self._root, obj, settled)
         dropped: list[str] = []
-        _prune(self._root, obj, "", dropped, settled)
+        _prune(self._root, obj, None, dropped, settled, nulls=True)
         return dropped
 
     def default(self, obj: Obj, settled: Set[str] = frozenset()) -> Obj:
@@ -407,57 +406,72 @@ def _default_each(node: _Node, values: dict[str, Any] | list[Any]) -> None:
         _default(node, values[k])
 
 
-def _drop_schema_nulls(node: _Node, value: Any, settled: Set[str] = frozenset()) -> None:
-    """Drop the nulls of fields that are not ``nullable`` (a default may fill them in next);
-    an unknown field's null goes too, unless its object preserves unknown fields."""
-    if isinstance(value, dict):
-        props = node.props
-        for k in [k for k, v in value.items() if v is None]:
-            child = props.get(k) if props is not None else node.values
-            if (child is None and not node.preserve) or (child is not None and not child.nullable):
-                del value[k]
-        for k, v in value.items():
-            child = props.get(k) if props is not None else node.values
-            if child is not None and k not in settled:
-                _drop_schema_nulls(child, v)
-    elif isinstance(value, list) and node.items is not None:
-        for v in value:
-            _drop_schema_nulls(node.items, v)
-
-
 def prune_unknown(obj: Obj, settled: Set[str] = frozenset()) -> list[str]:
     """Drop, in place, fields the schema does not know; return their paths. Other kinds: [].
     ``settled``: top-level fields already pruned (left as they are)."""
     structural = _structural(_key(obj))
     dropped: list[str] = []
     if structural is not None:
-        _prune(structural._root, obj, "", dropped, settled)
+        _prune(structural._root, obj, None, dropped, settled)
     return dropped
 
 
+# Where a walk is, spelled only when a field is dropped: (parent, key, in brackets).
+_At = tuple[Any, "str | int", bool] | None
+
+
 def _prune(
-    node: _Node, value: Any, path: str, dropped: list[str], settled: Set[str] = frozenset()
+    node: _Node,
+    value: Any,
+    at: _At,
+    dropped: list[str],
+    settled: Set[str] = frozenset(),
+    nulls: bool = False,
 ) -> None:
+    """Drop the fields the schema does not know (their paths go to ``dropped``); with
+    ``nulls``, first, at each object, the nulls of fields that are not ``nullable`` (a default
+    may fill them in next) and of unknown fields unless the object preserves them (silently).
+    One walk does both."""
     if isinstance(value, dict):
-        if node.props is not None:
+        props = node.props
+        if nulls:
+            for k in [k for k, v in value.items() if v is None]:
+                child = props.get(k) if props is not None else node.values
+                if (child is None and not node.preserve) or (
+                    child is not None and not child.nullable
+                ):
+                    del value[k]
+        if props is not None:
             for k in list(value):
-                child = node.props.get(k)
+                child = props.get(k)
                 if child is not None:
                     if k not in settled:
-                        _prune(child, value[k], _join(path, k), dropped)
+                        _prune(child, value[k], (at, k, False), dropped, nulls=nulls)
                 elif not node.preserve:
-                    dropped.append(_join(path, k))
+                    dropped.append(_spell((at, k, False)))
                     del value[k]
         elif node.values is not None:
             for k, v in value.items():
-                _prune(node.values, v, f"{path}[{k}]", dropped)
+                _prune(node.values, v, (at, k, True), dropped, nulls=nulls)
         elif not node.preserve:
             # ``type: object`` and nothing more: no field is known.
-            dropped.extend(_join(path, k) for k in value)
+            dropped.extend(_spell((at, k, False)) for k in value)
             value.clear()
     elif isinstance(value, list) and node.items is not None:
         for i, v in enumerate(value):
-            _prune(node.items, v, f"{path}[{i}]", dropped)
+            _prune(node.items, v, (at, i, True), dropped, nulls=nulls)
+
+
+def _spell(at: _At) -> str:
+    """``spec.replicatedJobs[0].name`` for a walk's position."""
+    parts: list[tuple[str | int, bool]] = []
+    while at is not None:
+        at, key, bracket = at
+        parts.append((key, bracket))
+    text = ""
+    for key, bracket in reversed(parts):
+        text = f"{text}[{key}]" if bracket else (f"{text}.{key}" if text else str(key))
+    return text
 
 
 def _join(path: str, name: str) -> str:

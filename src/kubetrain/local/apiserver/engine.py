@@ -14,7 +14,6 @@ import asyncio
 import base64
 import dataclasses
 import json
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -36,6 +35,7 @@ from kubetrain.local.apiserver.meta import (
     changed_paths,
     generate_name,
     manager_paths,
+    new_uid,
     now_iso,
     owned_fields,
     record_manager,
@@ -45,8 +45,8 @@ from kubetrain.local.apiserver.meta import (
 from kubetrain.local.apiserver.ops import Op, Result, WriteOptions, ns_key
 from kubetrain.local.apiserver.patching import (
     apply_json_patch,
-    fields_v1,
     merge_patch,
+    spell_fields,
     strategic_merge_patch,
 )
 from kubetrain.local.apiserver.resources import Registry, ResourceDef
@@ -237,7 +237,7 @@ class Engine(Deletion):
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         # An applier owns what it applied, not what defaulting and admission added.
         applied_fields = (
-            fields_v1(ssa.owned_paths(obj, self.schema.schema_of(res.api_version, res.kind)))
+            spell_fields(ssa.owned_tree(obj, self.schema.schema_of(res.api_version, res.kind)))
             if operation == "Apply"
             else None
         )
@@ -266,7 +266,7 @@ class Engine(Deletion):
         fields, the write, and what controllers do at once (a namespace's ServiceAccount)."""
         meta = obj["metadata"]
         now = self.clock()
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = new_uid()
         meta["creationTimestamp"] = now
         if (res.api_version, res.kind) == ("batch/v1", "Job"):
             generate_job_selector(obj)
@@ -544,9 +544,11 @@ class Engine(Deletion):
             else:
                 raise E.unsupported_media_type(content_type)
             _immutable_identity(res, old, candidate)
-            result = await self._update(
-                op, res, old, codec.clone(candidate), subresource, opts, "Update", None
-            )
+            # A status write reads only the candidate's status (copied there) and metadata:
+            # the rest, shared with the stored object, needs no copy.
+            if subresource != "status":
+                candidate = codec.clone(candidate)
+            result = await self._update(op, res, old, candidate, subresource, opts, "Update", None)
         await op.done()
         return result
 
@@ -579,7 +581,8 @@ class Engine(Deletion):
         if old is None:
             if subresource:
                 raise E.not_found(res.group, res.plural, name)
-            return await self._create(op, res, namespace, codec.clone(applied), opts, "Apply")
+            # The request's body is the engine's own (decoded for it, changed above already).
+            return await self._create(op, res, namespace, applied, opts, "Apply")
         if subresource == "status":
             config = {"status": applied.get("status") or {}}
         else:
@@ -666,11 +669,18 @@ class Engine(Deletion):
             )
         if subresource == "status":
             status = new.get("status")
-            new = codec.clone(old)
+            if self.schema.knows(res.api_version, res.kind) and not self.store.from_disk(old):
+                # All but status and metadata stays the stored object's, shared (stored
+                # objects are never changed in place): admission walks only what differs
+                # from the old object, which its schema settled when it was written.
+                new = dict(old)
+                new["metadata"] = codec.clone(old_meta)
+            else:
+                new = codec.clone(old)
             if status is None:
                 new.pop("status", None)
             else:
-                new["status"] = status
+                new["status"] = codec.clone(status)
             meta = new["metadata"]
         else:
             if res.has_status:

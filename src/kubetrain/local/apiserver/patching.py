@@ -23,6 +23,7 @@ __all__ = [
     "leaf_paths",
     "merge_patch",
     "paths_from_fields_v1",
+    "spell_fields",
     "strategic_merge_patch",
 ]
 
@@ -88,13 +89,25 @@ def leaf_paths(obj: Any, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
 
 
 def fields_v1(paths: set[tuple[str, ...]]) -> dict[str, Any]:
-    """A managedFields ``fieldsV1`` document for a set of paths (``k:`` components kept as is)."""
-    root: dict[str, Any] = {}
-    for path in sorted(paths):
-        node = root
+    """A managedFields ``fieldsV1`` document for a set of paths (``k:`` components kept as is),
+    each level in the order of its components (the order of the sorted paths)."""
+    tree: dict[str, Any] = {}
+    for path in paths:
+        node = tree
         for part in path:
-            node = node.setdefault(part if part.startswith("k:") else f"f:{part}", {})
-    return root
+            node = node.setdefault(part, {})
+    return spell_fields(tree)
+
+
+def spell_fields(tree: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``fieldsV1`` document for a tree of path components (``{"spec": {"x": {}}}``), each
+    level sorted by component as `fields_v1` orders it."""
+    # Sorting each level's few components costs less than sorting every whole path.
+    return {
+        (part if part.startswith("k:") else "f:" + part): (spell_fields(sub) if sub else {})
+        for part in sorted(tree)
+        for sub in (tree[part],)
+    }
 
 
 def paths_from_fields_v1(

@@ -16,7 +16,7 @@ from typing import Any
 
 from kubetrain.api.access import as_list, obj_at
 
-__all__ = ["Path", "apply_merge", "owned_paths", "remove_path", "value_at"]
+__all__ = ["Path", "apply_merge", "owned_paths", "owned_tree", "remove_path", "value_at"]
 
 Path = tuple[str, ...]
 _NO_SCHEMA: Mapping[str, Any] = {}
@@ -44,8 +44,12 @@ def _map_keys(schema: Mapping[str, Any]) -> tuple[str, ...] | None:
     return None
 
 
+# One encoder for every element key: json.dumps with options builds a new one per call.
+_KEY_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
 def _component(item: Mapping[str, Any], keys: tuple[str, ...]) -> str:
-    return "k:" + json.dumps({k: item.get(k) for k in keys}, sort_keys=True, separators=(",", ":"))
+    return "k:" + _KEY_JSON.encode({k: item.get(k) for k in keys})
 
 
 def _items_schema(schema: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -53,27 +57,31 @@ def _items_schema(schema: Mapping[str, Any]) -> Mapping[str, Any]:
     return items if isinstance(items, Mapping) else _NO_SCHEMA
 
 
-def _paths(value: Any, schema: Mapping[str, Any], prefix: Path) -> set[Path]:
-    if isinstance(value, dict) and value:
-        out: set[Path] = set()
-        for key, item in value.items():
-            out |= _paths(item, _child(schema, key), (*prefix, key))
-        return out
-    keys = _map_keys(schema)
-    if isinstance(value, list) and keys and value and all(isinstance(i, dict) for i in value):
-        out = set()
-        items = _items_schema(schema)
-        for element in value:
-            out |= _paths(element, items, (*prefix, _component(element, keys))) or {
-                (*prefix, _component(element, keys))
-            }
-        return out
-    return {prefix}
+def _grow(value: Any, schema: Mapping[str, Any], node: dict[str, Any]) -> None:
+    """Add below ``node`` (the tree node of ``value``'s path) the components of the paths
+    ``value`` owns; a value without any (a scalar, an atomic list, ``{}``) is itself a leaf.
+    (`_child` and `_map_keys` written out: this runs for every field an apply creates.)"""
+    if isinstance(value, dict):
+        if value:
+            props = schema.get("properties")
+            extra = schema.get("additionalProperties")
+            other = extra if isinstance(extra, Mapping) else _NO_SCHEMA
+            known = props if isinstance(props, dict) else _NO_SCHEMA
+            for key, item in value.items():
+                _grow(item, known.get(key, other), node.setdefault(key, {}))
+    elif isinstance(value, list) and value:
+        keys = _map_keys(schema)
+        if keys and all(isinstance(i, dict) for i in value):
+            items = _items_schema(schema)
+            for element in value:
+                _grow(element, items, node.setdefault(_component(element, keys), {}))
 
 
-def owned_paths(obj: Mapping[str, Any], schema: Mapping[str, Any] | None) -> set[Path]:
-    """The paths a manager owns by applying ``obj`` (type fields and server metadata excluded)."""
-    out: set[Path] = set()
+def owned_tree(obj: Mapping[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The paths a manager owns by applying ``obj`` (type fields and server metadata
+    excluded) as a tree of their components, one walk: `patching.spell_fields` makes it a
+    ``fieldsV1`` document, `owned_paths` lists its leaves."""
+    tree: dict[str, Any] = {}
     root = schema or _NO_SCHEMA
     for key, value in obj.items():
         if key in ("apiVersion", "kind"):
@@ -81,9 +89,25 @@ def owned_paths(obj: Mapping[str, Any], schema: Mapping[str, Any] | None) -> set
         if key == "metadata" and isinstance(value, Mapping):
             for meta_key, meta_value in value.items():
                 if meta_key not in _UNOWNED_META:
-                    out |= _paths(meta_value, _NO_SCHEMA, ("metadata", meta_key))
+                    meta = tree.setdefault("metadata", {})
+                    _grow(meta_value, _NO_SCHEMA, meta.setdefault(meta_key, {}))
             continue
-        out |= _paths(value, _child(root, key), (key,))
+        _grow(value, _child(root, key), tree.setdefault(key, {}))
+    return tree
+
+
+def owned_paths(obj: Mapping[str, Any], schema: Mapping[str, Any] | None) -> set[Path]:
+    """The paths a manager owns by applying ``obj``: the leaves of `owned_tree`."""
+    out: set[Path] = set()
+    stack: list[tuple[Path, dict[str, Any]]] = [((), owned_tree(obj, schema))]
+    while stack:
+        prefix, node = stack.pop()
+        for part, below in node.items():
+            path = (*prefix, part)
+            if below:
+                stack.append((path, below))
+            else:
+                out.add(path)
     return out
 
 

@@ -30,7 +30,6 @@ import contextlib
 import json
 import os
 import ssl
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -38,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from kubetrain.api import codec
 from kubetrain.api.access import as_dict, as_list
 from kubetrain.local.apiserver import errors as E
+from kubetrain.local.apiserver.meta import new_uid
 from kubetrain.local.apiserver.patching import apply_json_patch
 from kubetrain.local.apiserver.rbac import User, user_info
 from kubetrain.local.apiserver.resources import ResourceDef
@@ -399,7 +399,7 @@ class WebhookDispatcher:
         config = as_dict(hook.get("clientConfig"))
         target = self._target(config, timeout)
         context = self._context(str(config.get("caBundle") or ""))
-        uid = str(uuid.uuid4())
+        uid = new_uid()
         body = codec.dumps(review_request(attrs, uid))
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession()

@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any
 
 from kubetrain.kube.client import KubeClient, connect
 from kubetrain.local.apiserver import ApiServer
-from kubetrain.local.executor import Executor, ExecutorSettings
 
 from .files import DaemonFiles
 
 if TYPE_CHECKING:  # pragma: no cover
+    from kubetrain.local.executor import Executor, ExecutorSettings
     from kubetrain.local.executor.scheduling import Resources
     from kubetrain.local.statusplane import StatusPlane
     from kubetrain.runtime.config import Environment
@@ -225,13 +225,14 @@ async def run_daemon(
     kubeconfig = server.write_kubeconfig(files.kubeconfig)
     api = connect(kubeconfig)
     plane = None if api_only or not controller else await _start_status_plane(home, kubeconfig)
-    executor = (
-        None
-        if api_only
-        else Executor(
+    executor: Executor | None = None
+    if not api_only:
+        # Imported only here: `serve --api-only` runs no pods and starts without it.
+        from kubetrain.local.executor import Executor
+
+        executor = Executor(
             api, executor_settings or _executor_settings(home, api, plane, allocatable, server)
         )
-    )
     controller_task: asyncio.Task[None] | None = None
     katib_task: asyncio.Task[None] | None = None
     lws_task: asyncio.Task[None] | None = None
@@ -334,6 +335,7 @@ def _executor_settings(
     allocatable: Resources,
     server: ApiServer,
 ) -> ExecutorSettings:
+    from kubetrain.local.executor import ExecutorSettings
     from kubetrain.local.frameworks import (
         engine_overlay,
         initializer_failure,
