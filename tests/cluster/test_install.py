@@ -21,7 +21,9 @@ stay on one worker (``xdist_group``, ``--dist loadgroup`` in scripts/test.sh).
 from __future__ import annotations
 
 import base64
+import copy
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -58,6 +60,31 @@ CONFIGURATIONS = (
     ("validatingwebhookconfiguration", "validator.trainer.kubeflow.org"),
     ("mutatingwebhookconfiguration", "defaulter.trainer.kubeflow.org"),
 )
+
+# The shipped readiness probe first tries 5 s after the start, then every 10 s: each rollout here
+# would wait up to 15 s for a controller that is ready in a few. The test's installs probe every
+# second from 2 s on (a window test_with_its_webhook_down_... still has: no new pod is Ready before
+# its first probe); everything else is installed as shipped.
+QUICK_READINESS = {"initialDelaySeconds": 2, "periodSeconds": 1}
+
+
+def quick_readiness(target: Path, folder: Path) -> Path:
+    """A kustomization in ``folder`` of ``target`` with QUICK_READINESS, for ``kubectl -k``."""
+    probe = "/spec/template/spec/containers/0/readinessProbe"
+    patch = [
+        {"op": "replace", "path": f"{probe}/{k}", "value": v} for k, v in QUICK_READINESS.items()
+    ]
+    folder.mkdir(parents=True, exist_ok=True)
+    kustomization = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "resources": [os.path.relpath(target, folder)],  # kustomize takes no absolute paths
+        "patches": [
+            {"target": {"kind": "Deployment", "name": DEPLOYMENT}, "patch": json.dumps(patch)}
+        ],
+    }
+    (folder / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+    return folder
 
 
 def trainjob(name: str, script: str, runtime: str = "torch-distributed", kind: str = "") -> str:
@@ -222,9 +249,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 @pytest.fixture(scope="module")
-def installed(cluster: Cluster) -> Cluster:
+def installed(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Cluster:
     """The previous release installed, a TrainJob running under it, then today's applied over it."""
-    cluster.kubectl("apply", "--server-side", "-k", str(PREVIOUS))
+    folder = tmp_path_factory.mktemp("kustomizations")
+    cluster.kubectl("apply", "--server-side", "-k", str(quick_readiness(PREVIOUS, folder / "v0")))
     cluster.wait_installed()
     cluster.kubectl("apply", "-f", "-", stdin=SURVIVOR)
     cluster.until("the survivor never ran", lambda: cluster.pod_of("survivor")[2] == "Running")
@@ -233,7 +261,8 @@ def installed(cluster: Cluster) -> Cluster:
     cluster.survivor = {"pod": name, "pod_uid": uid, "jobset_uid": jobset}
     # The upgrade, as docs/install-kubernetes.md says (--force-conflicts: take over fields an
     # older version set).
-    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-k", str(MANIFESTS))
+    today = quick_readiness(MANIFESTS, folder / "v1")
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-k", str(today))
     cluster.wait_installed()
     return cluster
 
@@ -405,7 +434,7 @@ def test_with_its_webhook_down_trainjobs_fail_closed_until_its_pod_is_back(
         ((pod, _),) = installed.controller_pods()
         kubectl("-n", NAMESPACE, "delete", "pod", pod, "--wait=false")
         # No controller pod is Ready now: the deleted one is terminating, and its replacement's
-        # readiness probe waits 5 s before its first try.
+        # readiness probe waits 2 s (QUICK_READINESS) before its first try.
         if any(ready for _, ready in installed.controller_pods()):
             continue
         down = installed.run("apply", "-f", "-", stdin=trainjob("down", "pass"))
@@ -472,7 +501,7 @@ def test_kubectl_delete_k_leaves_nothing_behind(installed: Cluster) -> None:
 
 
 def test_the_cert_manager_overlay_runs_with_the_test_in_cert_managers_place(
-    installed: Cluster, tmp_path: Path
+    installed: Cluster, tmp_path: Path, kustomized: dict[str, list[dict[str, Any]]]
 ) -> None:
     """cert-manager cannot run here (no images of it, and the API server serves only its own
     kinds), so its objects are left out and the test does its two jobs: issue the serving
@@ -482,15 +511,19 @@ def test_the_cert_manager_overlay_runs_with_the_test_in_cert_managers_place(
     from kubetrain.controller.pki import ensure_serving_cert, service_dns_names
 
     kubectl = installed.kubectl
-    objects = list(
-        yaml.safe_load_all(kubectl("kustomize", str(MANIFESTS / "overlays/cert-manager")))
-    )
+    objects = kustomized["cert-manager"]  # `kubectl kustomize`, rendered once per session
     theirs = [o for o in objects if o["apiVersion"] == "cert-manager.io/v1"]
     assert sorted(f"{o['kind']}/{o['metadata']['name']}" for o in theirs) == [
         "Certificate/kubeflow-trainer-ca", "Certificate/kubeflow-trainer-webhook-cert",
         "Issuer/kubeflow-trainer-ca", "Issuer/kubeflow-trainer-selfsigned",
     ]  # fmt: skip
-    ours = yaml.safe_dump_all([o for o in objects if o not in theirs])
+    ours_objects = copy.deepcopy([o for o in objects if o not in theirs])
+    for obj in ours_objects:
+        if obj["kind"] == "Deployment":
+            obj["spec"]["template"]["spec"]["containers"][0]["readinessProbe"].update(
+                QUICK_READINESS
+            )
+    ours = yaml.dump_all(ours_objects, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper))
     (certificate,) = [o for o in theirs if o["metadata"]["name"] == "kubeflow-trainer-webhook-cert"]
     assert certificate["spec"]["dnsNames"] == service_dns_names(DEPLOYMENT, NAMESPACE)[2:]
     # cert-manager's part: the Secret its Certificate names, with the keys it writes.

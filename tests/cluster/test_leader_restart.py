@@ -1,6 +1,6 @@
 """Real ``kubetrain controller`` processes against the embedded API server (``kubetrain serve
 --api-only``, its own process, with no controller of its own): leader election hands over when
-the leader is killed with SIGKILL, and a controller killed in the middle of 1,000 TrainJobs
+the leader is killed with SIGKILL, and a controller killed in the middle of a burst of TrainJobs
 finishes after a restart; in both, exactly one JobSet per TrainJob."""
 
 from __future__ import annotations
@@ -236,19 +236,21 @@ async def test_follower_takes_over_when_the_leader_is_killed(plane: Plane) -> No
     assert b.wait(15) == 0
 
 
-# Measured on the shared 2-core machine: 43 s at load average ~3.5, 115 s at ~12. It runs in the
-# default suite; the mark lets a quick lane skip it.
-@pytest.mark.slow
-async def test_restart_in_the_middle_of_1000_trainjobs(plane: Plane) -> None:
-    n = 1000
+# The property (a restart in the middle of a burst loses nothing and duplicates nothing) needs a
+# burst the controller is provably in the middle of, not 1,000 TrainJobs: the kill is triggered by
+# observed progress and the counts before and after it prove it came mid-burst. The 1,000-job
+# scale is measured by benchmarks/controller_scale.py.
+async def test_restart_in_the_middle_of_a_burst_of_trainjobs(plane: Plane) -> None:
+    n = 200
     first = plane.start_controller("first")
     await until(lambda: _is(plane.holder(), "first"), 30, "the controller to lead")
     creating = asyncio.create_task(plane.create_trainjobs(n))
-    await until(lambda: _at_least(plane.jobsets(), 150), 120, "some JobSets")
+    await until(lambda: _at_least(plane.jobsets(), 30), 120, "some JobSets")
     os.kill(first.pid, signal.SIGKILL)
     first.wait(10)
     await creating
-    assert len(await plane.jobsets()) < n
+    done_before = len(await plane.jobsets())
+    assert 30 <= done_before < n, "the controller finished before it was killed: raise n"
     plane.start_controller("second")  # a new pod: waits for the dead one's Lease to expire
     await until(lambda: _at_least(plane.jobsets(), n), 180, "every JobSet after the restart")
     await asyncio.sleep(1.0)  # anything extra would show up now
