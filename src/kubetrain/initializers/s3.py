@@ -315,6 +315,7 @@ class _Fetch:
         self.completed: list[_Job] = []
         self.failed: _Job | None = None
         self.settled = threading.Event()
+        self.taken_over = 0  # small objects whose presigned GET failed
 
     def submit(self, stream: _Stream) -> None:
         with self.lock:
@@ -474,6 +475,7 @@ class _Fetch:
 
     def _to_pool(self, stream: _Stream) -> None:
         stream.presign = False
+        self.taken_over += 1
         self.pool.submit(self._run, stream)
 
     async def _small_gets(self, todo: Iterator[_Stream], ssl: Any) -> None:
@@ -682,6 +684,11 @@ def fetch_s3(
                 store.commit([(j.obj.rel, _identity(cfg, j.obj), j.path) for j in batch])
                 if settled:
                     break
+        if fetch.taken_over and failed is None:
+            log.info(
+                "%d of %d objects came by GetObject: their presigned GETs failed",
+                fetch.taken_over, len(small),
+            )  # fmt: skip
         if failed is not None:
             # The ramp and the event loop have stopped (they submit no more): end the rest,
             # drop every part.

@@ -55,6 +55,7 @@ class Presigner:
         self._secret, self._fallback, self._clock = secret_key, fallback, clock
         self._day = ""
         self._key = b""
+        self._at: tuple[str, tuple[str, str, str]] | None = None
         self.exact = False
         url = urlsplit(model_url)
         query = dict(parse_qsl(url.query, keep_blank_values=True))
@@ -91,9 +92,12 @@ class Presigner:
             self._day, self._key = day, key
         return self._key
 
-    def _url(self, key: str, amz_date: str) -> str:
-        day = amz_date[:8]
-        scope = f"{day}/{self._region}/{self._service}/aws4_request"
+    def _queries(self, amz_date: str) -> tuple[str, str, str]:
+        """The scope, the canonical query and the URL's query (less the signature): the same
+        for every URL signed in the same second, so made once per second."""
+        if self._at and self._at[0] == amz_date:
+            return self._at[1]
+        scope = f"{amz_date[:8]}/{self._region}/{self._service}/aws4_request"
         params = [
             ("X-Amz-Algorithm", _ALGORITHM),
             ("X-Amz-Credential", f"{self._access_key}/{scope}"),
@@ -103,13 +107,19 @@ class Presigner:
         ]
         if self._token is not None:
             params.append(("X-Amz-Security-Token", self._token))
+        canonical = "&".join(f"{_q(k)}={_q(v)}" for k, v in sorted(params))
+        query = "&".join(f"{k}={_q(v)}" for k, v in params)
+        self._at = (amz_date, (scope, canonical, query))
+        return self._at[1]
+
+    def _url(self, key: str, amz_date: str) -> str:
+        scope, canonical_query, query = self._queries(amz_date)
         path = self._prefix + _key_path(key)
-        canonical_query = "&".join(f"{_q(k)}={_q(v)}" for k, v in sorted(params))
         canonical = f"GET\n{path}\n{canonical_query}\nhost:{self._host}\n\nhost\nUNSIGNED-PAYLOAD"
         digest = hashlib.sha256(canonical.encode()).hexdigest()
         to_sign = f"{_ALGORITHM}\n{amz_date}\n{scope}\n{digest}"
-        signature = hmac.new(self._signing_key(day), to_sign.encode(), hashlib.sha256).hexdigest()
-        query = "&".join(f"{k}={_q(v)}" for k, v in params)
+        key_ = self._signing_key(amz_date[:8])
+        signature = hmac.new(key_, to_sign.encode(), hashlib.sha256).hexdigest()
         return f"{self._origin}{path}?{query}&X-Amz-Signature={signature}"
 
 
