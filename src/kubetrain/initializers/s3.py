@@ -18,13 +18,20 @@ Why not s3transfer's download manager: it funnels every byte through one I/O thr
 256 KB pieces, and on a small machine that thread, not the network, sets the pace (about a
 fifth of a plain streamed ``GetObject`` here).
 
-Each GET is a URL botocore presigns, fetched with urllib3 (botocore's own HTTP library): a
-``GetObject`` call costs about 3.8 ms of client CPU in botocore's request pipeline, the
-presigned GET about 2 ms, and with many small objects that CPU, held under one GIL, is what
-bounds the rate. Anything but a plain success (an S3 error, a redirect to another region, a
-connection or TLS failure, a proxy in the environment) goes through ``GetObject`` itself, from
-where the stream got to, so errors, retries and redirects stay botocore's. (moto with its IAM
-auth on cannot check a presigned URL and answers 500: against it every GET takes that path.)
+Each GET is a presigned URL fetched without botocore's request pipeline (a ``GetObject`` call
+costs about 3.8 ms of client CPU there), and with many small objects the client's CPU per
+object, held under one GIL on a machine whose cores the server shares, is what bounds the
+rate. So whole objects (below two `MIN_PART`) are fetched on one event loop in a thread of
+its own: aiohttp (on uvloop where installed) keeps ``concurrency`` connections alive, each
+object is written as its body arrives, and nothing crosses threads per object: the fetch's
+thread collects completed files every `COMMIT_S` and commits them in one batch (one manifest
+write). The URLs are signed by `kubetrain.initializers.sigv4` (the signing key derived once,
+each URL byte for byte botocore's). Large objects' streams are urllib3 GETs on the pool's
+threads, where the ramp can cut them. Anything but a plain success (an S3 error, a redirect to
+another region, a connection or TLS failure, a proxy in the environment) goes through
+``GetObject`` itself, from where the stream got to, so errors, retries and redirects stay
+botocore's. (moto with its IAM auth on cannot check a presigned URL and answers 500: against
+it every GET takes that path.)
 """
 
 from __future__ import annotations
@@ -448,14 +455,14 @@ class _Fetch:
     # --- small objects: presigned GETs on one event loop ---------------------------------
 
     @contextmanager
-    def small_gets(self, streams: list[_Stream], ssl: Any) -> Iterator[None]:
+    def small_gets(self, streams: list[_Stream], endpoint: str) -> Iterator[None]:
         """Fetch ``streams`` (whole objects, already counted) in a thread of their own: one
         event loop, one aiohttp session keeping ``concurrency`` connections alive. Per object
         that costs about a third of the client CPU of a pool thread's urllib3 GET (no thread
         switch, no lock handed over, aiohttp's compiled HTTP parser). What does not come as a
         plain 200 goes to the thread pool, where ``GetObject`` takes over from where it got."""
         thread = threading.Thread(
-            target=self._small_loop, args=(iter(streams), ssl), name="s3-small", daemon=True
+            target=self._small_loop, args=(iter(streams), endpoint), name="s3-small", daemon=True
         )
         if streams:
             thread.start()
@@ -465,9 +472,9 @@ class _Fetch:
             if streams:
                 thread.join()
 
-    def _small_loop(self, todo: Iterator[_Stream], ssl: Any) -> None:
+    def _small_loop(self, todo: Iterator[_Stream], endpoint: str) -> None:
         try:
-            _run_loop(self._small_gets(todo, ssl))
+            _run_loop(self._small_gets(todo, _ssl(endpoint)))
         except BaseException as err:  # the loop itself failed: the thread pool does the rest
             log.debug("presigned GETs on the event loop stopped: %r", err)
         for stream in todo:
@@ -670,7 +677,7 @@ def fetch_s3(
                 small.append(stream)
         with (
             _ramping(fetch, meter, window_s),
-            fetch.small_gets(small, _ssl(client.meta.endpoint_url)),
+            fetch.small_gets(small, client.meta.endpoint_url),
         ):
             while True:
                 settled = fetch.settled.wait(COMMIT_S)
