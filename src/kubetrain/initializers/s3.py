@@ -324,11 +324,6 @@ class _Fetch:
         self.settled = threading.Event()
         self.taken_over = 0  # small objects whose presigned GET failed
 
-    def submit(self, stream: _Stream) -> None:
-        with self.lock:
-            self._add(stream)
-        self.pool.submit(self._run, stream)
-
     def _add(self, stream: _Stream) -> None:
         # Under the lock, in the same hold as a split: the object is never seen complete
         # between its parent's end being lowered and its child being counted.
@@ -666,14 +661,15 @@ def fetch_s3(
         fetch = _Fetch(client, http, cfg.location, meter, pool, concurrency, signer)
         # Whole objects go to the event loop (where GETs go straight to the endpoint), large
         # ones to the pool's threads, where the ramp can cut them.
+        streams = [_Stream(job, 0, job.obj.size, job.obj.size) for job in jobs]
+        with fetch.lock:  # all counted before any starts: the fetch is settled only at the end
+            for stream in streams:
+                fetch._add(stream)
         small: list[_Stream] = []
-        for job in jobs:
-            stream = _Stream(job, 0, job.obj.size, job.obj.size)
-            if http is None or job.splittable:
-                fetch.submit(stream)
+        for stream in streams:
+            if http is None or stream.job.splittable:
+                pool.submit(fetch._run, stream)
             else:
-                with fetch.lock:
-                    fetch._add(stream)
                 small.append(stream)
         with (
             _ramping(fetch, meter, window_s),
