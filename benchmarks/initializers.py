@@ -213,12 +213,13 @@ def main() -> None:
             ceiling = max(v for k, v in rates.items() if k.startswith("ceiling"))
             print(f"best of {args.rounds} (load average now {os.getloadavg()[0]:.1f}):")
             objects = len(urls)
+            # Per 1,000 objects where there are many, else for the fetch.
+            per, unit = (1000 / objects, " per 1,000 objects") if objects > 1 else (1.0, "")
             for k, v in rates.items():
-                user, system = cpu[k]
+                user, system = (c * per for c in cpu[k])
                 print(
-                    f"  {k:<22} {v:8.1f} MB/s  ({best[k]:.2f} s; client CPU per 1,000 objects"
-                    f" {(user + system) * 1000 / objects:.2f} s: user {user * 1000 / objects:.2f},"
-                    f" system {system * 1000 / objects:.2f})"
+                    f"  {k:<22} {v:8.1f} MB/s  ({best[k]:.2f} s; client CPU{unit}"
+                    f" {user + system:.2f} s: user {user:.2f}, system {system:.2f})"
                 )
             base = rates["boto3 single stream"]
             print(f"  initializer / boto3    {rates['initializer'] / base:8.2f}x")
