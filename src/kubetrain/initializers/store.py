@@ -21,7 +21,8 @@ from pathlib import Path
 __all__ = ["MANIFEST", "Store"]
 
 # Identity of each file written without a cache, for resuming: one JSON line per completed
-# file, ``[output-relative path, identity]``, appended as each completes.
+# file, ``[output-relative path, identity]``, appended as files complete (a batch at a time: a
+# run killed in between fetches that batch again).
 MANIFEST = ".kubetrain-initializer.jsonl"
 
 
