@@ -1,7 +1,7 @@
 """``s3://bucket/prefix``: every object under the prefix, fetched in parallel with boto3.
 
-One listing, then a pool of threads streams every object straight into its file (up to
-``concurrency`` requests in flight). Sizes come from the listing, so no object costs an extra
+One listing, then every object is streamed straight into its file, up to ``concurrency``
+requests in flight (whole objects on one event loop, large ones on a pool of threads). Sizes come from the listing, so no object costs an extra
 HEAD; a response whose ETag differs from the listing's fails the run (the object changed while
 it was being fetched). The output path of an object is its key below the prefix; an object
 whose key is the prefix itself keeps its base name (upstream's rule).
