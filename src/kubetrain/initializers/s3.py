@@ -25,8 +25,8 @@ rate. So whole objects (below two `MIN_PART`) are fetched on one event loop in a
 its own: aiohttp (on uvloop where installed) keeps ``concurrency`` connections alive, each
 object is written as its body arrives, and nothing crosses threads per object: the fetch's
 thread collects completed files every `COMMIT_S` and commits them in one batch (one manifest
-write). The URLs are signed by `kubetrain.initializers.sigv4` (the signing key derived once,
-each URL byte for byte botocore's). Large objects' streams are urllib3 GETs on the pool's
+write). The URLs are signed by AWS's C signer, awscrt (`kubetrain.initializers.presign`:
+each URL checked to be botocore's own). Large objects' streams are urllib3 GETs on the pool's
 threads, where the ramp can cut them. Anything but a plain success (an S3 error, a redirect to
 another region, a connection or TLS failure, a proxy in the environment) goes through
 ``GetObject`` itself, from where the stream got to, so errors, retries and redirects stay
@@ -53,9 +53,9 @@ from kubetrain.api.access import dicts, obj_at
 
 from .config import Config, InitializerError
 from .meter import Meter, human
+from .presign import Presigner
 from .ramp import Ramp, split_points
 from .select import selected
-from .sigv4 import Presigner
 from .store import Store
 
 __all__ = ["CONCURRENCY", "S3Object", "fetch_s3", "s3_client"]
