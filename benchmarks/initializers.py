@@ -60,7 +60,8 @@ def _upload(client: Any, size_mb: int, small: int, small_kb: int) -> None:
         for _ in range(size_mb):
             f.write(block)
         f.flush()
-        client.upload_file(f.name, BUCKET, "large/object.bin")
+        if size_mb:
+            client.upload_file(f.name, BUCKET, "large/object.bin")
     body = os.urandom(small_kb * 1024)
     for i in range(small):
         client.put_object(Bucket=BUCKET, Key=f"small/{i:05d}.bin", Body=body)
@@ -136,10 +137,14 @@ def _ceiling(urls: list[tuple[str, str, int]], out: Path, concurrency: int, rang
         list(threads.map(get, gets))
 
 
-def _timed(fn: Callable[[Path], None], out: Path) -> float:
-    start = time.perf_counter()
+def _timed(fn: Callable[[Path], None], out: Path) -> tuple[float, tuple[float, float]]:
+    """Wall seconds, and this process's CPU seconds, user and system (every thread; the server
+    is another process, so this is the client's own CPU, which the machine's load changes far
+    less than the wall time; the system part includes the file system's cost of the writes)."""
+    start, cpu = time.perf_counter(), os.times()
     fn(out)
-    return time.perf_counter() - start
+    end = os.times()
+    return time.perf_counter() - start, (end.user - cpu.user, end.system - cpu.system)
 
 
 def main() -> None:
@@ -168,7 +173,12 @@ def main() -> None:
             f"uploading {args.size_mb} MB and {args.small} x {args.small_kb} KB to "
             f"{args.server} at {server.endpoint}"
         )
-        _upload(client, args.size_mb, args.small, args.small_kb)
+        _upload(
+            client,
+            0 if args.only == "small" else args.size_mb,
+            0 if args.only == "large" else args.small,
+            args.small_kb,
+        )
         cases = [
             ("one large object", "large/", args.size_mb * MB),
             (f"{args.small} small objects", "small/", args.small * args.small_kb * 1024),
@@ -187,21 +197,30 @@ def main() -> None:
                     u, out, n, args.ranges
                 )
             best = dict.fromkeys(runs, float("inf"))
+            cpu = dict.fromkeys(runs, (float("inf"), 0.0))
             print(f"\n{label} ({total / MB:.0f} MB), load average {os.getloadavg()[0]:.1f}:")
             for r in range(args.rounds):
                 seen = []
                 for i, (name, fetch) in enumerate(runs.items()):
                     out = Path(tmp) / f"{r}-{i}"
-                    seconds = _timed(fetch, out)
+                    seconds, cpu_s = _timed(fetch, out)
                     best[name] = min(best[name], seconds)
+                    cpu[name] = min(cpu[name], cpu_s, key=sum)
                     seen.append(f"{name} {total / MB / seconds:.1f}")
                     shutil.rmtree(out)
                 print(f"  round {r + 1}: " + ", ".join(seen) + " MB/s")
             rates = {k: total / MB / v for k, v in best.items()}
             ceiling = max(v for k, v in rates.items() if k.startswith("ceiling"))
             print(f"best of {args.rounds} (load average now {os.getloadavg()[0]:.1f}):")
+            objects = len(urls)
+            # Per 1,000 objects where there are many, else for the fetch.
+            per, unit = (1000 / objects, " per 1,000 objects") if objects > 1 else (1.0, "")
             for k, v in rates.items():
-                print(f"  {k:<22} {v:8.1f} MB/s  ({best[k]:.2f} s)")
+                user, system = (c * per for c in cpu[k])
+                print(
+                    f"  {k:<22} {v:8.1f} MB/s  ({best[k]:.2f} s; client CPU{unit}"
+                    f" {user + system:.2f} s: user {user:.2f}, system {system:.2f})"
+                )
             base = rates["boto3 single stream"]
             print(f"  initializer / boto3    {rates['initializer'] / base:8.2f}x")
             print(f"  ceiling / boto3        {ceiling / base:8.2f}x")

@@ -14,6 +14,7 @@ import pytest
 import kubetrain.initializers.s3 as s3_source
 from kubetrain.initializers import run
 from kubetrain.initializers.config import read_config
+from kubetrain.initializers.store import Store
 from kubetrain.testing.s3 import S3Server
 
 BUCKET = "initializer-tests"
@@ -165,6 +166,40 @@ def test_presigned_gets_and_what_they_leave_to_getobject(
         assert stream.job.path.read_bytes() == b"p" * 100
 
 
+@pytest.mark.parametrize(
+    ("server", "taken_over"),
+    [
+        pytest.param("open", False, id="many small objects come by presigned GETs on one loop"),
+        pytest.param("auth", True, id="where the server refuses those GETs, GetObject fetches"),
+    ],
+)
+def test_many_small_objects_land_whole_and_in_the_manifest(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    server: str,
+    taken_over: bool,
+) -> None:
+    from kubetrain.initializers.store import MANIFEST
+
+    s3: S3Server = request.getfixturevalue("open_bucket" if server == "open" else "bucket")
+    client = s3.client()
+    bodies = {f"{i:02d}/{i}.bin": os.urandom(100 * i) for i in range(12)}  # 0 bytes too
+    for rel, body in bodies.items():
+        client.put_object(Bucket=BUCKET, Key=f"many/{rel}", Body=body)
+    out = tmp_path / "out"
+    with caplog.at_level(logging.INFO, logger="kubetrain.initializers"):
+        s3_source.fetch_s3(
+            read_config("dataset", _env(s3, f"s3://{BUCKET}/many")),
+            Store(out),
+            concurrency=4,
+        )
+    assert {rel: (out / rel).read_bytes() for rel in bodies} == bodies
+    assert _files(out) == {*bodies, MANIFEST}
+    assert len((out / MANIFEST).read_text().splitlines()) == len(bodies)
+    assert ("12 of 12 objects came by GetObject" in caplog.text) is taken_over
+
+
 BLOB = "large/blob.bin"
 
 
@@ -243,7 +278,7 @@ def test_whatever_the_ramp_decides_a_large_object_lands_whole(
     env = _env(open_bucket, f"s3://{BUCKET}/large/")
     for attempt in range(3):
         out = tmp_path / str(attempt)
-        s3_source.fetch_s3(read_config("dataset", env), s3_source.Store(out), window_s=0.005)
+        s3_source.fetch_s3(read_config("dataset", env), Store(out), window_s=0.005)
         assert (out / "blob.bin").read_bytes() == blob
 
 

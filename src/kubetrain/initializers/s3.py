@@ -1,7 +1,7 @@
 """``s3://bucket/prefix``: every object under the prefix, fetched in parallel with boto3.
 
-One listing, then a pool of threads streams every object straight into its file (up to
-``concurrency`` requests in flight). Sizes come from the listing, so no object costs an extra
+One listing, then every object is streamed straight into its file, up to ``concurrency``
+requests in flight (whole objects on one event loop, large ones on a pool of threads). Sizes come from the listing, so no object costs an extra
 HEAD; a response whose ETag differs from the listing's fails the run (the object changed while
 it was being fetched). The output path of an object is its key below the prefix; an object
 whose key is the prefix itself keeps its base name (upstream's rule).
@@ -18,23 +18,31 @@ Why not s3transfer's download manager: it funnels every byte through one I/O thr
 256 KB pieces, and on a small machine that thread, not the network, sets the pace (about a
 fifth of a plain streamed ``GetObject`` here).
 
-Each GET is a URL botocore presigns, fetched with urllib3 (botocore's own HTTP library): a
-``GetObject`` call costs about 3.8 ms of client CPU in botocore's request pipeline, the
-presigned GET about 2 ms, and with many small objects that CPU, held under one GIL, is what
-bounds the rate. Anything but a plain success (an S3 error, a redirect to another region, a
-connection or TLS failure, a proxy in the environment) goes through ``GetObject`` itself, from
-where the stream got to, so errors, retries and redirects stay botocore's. (moto with its IAM
-auth on cannot check a presigned URL and answers 500: against it every GET takes that path.)
+Each GET is a presigned URL fetched without botocore's request pipeline (a ``GetObject`` call
+costs about 3.8 ms of client CPU there), and with many small objects the client's CPU per
+object, held under one GIL on a machine whose cores the server shares, is what bounds the
+rate. So whole objects (below two `MIN_PART`) are fetched on one event loop in a thread of
+its own: aiohttp (on uvloop where installed) keeps ``concurrency`` connections alive, each
+object is written as its body arrives, and nothing crosses threads per object: the fetch's
+thread collects completed files every `COMMIT_S` and commits them in one batch (one manifest
+write). The URLs are signed by AWS's C signer, awscrt (`kubetrain.initializers.presign`:
+each URL checked to be botocore's own). Large objects' streams are urllib3 GETs on the pool's
+threads, where the ramp can cut them. Anything but a plain success (an S3 error, a redirect to
+another region, a connection or TLS failure, a proxy in the environment) goes through
+``GetObject`` itself, from where the stream got to, so errors, retries and redirects stay
+botocore's. (moto with its IAM auth on cannot check a presigned URL and answers 500: against
+it every GET takes that path.)
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import posixpath
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +53,7 @@ from kubetrain.api.access import dicts, obj_at
 
 from .config import Config, InitializerError
 from .meter import Meter, human
+from .presign import Presigner
 from .ramp import Ramp, split_points
 from .select import selected
 from .store import Store
@@ -68,11 +77,26 @@ class S3Object:
 
 
 def s3_client(cfg: Config, *, concurrency: int) -> Any:
+    return _connect(cfg, concurrency=concurrency)[0]
+
+
+def _session(**settings: Any) -> Any:
     import boto3
+    import botocore.session
+
+    core = botocore.session.get_session()
+    # Timestamps stay text: botocore parses each with dateutil (about 0.25 ms apiece, most of
+    # a listing's CPU), and nothing here reads one (the listing's LastModified least of all).
+    core.get_component("response_parser_factory").set_parser_defaults(timestamp_parser=str)
+    return boto3.session.Session(botocore_session=core, **settings)
+
+
+def _connect(cfg: Config, *, concurrency: int) -> tuple[Any, Any]:
+    """The S3 client, and the credentials it signs with (None where there are none)."""
     from botocore.config import Config as BotoConfig
 
     region = cfg.region if cfg.region and cfg.region != "auto" else None
-    session = boto3.session.Session(
+    session = _session(
         aws_access_key_id=cfg.access_key_id,
         aws_secret_access_key=cfg.secret_access_key,
         region_name=region,
@@ -84,13 +108,13 @@ def s3_client(cfg: Config, *, concurrency: int) -> Any:
         creds = sts.assume_role(RoleArn=cfg.role_arn, RoleSessionName="kubetrain-initializer")[
             "Credentials"
         ]
-        session = boto3.session.Session(
+        session = _session(
             aws_access_key_id=creds["AccessKeyId"],
             aws_secret_access_key=creds["SecretAccessKey"],
             aws_session_token=creds["SessionToken"],
             region_name=region,
         )
-    return session.client(
+    client = session.client(
         "s3",
         endpoint_url=cfg.endpoint,
         config=BotoConfig(
@@ -104,6 +128,7 @@ def s3_client(cfg: Config, *, concurrency: int) -> Any:
             max_pool_connections=concurrency + 4,
         ),
     )
+    return client, session.get_credentials()
 
 
 def _cause(err: Exception, cfg: Config) -> str:
@@ -173,6 +198,55 @@ def _http(endpoint: str | None, concurrency: int) -> Any:
     )
 
 
+def _botocore_url(client: Any, bucket: str, key: str) -> str:
+    return str(
+        client.generate_presigned_url(
+            "get_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=3600
+        )
+    )
+
+
+def _presigner(client: Any, credentials: Any, bucket: str, key: str) -> Presigner | None:
+    """Presigned URLs of ``bucket``'s objects, botocore's own for ``key`` as the model."""
+    from botocore.credentials import RefreshableCredentials
+
+    if credentials is None or isinstance(credentials, RefreshableCredentials):
+        return None  # credentials that change while the fetch runs: botocore signs each URL
+    frozen = credentials.get_frozen_credentials()
+    return Presigner(
+        key,
+        _botocore_url(client, bucket, key),
+        access_key=frozen.access_key,
+        secret_key=frozen.secret_key,
+        token=frozen.token,
+        fallback=lambda k: _botocore_url(client, bucket, k),
+    )
+
+
+def _ssl(endpoint: str) -> Any:
+    """The event loop's TLS settings: botocore's CA bundle, as its own requests use."""
+    if urlsplit(endpoint).scheme != "https":
+        return False
+    import ssl
+
+    from botocore.httpsession import where
+
+    return ssl.create_default_context(cafile=where())
+
+
+def _run_loop(main: Coroutine[Any, Any, None]) -> None:
+    # uvloop where it is installed: a compiled loop, less CPU per request.
+    try:
+        import uvloop
+    except ImportError:
+        asyncio.run(main)
+        return
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(main)
+
+
+# How often the fetch hands completed files to the store (renamed, in the manifest).
+COMMIT_S = 0.25
 # A ranged stream fetches at least this much: below it the request's own cost (its time to
 # first byte, the signing) is no longer small beside its transfer.
 MIN_PART = 16 * MB
@@ -209,6 +283,7 @@ class _Stream:
     pos: int = -1
     stopped: bool = False
     taken_back: bool = False
+    presign: bool = True  # False once a presigned GET failed: GetObject takes over
 
     def __post_init__(self) -> None:
         self.pos = self.start
@@ -223,50 +298,77 @@ class _Fetch:
     large objects' streams while splitting raises the aggregate rate."""
 
     def __init__(
-        self, client: Any, http: Any, bucket: str, meter: Meter, pool: Any, concurrency: int
+        self,
+        client: Any,
+        http: Any,
+        bucket: str,
+        meter: Meter,
+        pool: Any,
+        concurrency: int,
+        signer: Presigner | None = None,
     ) -> None:
         self.client, self.http, self.bucket, self.meter = client, http, bucket, meter
-        self.pool, self.concurrency = pool, concurrency
+        self.pool, self.concurrency, self.signer = pool, concurrency, signer
         self.lock = threading.Lock()
         self.streams: set[_Stream] = set()  # unfinished
         self.abort = threading.Event()
         self.ramp = Ramp()
         self.trial: list[_Stream] = []
-
-    def submit(self, stream: _Stream) -> None:
-        with self.lock:
-            self._add(stream)
-        self.pool.submit(self._run, stream)
+        # Jobs complete and not yet handed to the store; ``settled`` is set once every job
+        # has ended or one has failed (the first failure is ``failed``). The fetch's thread
+        # collects ``completed`` a batch at a time: a wake-up per object, handed between
+        # threads, cost more client CPU than the object's GET on a loaded machine.
+        self.unfinished = 0
+        self.completed: list[_Job] = []
+        self.failed: _Job | None = None
+        self.settled = threading.Event()
+        self.taken_over = 0  # small objects whose presigned GET failed
 
     def _add(self, stream: _Stream) -> None:
         # Under the lock, in the same hold as a split: the object is never seen complete
         # between its parent's end being lowered and its child being counted.
         self.streams.add(stream)
+        if not stream.job.streams and not stream.job.done.is_set():
+            self.unfinished += 1
         stream.job.streams += 1
 
     # --- one stream -------------------------------------------------------------------
 
     def _run(self, stream: _Stream) -> None:
-        job = stream.job
         try:
             if not self.abort.is_set() and not stream.taken_back:
                 self._get(stream)
         except BaseException as err:
-            with self.lock:
-                job.error = job.error or err
-            job.done.set()
+            self._failed(stream, err)
         finally:
-            if stream.taken_back:
-                self.meter.add(stream.start - stream.pos)  # its parent fetches those again
-            with self.lock:
-                stream.stopped = True
-                self.streams.discard(stream)
-                job.streams -= 1
-                if not job.streams:
-                    job.done.set()
+            self._finish(stream)
+
+    def _failed(self, stream: _Stream, err: BaseException) -> None:
+        job = stream.job
+        with self.lock:
+            job.error = job.error or err
+            self.failed = self.failed or job
+        job.done.set()
+        self.settled.set()
+
+    def _finish(self, stream: _Stream) -> None:
+        job = stream.job
+        if stream.taken_back:
+            self.meter.add(stream.start - stream.pos)  # its parent fetches those again
+        with self.lock:
+            stream.stopped = True
+            self.streams.discard(stream)
+            job.streams -= 1
+            if not job.streams:
+                job.done.set()
+                self.completed.append(job)
+                self.unfinished -= 1
+                if not self.unfinished:
+                    self.settled.set()
 
     def _get(self, stream: _Stream) -> None:
-        if (self.http is not None and self._presigned(stream)) or self.abort.is_set():
+        presigned = self.http is not None and stream.presign
+        if (presigned and self._presigned(stream)) or self.abort.is_set():
             return
         # GetObject takes over from where the stream got to.
         obj = stream.job.obj
@@ -292,9 +394,7 @@ class _Fetch:
         must take over (from ``stream.pos``)."""
         import urllib3
 
-        url = self.client.generate_presigned_url(
-            "get_object", Params={"Bucket": self.bucket, "Key": stream.job.obj.key}, ExpiresIn=3600
-        )
+        url = self._url(stream.job.obj.key)
         ranged = stream.ranged
         headers = {"Range": f"bytes={stream.pos}-{stream.request_end - 1}"} if ranged else {}
         try:
@@ -314,6 +414,11 @@ class _Fetch:
             if stream.pos < stream.request_end:
                 response.close()  # stopped short (split, or failed): the rest is not read
             response.release_conn()
+
+    def _url(self, key: str) -> str:
+        if self.signer is not None:
+            return self.signer.url(key)
+        return _botocore_url(self.client, self.bucket, key)
 
     def _check(self, stream: _Stream, etag: str | None) -> None:
         obj = stream.job.obj
@@ -341,6 +446,92 @@ class _Fetch:
                 with self.lock:
                     stream.pos += len(chunk)
                 self.meter.add(len(chunk))
+
+    # --- small objects: presigned GETs on one event loop ---------------------------------
+
+    @contextmanager
+    def small_gets(self, streams: list[_Stream], endpoint: str) -> Iterator[None]:
+        """Fetch ``streams`` (whole objects, already counted) in a thread of their own: one
+        event loop, one aiohttp session keeping ``concurrency`` connections alive. With the
+        signing and the batched commits, a fetch of many small objects costs half the client
+        CPU it did as urllib3 GETs on pool threads (no thread switch, no lock handed over,
+        aiohttp's compiled HTTP parser). What does not come as a
+        plain 200 goes to the thread pool, where ``GetObject`` takes over from where it got."""
+        thread = threading.Thread(
+            target=self._small_loop, args=(iter(streams), endpoint), name="s3-small", daemon=True
+        )
+        if streams:
+            thread.start()
+        try:
+            yield
+        finally:
+            if streams:
+                thread.join()
+
+    def _small_loop(self, todo: Iterator[_Stream], endpoint: str) -> None:
+        try:
+            _run_loop(self._small_gets(todo, _ssl(endpoint)))
+        except BaseException as err:  # the loop itself failed: the thread pool does the rest
+            log.debug("presigned GETs on the event loop stopped: %r", err)
+        for stream in todo:
+            self._finish(stream) if self.abort.is_set() else self._to_pool(stream)
+
+    def _to_pool(self, stream: _Stream) -> None:
+        stream.presign = False
+        self.taken_over += 1
+        self.pool.submit(self._run, stream)
+
+    async def _small_gets(self, todo: Iterator[_Stream], ssl: Any) -> None:
+        import aiohttp
+
+        session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=self.concurrency, ssl=ssl),
+            timeout=aiohttp.ClientTimeout(sock_connect=5, sock_read=60),
+            cookie_jar=aiohttp.DummyCookieJar(),
+            auto_decompress=False,
+            skip_auto_headers=("User-Agent", "Accept-Encoding"),
+        )
+        async with session:
+            await asyncio.gather(
+                *(self._small_getter(session, todo) for _ in range(self.concurrency))
+            )
+
+    async def _small_getter(self, session: Any, todo: Iterator[_Stream]) -> None:
+        import aiohttp
+
+        for stream in todo:  # the getters share the iterator: each takes the next object
+            if self.abort.is_set():
+                self._finish(stream)
+                continue
+            try:
+                done = await self._small_get(session, stream)
+            except (TimeoutError, aiohttp.ClientError):
+                done = False
+            except BaseException as err:
+                self._failed(stream, err)
+                done = True
+            if done:
+                self._finish(stream)
+            else:
+                self._to_pool(stream)
+
+    async def _small_get(self, session: Any, stream: _Stream) -> bool:
+        """True when done, False when ``GetObject`` must take over (from ``stream.pos``)."""
+        from yarl import URL
+
+        url = URL(self._url(stream.job.obj.key), encoded=True)
+        async with session.get(url) as response:
+            if response.status != 200:
+                return False
+            self._check(stream, response.headers.get("ETag"))
+            with stream.job.path.open("wb") as f:
+                async for chunk in response.content.iter_chunked(_BUFFER):
+                    f.write(chunk)
+                    stream.pos += len(chunk)
+                    self.meter.add(len(chunk))
+                    if self.abort.is_set():
+                        break
+        return stream.pos >= stream.end
 
     # --- the ramp ---------------------------------------------------------------------
 
@@ -426,7 +617,7 @@ def fetch_s3(
     from concurrent.futures import ThreadPoolExecutor
 
     try:
-        client = s3_client(cfg, concurrency=concurrency)
+        client, credentials = _connect(cfg, concurrency=concurrency)
         http = _http(client.meta.endpoint_url, concurrency)
         listed = list_objects(client, cfg)
     except Exception as err:
@@ -456,6 +647,10 @@ def fetch_s3(
         return
     total = sum(o.size for o in todo)
     log.info("fetching %d objects (%s) from %s", len(todo), human(total), cfg.storage_uri)
+    try:
+        signer = _presigner(client, credentials, cfg.location, todo[0].key) if http else None
+    except Exception as err:
+        raise InitializerError(cfg.storage_uri, _cause(err, cfg)) from err
     jobs: list[_Job] = []
     for o in todo:
         job = _Job(o, store.target(o.rel, _identity(cfg, o)), o.size >= 2 * MIN_PART)
@@ -464,20 +659,43 @@ def fetch_s3(
                 f.truncate(o.size)
         jobs.append(job)
     with Meter(total) as meter, ThreadPoolExecutor(concurrency, "s3-get") as pool:
-        fetch = _Fetch(client, http, cfg.location, meter, pool, concurrency)
-        for job in jobs:
-            fetch.submit(_Stream(job, 0, job.obj.size, job.obj.size))
-        failed: _Job | None = None
-        with _ramping(fetch, meter, window_s):
-            for job in jobs:
-                job.done.wait()
-                if job.error is not None:
-                    failed = job
+        fetch = _Fetch(client, http, cfg.location, meter, pool, concurrency, signer)
+        # Whole objects go to the event loop (where GETs go straight to the endpoint), large
+        # ones to the pool's threads, where the ramp can cut them.
+        streams = [_Stream(job, 0, job.obj.size, job.obj.size) for job in jobs]
+        with fetch.lock:  # all counted before any starts: the fetch is settled only at the end
+            for stream in streams:
+                fetch._add(stream)
+        small: list[_Stream] = []
+        for stream in streams:
+            if http is None or stream.job.splittable:
+                pool.submit(fetch._run, stream)
+            else:
+                small.append(stream)
+        with (
+            _ramping(fetch, meter, window_s),
+            fetch.small_gets(small, client.meta.endpoint_url),
+        ):
+            while True:
+                settled = fetch.settled.wait(COMMIT_S)
+                with fetch.lock:
+                    batch, fetch.completed = fetch.completed, []
+                    failed = fetch.failed
+                if failed is not None:
                     fetch.abort.set()
                     break
-                store.commit(job.obj.rel, _identity(cfg, job.obj), job.path)
+                # What completed meanwhile, in one batch: one write of the manifest.
+                store.commit([(j.obj.rel, _identity(cfg, j.obj), j.path) for j in batch])
+                if settled:
+                    break
+        if fetch.taken_over and failed is None:
+            log.info(
+                "%d of %d objects came by GetObject: their presigned GETs failed",
+                fetch.taken_over, len(small),
+            )  # fmt: skip
         if failed is not None:
-            # The ramp has stopped (it submits no more): end the rest, drop every part.
+            # The ramp and the event loop have stopped (they submit no more): end the rest,
+            # drop every part.
             pool.shutdown(wait=True, cancel_futures=True)
             for other in jobs:
                 other.path.unlink(missing_ok=True)

@@ -21,7 +21,8 @@ from pathlib import Path
 __all__ = ["MANIFEST", "Store"]
 
 # Identity of each file written without a cache, for resuming: one JSON line per completed
-# file, ``[output-relative path, identity]``, appended as each completes.
+# file, ``[output-relative path, identity]``, appended as files complete (a batch at a time: a
+# run killed in between fetches that batch again).
 MANIFEST = ".kubetrain-initializer.jsonl"
 
 
@@ -39,6 +40,7 @@ class Store:
                 stale.unlink(missing_ok=True)
         self._manifest_path = self.output / MANIFEST
         self._manifest: dict[str, str] = {}
+        self._dirs: set[Path] = set()  # made already: one mkdir per directory, not per file
         try:
             lines = self._manifest_path.read_text().splitlines()
         except OSError:
@@ -73,18 +75,23 @@ class Store:
         """The ``.part`` path to write the file to, its directory created. The name is the
         writer's own, so two jobs fetching one object into the cache never share a file."""
         final = self._final(rel, identity)
-        final.parent.mkdir(parents=True, exist_ok=True)
+        if final.parent not in self._dirs:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            self._dirs.add(final.parent)
         return final.with_name(f"{final.name}.{os.getpid()}-{threading.get_ident()}.part")
 
-    def commit(self, rel: str, identity: str, part: Path) -> None:
-        """``part`` is complete: give it its name (and copy it out of the cache)."""
-        final = self._final(rel, identity)
-        os.replace(part, final)
-        if self.cache is not None:
-            self._place(final, self.output / rel)
-        else:
+    def commit(self, files: list[tuple[str, str, Path]]) -> None:
+        """Each ``(rel, identity, part)``: ``part`` is complete, so it gets its name (and is
+        copied out of the cache); the manifest is written once for them all."""
+        for rel, identity, part in files:
+            final = self._final(rel, identity)
+            os.replace(part, final)
+            if self.cache is not None:
+                self._place(final, self.output / rel)
+        if self.cache is None and files:
+            lines = "".join(json.dumps([rel, identity]) + "\n" for rel, identity, _ in files)
             with self._lock, self._manifest_path.open("a") as f:
-                f.write(json.dumps([rel, identity]) + "\n")
+                f.write(lines)
 
     def place(self, source: Path, rel: str) -> None:
         """Copy a complete file from elsewhere in the cache to ``rel`` in the output."""
