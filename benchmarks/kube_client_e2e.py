@@ -116,7 +116,8 @@ def run_suite(
             if select:
                 cmd += ["-k", select]
             env = {
-                **os.environ,
+                # The outer run's pytest options (PYTEST_ADDOPTS) are not the suite's.
+                **{k: v for k, v in os.environ.items() if k != "PYTEST_ADDOPTS"},
                 "KUBECONFIG": str(kubeconfig or home / "kubeconfig"),
                 # The suite imports itself as part of the `kubernetes` package of its release.
                 "PYTHONPATH": str(site),
