@@ -228,7 +228,11 @@ async def test_follower_takes_over_when_the_leader_is_killed(plane: Plane) -> No
         "coordination.k8s.io/v1", "leases", "trainer.kubeflow.org", namespace="kubeflow-system"
     )
     acquired = datetime.fromisoformat(lease["spec"]["acquireTime"].replace("Z", "+00:00"))
-    assert acquired >= killed_at, "b reconciled only after a died"
+    # On a starved machine a may miss its 2 s renew deadline before the kill: it then stops
+    # reconciling and exits by itself (as client-go's leader does), and b may take over before
+    # the kill. Either way b leads only once a has stopped; no duplicate JobSet shows it above.
+    if "lost leadership" not in plane.log("a"):
+        assert acquired >= killed_at, "b reconciled only after a died"
     assert lease["spec"]["leaseTransitions"] == 1
     assert "b became leader" in plane.log("b")
 
