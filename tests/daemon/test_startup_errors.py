@@ -68,3 +68,53 @@ def test_finding_9_a_broken_images_yaml_names_the_file(tmp_path: Path) -> None:
     path.write_text("images: [\n")
     with pytest.raises(SandboxError, match=f"{path}: not valid YAML"):
         load_image_map(path)
+
+
+# A daemon whose main thread has ended while another thread still holds the process (and with
+# it the lock's file descriptor): the state a failing daemon passes through on a loaded machine.
+_LINGERING_DAEMON = """
+import ctypes, fcntl, os, sys, threading, time
+home = sys.argv[1]
+fd = os.open(os.path.join(home, "daemon.lock"), os.O_RDWR | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+with open(os.path.join(home, "daemon.pid"), "w") as fh:
+    fh.write(f"{os.getpid()}\\n")
+def linger():
+    while not os.path.exists(os.path.join(home, "release")):
+        time.sleep(0.01)
+    os._exit(1)
+threading.Thread(target=linger).start()
+ctypes.CDLL(None).pthread_exit(None)
+"""
+
+
+@pytest.mark.parametrize(
+    ("pid_file_names", "ours"),
+    [("the exiting daemon", True), ("another daemon", False)],
+    ids=lambda v: str(v),
+)
+def test_finding_9_a_daemon_whose_threads_still_hold_the_lock_is_still_exiting_not_a_rival(
+    tmp_path: Path, pid_file_names: str, ours: bool
+) -> None:
+    import subprocess
+    import sys
+
+    from kubetrain.local.daemon.control import _alive, _exiting
+    from kubetrain.local.daemon.files import DaemonFiles, lock_is_held
+
+    files = DaemonFiles(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-c", _LINGERING_DAEMON, str(tmp_path)])
+    try:
+        deadline = time.monotonic() + 30
+        while _alive(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not _alive(proc.pid) and lock_is_held(files.lock)
+        if pid_file_names == "another daemon":
+            files.pid.write_text(f"{proc.pid + 1}\n")
+        # Ours: the client waits for the lock to go and then reports this daemon's last words
+        # (taking it for a rival's won race would wait out the whole timeout for readiness).
+        assert _exiting(files, proc.pid) is ours
+    finally:
+        (tmp_path / "release").touch()
+        proc.wait(timeout=30)
+    assert not lock_is_held(files.lock)

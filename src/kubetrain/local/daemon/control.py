@@ -155,6 +155,17 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _exiting(files: DaemonFiles, child: int) -> bool:
+    """Whether the lock still held after ``child``'s main thread ended is ``child``'s own.
+
+    A daemon's main thread shows as a zombie while its other threads are still being torn
+    down, and they share the lock's file descriptor: the lock stays held for that moment.
+    The pid file, written once the lock is taken, tells that apart from another daemon
+    having won the race (a loaded machine stretches the moment).
+    """
+    return files.read_pid() == child
+
+
 def start_daemon(home: Path | str | None = None, *, timeout: float = 60.0) -> DaemonInfo:
     """Start a detached daemon (if none runs) and wait until it answers."""
     files = DaemonFiles(_home(home))
@@ -184,7 +195,8 @@ def start_daemon(home: Path | str | None = None, *, timeout: float = 60.0) -> Da
                 raise DaemonError(
                     f"the kubetrain daemon exited during start-up: {_last_words(files)}"
                 )
-            child = None  # another client's daemon won the race: wait for that one
+            if not _exiting(files, child):
+                child = None  # another client's daemon won the race: wait for that one
         time.sleep(0.05)
     raise DaemonError(
         f"the kubetrain daemon did not become ready within {timeout:.0f}s: {_last_words(files)}"
