@@ -157,7 +157,8 @@ def test_dumping_is_fast() -> None:
     text = require("upstream-runtimes/torch_distributed.yaml").read_text()
     (obj,) = load_objects(text, source="t")
     dump_yaml(obj)
-    start = time.perf_counter()
+    # CPU time, not wall time: the bound is about the dumper (libyaml's), not the machine's load.
+    start = time.process_time()
     for _ in range(100):
         dump_yaml(clean(obj))
-    assert (time.perf_counter() - start) / 100 < 0.002
+    assert (time.process_time() - start) / 100 < 0.002

@@ -438,10 +438,11 @@ def test_loading_a_typical_trainjob_takes_well_under_5_ms() -> None:
     text = (require("reference/sdk-trainjobs/01-custom-trainer-torch-distributed.yaml")).read_text()
     load_objects(text, source="warm-up")
     runs = 50
-    start = time.perf_counter()
+    # CPU time, not wall time: the bound is about the loader, not the machine's load.
+    start = time.process_time()
     for _ in range(runs):
         load_objects(text, source="t")
-    per_load = (time.perf_counter() - start) / runs
+    per_load = (time.process_time() - start) / runs
     assert per_load < 0.005, f"{per_load * 1000:.2f} ms per TrainJob"
 
 

@@ -125,7 +125,8 @@ def test_report_returns_at_once_while_the_server_is_slow() -> None:
     t0 = time.perf_counter()
     for step in range(200):
         r.report(step=step, total_steps=200, force=True)
-    assert time.perf_counter() - t0 < 0.2
+    # Waiting on the server even once would take its whole 1 s delay.
+    assert time.perf_counter() - t0 < 0.5
 
 
 class Explodes:
