@@ -158,7 +158,8 @@ async def test_a_caBundle_that_did_not_sign_the_certificate_is_a_failed_call(pla
     assert "tls: failed to verify certificate" in refused.value.message
 
 
-async def test_failure_policy_ignore_admits_while_the_webhook_is_down(plane: Plane) -> None:
+async def _fail_open(plane: Plane) -> None:
+    """Every webhook of both configurations set to ``failurePolicy: Ignore``."""
     for plural, name in (
         ("mutatingwebhookconfigurations", "defaulter.trainer.kubeflow.org"),
         ("validatingwebhookconfigurations", "validator.trainer.kubeflow.org"),
@@ -167,6 +168,10 @@ async def test_failure_policy_ignore_admits_while_the_webhook_is_down(plane: Pla
         for webhook in config["webhooks"]:
             webhook["failurePolicy"] = "Ignore"
         await plane.kube.replace(ADMISSION, plural, config)
+
+
+async def test_failure_policy_ignore_admits_while_the_webhook_is_down(plane: Plane) -> None:
+    await _fail_open(plane)
     await plane.webhook.stop()
     created = await plane.kube.create(TRAINER, "trainjobs", make_trainjob("ignored").obj())
     assert created["metadata"]["name"] == "ignored"
@@ -175,14 +180,7 @@ async def test_failure_policy_ignore_admits_while_the_webhook_is_down(plane: Pla
 async def test_a_changed_configuration_applies_to_the_very_next_write(plane: Plane) -> None:
     # The first write finds which webhooks' rules name TrainJob creates (the server keeps that).
     await plane.kube.create(TRAINER, "trainjobs", make_trainjob("before").obj())
-    for plural, name in (
-        ("mutatingwebhookconfigurations", "defaulter.trainer.kubeflow.org"),
-        ("validatingwebhookconfigurations", "validator.trainer.kubeflow.org"),
-    ):
-        config = await plane.kube.get(ADMISSION, plural, name)
-        for webhook in config["webhooks"]:
-            webhook["failurePolicy"] = "Ignore"
-        await plane.kube.replace(ADMISSION, plural, config)
+    await _fail_open(plane)
     await plane.webhook.stop()
     created = await plane.kube.create(TRAINER, "trainjobs", make_trainjob("after").obj())
     assert created["metadata"]["name"] == "after"

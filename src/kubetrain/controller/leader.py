@@ -26,10 +26,9 @@ from kubetrain.api.access import obj_at
 from kubetrain.api.types import Obj
 from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
 from kubetrain.kube.kinds import LEASE
+from kubetrain.kube.loop import RETRIED
 
 __all__ = ["LeaderElector", "default_identity"]
-
-_FAILURES: tuple[type[Exception], ...] = (ApiError, *TRANSPORT_ERRORS)
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +125,7 @@ class LeaderElector:
         lease["spec"] = spec
         try:
             await self._client.replace(LEASE.api_version, LEASE.plural, lease)
-        except _FAILURES as err:
+        except RETRIED as err:
             log.info("could not release lease: %s", err)
 
     async def _try_acquire_or_renew(self) -> bool:
@@ -171,7 +170,7 @@ class LeaderElector:
         updated = {**lease, "spec": new_spec}
         try:
             written = await self._client.replace(LEASE.api_version, LEASE.plural, updated)
-        except _FAILURES as err:
+        except RETRIED as err:
             log.info("updating lease: %s", err)  # 409: another candidate won this round
             return False
         self._remember(written)
@@ -192,7 +191,7 @@ class LeaderElector:
         }
         try:
             written = await self._client.create(LEASE.api_version, LEASE.plural, lease)
-        except _FAILURES as err:
+        except RETRIED as err:
             log.info("creating lease: %s", err)  # 409: another candidate created it first
             return False
         self._remember(written)

@@ -37,6 +37,7 @@ from kubetrain.kube.kinds import (
     TRAINJOB,
     Kind,
 )
+from kubetrain.kube.loop import all_synced
 from kubetrain.kube.workqueue import RateLimit, WorkQueue, work
 from kubetrain.runtime.config import Environment, FeatureGates
 from kubetrain.runtime.core import runtime_ref
@@ -193,10 +194,7 @@ class Controller:
         tasks = [asyncio.create_task(i.run(), name=f"informer-{i.kind.kind}") for i in informers]
         stopper = asyncio.create_task(stop.wait())
         try:
-            synced = asyncio.create_task(self._wait_synced(informers))
-            done, _ = await asyncio.wait({synced, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            if stopper in done:
-                synced.cancel()
+            if not await all_synced(informers, stop):
                 return
             # Caches are warm on every replica; only the leader reconciles.
             if self.leader is not None and not await self.leader.acquire(stop):
@@ -230,12 +228,6 @@ class Controller:
             await asyncio.gather(*tasks, stopper, return_exceptions=True)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self.events.flush(), 5.0)
-
-    @staticmethod
-    async def _wait_synced(informers: list[Informer]) -> bool:
-        for informer in informers:
-            await informer.synced.wait()
-        return True
 
     async def _worker(self) -> None:
         await work(self.queue, self._reconcile, self._failed)
