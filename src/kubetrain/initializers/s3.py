@@ -42,7 +42,7 @@ import posixpath
 import threading
 import time
 import urllib.request
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +50,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from kubetrain.api.access import dicts, obj_at
+from kubetrain.kube.eventloop import run as run_loop
 
 from .config import Config, InitializerError
 from .meter import Meter, human
@@ -232,17 +233,6 @@ def _ssl(endpoint: str) -> Any:
     from botocore.httpsession import where
 
     return ssl.create_default_context(cafile=where())
-
-
-def _run_loop(main: Coroutine[Any, Any, None]) -> None:
-    # uvloop where it is installed: a compiled loop, less CPU per request.
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(main)
-        return
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-        runner.run(main)
 
 
 # How often the fetch hands completed files to the store (renamed, in the manifest).
@@ -470,7 +460,7 @@ class _Fetch:
 
     def _small_loop(self, todo: Iterator[_Stream], endpoint: str) -> None:
         try:
-            _run_loop(self._small_gets(todo, _ssl(endpoint)))
+            run_loop(self._small_gets(todo, _ssl(endpoint)))
         except BaseException as err:  # the loop itself failed: the thread pool does the rest
             log.debug("presigned GETs on the event loop stopped: %r", err)
         for stream in todo:

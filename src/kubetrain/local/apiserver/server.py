@@ -55,7 +55,7 @@ T = TypeVar("T")
 def run_serving(main: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(main)`` for a process that serves the API: on uvloop where it is
     installed (its event loop and TLS are compiled, which cuts the server's CPU per request),
-    else on asyncio's own loop (``kubetrain.kube.eventloop.run``, which the controller uses too)."""
+    else on asyncio's own loop (``kubetrain.kube.eventloop.run``, which the controller and the initializers use too)."""
     from kubetrain.kube.eventloop import run
 
     return run(main)
