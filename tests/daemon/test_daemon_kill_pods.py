@@ -1,0 +1,57 @@
+"""``daemon stop --kill-pods`` ends every pod's processes, also those of pods the daemon
+adopted from a previous one that was stopped with its pods kept."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from daemon_support import sleeping, unique_sleep
+
+from kubetrain.kube.client import connect
+from kubetrain.kube.kinds import POD
+from kubetrain.local.daemon import ensure_daemon, stop_daemon
+
+
+def pod(name: str, tag: str) -> dict[str, object]:
+    # A main process and a child of it: both must go.
+    command = ["sh", "-c", f"sleep {tag} & exec sleep {tag}"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "restartPolicy": "Never",
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "main", "image": "busybox", "command": command}],
+        },
+    }
+
+
+async def until(check: object, what: str, timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout_s} s")
+        await asyncio.sleep(0.1)
+
+
+async def test_kill_pods_after_a_restart_ends_the_adopted_pods_and_their_children(
+    home: Path,
+) -> None:
+    tags = [unique_sleep() for _ in range(3)]
+    info = await asyncio.to_thread(ensure_daemon, home)
+    api = connect(info.kubeconfig)
+    try:
+        for i, tag in enumerate(tags):
+            await api.create(POD.api_version, POD.plural, pod(f"p{i}", tag))
+        await until(lambda: all(len(sleeping(t)) == 2 for t in tags), "every pod sleeping")
+    finally:
+        await api.close()
+    assert await asyncio.to_thread(stop_daemon, home)
+    assert all(len(sleeping(t)) == 2 for t in tags), "stopped without --kill-pods: pods live on"
+    # The next daemon adopts them; stopped at once with --kill-pods, it ends them all.
+    await asyncio.to_thread(ensure_daemon, home)
+    assert await asyncio.to_thread(stop_daemon, home, kill_pods=True)
+    assert {t: sleeping(t) for t in tags} == {t: [] for t in tags}
