@@ -5,19 +5,21 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from daemon_support import sleeping, unique_sleep
 
 from kubetrain.kube.client import connect
-from kubetrain.kube.kinds import POD
+from kubetrain.kube.kinds import CONFIGMAP, POD
 from kubetrain.local.daemon import ensure_daemon, stop_daemon
 
 
-def pod(name: str, tag: str) -> dict[str, object]:
+def pod(name: str, tag: str, config_map: str | None = None) -> dict[str, Any]:
     # A main process and a child of it: both must go.
     command = ["sh", "-c", f"sleep {tag} & exec sleep {tag}"]
-    return {
+    obj: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": "default"},
@@ -27,11 +29,15 @@ def pod(name: str, tag: str) -> dict[str, object]:
             "containers": [{"name": "main", "image": "busybox", "command": command}],
         },
     }
+    if config_map:
+        obj["spec"]["volumes"] = [{"name": "cfg", "configMap": {"name": config_map}}]
+        obj["spec"]["containers"][0]["volumeMounts"] = [{"name": "cfg", "mountPath": "/cfg"}]
+    return obj
 
 
-async def until(check: object, what: str, timeout_s: float = 120) -> None:
+async def until(check: Callable[[], bool], what: str, timeout_s: float = 120) -> None:
     deadline = time.monotonic() + timeout_s
-    while not check():  # type: ignore[operator]
+    while not check():
         if time.monotonic() > deadline:
             raise AssertionError(f"{what}: not within {timeout_s} s")
         await asyncio.sleep(0.1)
@@ -43,10 +49,20 @@ async def test_kill_pods_after_a_restart_ends_the_adopted_pods_and_their_childre
     tags = [unique_sleep() for _ in range(3)]
     info = await asyncio.to_thread(ensure_daemon, home)
     api = connect(info.kubeconfig)
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cfg", "namespace": "default"},
+    }
     try:
-        for i, tag in enumerate(tags):
+        await api.create(CONFIGMAP.api_version, CONFIGMAP.plural, config_map)
+        for i, tag in enumerate(tags[:-1]):
             await api.create(POD.api_version, POD.plural, pod(f"p{i}", tag))
+        # The last pod's ConfigMap goes while it runs: the next daemon, adopting it, waits
+        # for it to come back with the pod's sandbox not yet built, however idle the machine.
+        await api.create(POD.api_version, POD.plural, pod("waits", tags[-1], "cfg"))
         await until(lambda: all(len(sleeping(t)) == 2 for t in tags), "every pod sleeping")
+        await api.delete(CONFIGMAP.api_version, CONFIGMAP.plural, "cfg", namespace="default")
     finally:
         await api.close()
     assert await asyncio.to_thread(stop_daemon, home)
