@@ -46,28 +46,34 @@ async def until(check: Callable[[], bool], what: str, timeout_s: float = 120) ->
 async def test_kill_pods_after_a_restart_ends_the_adopted_pods_and_their_children(
     home: Path,
 ) -> None:
-    tags = [unique_sleep() for _ in range(3)]
+    tags = [unique_sleep() for _ in range(4)]
     info = await asyncio.to_thread(ensure_daemon, home)
     api = connect(info.kubeconfig)
     config_map = {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": "cfg", "namespace": "default"},
-    }
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "default"}
+    }  # fmt: skip
     try:
         await api.create(CONFIGMAP.api_version, CONFIGMAP.plural, config_map)
-        for i, tag in enumerate(tags[:-1]):
+        for i, tag in enumerate(tags[:2]):
             await api.create(POD.api_version, POD.plural, pod(f"p{i}", tag))
-        # The last pod's ConfigMap goes while it runs: the next daemon, adopting it, waits
-        # for it to come back with the pod's sandbox not yet built, however idle the machine.
-        await api.create(POD.api_version, POD.plural, pod("waits", tags[-1], "cfg"))
+        # These pods' ConfigMap goes while they run: the next daemon, adopting them, waits for
+        # it to come back with their sandboxes not yet built, however idle the machine.
+        for i, tag in enumerate(tags[2:]):
+            await api.create(POD.api_version, POD.plural, pod(f"waits{i}", tag, "cfg"))
         await until(lambda: all(len(sleeping(t)) == 2 for t in tags), "every pod sleeping")
         await api.delete(CONFIGMAP.api_version, CONFIGMAP.plural, "cfg", namespace="default")
     finally:
         await api.close()
     assert await asyncio.to_thread(stop_daemon, home)
     assert all(len(sleeping(t)) == 2 for t in tags), "stopped without --kill-pods: pods live on"
-    # The next daemon adopts them; stopped at once with --kill-pods, it ends them all.
-    await asyncio.to_thread(ensure_daemon, home)
+    info = await asyncio.to_thread(ensure_daemon, home)
+    api = connect(info.kubeconfig)
+    try:
+        # A pod deleted while the daemon adopts it: its processes end before the Pod goes.
+        await api.delete(POD.api_version, POD.plural, "waits0", namespace="default")
+        await until(lambda: not sleeping(tags[2]), "the deleted pod's processes ended", 60)
+    finally:
+        await api.close()
+    # Stopped with --kill-pods, the daemon ends every other pod's processes.
     assert await asyncio.to_thread(stop_daemon, home, kill_pods=True)
     assert {t: sleeping(t) for t in tags} == {t: [] for t in tags}
