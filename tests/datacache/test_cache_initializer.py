@@ -6,6 +6,7 @@ would (the executor runs them in the engine's own tests)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -57,33 +58,51 @@ def cache_env(table: Any, **extra: str) -> dict[str, str]:
         "CACHE_IMAGE": "ghcr.io/kubeflow/trainer/data-cache:v2.3.0",
         "METADATA_LOC": table.metadata_loc,
         "CLUSTER_SIZE": "2",
+        # Bounded below the test's own timeout: a cache stuck unready fails with the
+        # initializer's message naming its pods, never as a hung test.
+        "CACHE_READY_TIMEOUT_SECONDS": "120",
         **table.aws_env(),
         **extra,
     }
 
 
-async def mark_ready_when_they_appear(kube: KubeClient) -> None:
-    done: set[str] = set()
-    while len(done) < 2:
+async def mark_pods_ready(kube: KubeClient) -> None:
+    """Mark every pod Ready as a kubelet would once its probe passes, pods made later too."""
+    while True:
         pods, _ = await kube.list("v1", "pods", namespace="default")
         for pod in pods:
-            name = pod["metadata"]["name"]
-            if name in done:
+            conditions = pod.get("status", {}).get("conditions", [])
+            if {"type": "Ready", "status": "True"} in conditions:
                 continue
             status = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
             await kube.patch(
-                "v1", "pods", name, {"status": status}, namespace="default", subresource="status"
-            )
-            done.add(name)
+                "v1", "pods", pod["metadata"]["name"], {"status": status},
+                namespace="default", subresource="status",
+            )  # fmt: skip
         await asyncio.sleep(0.1)
+
+
+async def initialize_beside(kube: KubeClient, env: dict[str, str], out: Path) -> None:
+    """Run the initializer while `mark_pods_ready` plays the kubelet. Should the marker fail
+    (an API error), the test fails with its error then: the initializer alone would wait for
+    a cache that can no longer become ready until its own deadline."""
+    initializer = asyncio.ensure_future(asyncio.to_thread(run, "dataset", env, out))
+    marker = asyncio.ensure_future(mark_pods_ready(kube))
+    try:
+        await asyncio.wait({initializer, marker}, return_when=asyncio.FIRST_COMPLETED)
+        if marker.done():
+            marker.result()
+        await initializer
+    finally:
+        marker.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await marker
 
 
 async def test_the_initializer_creates_the_cache_and_returns_once_it_is_available(
     kube: KubeClient, iceberg_table: Any, tmp_path: Path
 ) -> None:
-    marker = asyncio.create_task(mark_ready_when_they_appear(kube))
-    await asyncio.to_thread(run, "dataset", cache_env(iceberg_table), tmp_path / "out")
-    await marker
+    await initialize_beside(kube, cache_env(iceberg_table), tmp_path / "out")
     lws = await kube.get(*LWS, "job-cache", namespace="default")
     assert lws["metadata"]["ownerReferences"][0]["name"] == "job"
     conditions = {c["type"]: c["status"] for c in lws["status"]["conditions"]}
@@ -108,6 +127,16 @@ async def test_a_missing_table_fails_before_anything_is_created(
 async def test_a_cache_that_never_becomes_ready_fails_naming_its_pods(
     kube: KubeClient, iceberg_table: Any, tmp_path: Path
 ) -> None:
+    # A first run makes the objects and gives up at once; once the cache's leader exists, a
+    # second (a rerun finds the objects there) waits 2 s for it in vain and names it. Waiting
+    # for the pod, not for a time, keeps the message the same on a busy machine.
+    with pytest.raises(InitializerError, match=r"not Available after 0 s"):
+        env = cache_env(iceberg_table, CACHE_READY_TIMEOUT_SECONDS="0")
+        await asyncio.to_thread(run, "dataset", env, tmp_path / "out")
+    for _ in range(600):
+        if (await kube.list("v1", "pods", namespace="default"))[0]:
+            break
+        await asyncio.sleep(0.1)
     env = cache_env(iceberg_table, CACHE_READY_TIMEOUT_SECONDS="2")
     with pytest.raises(InitializerError, match=r"not Available after 2 s; not ready: job-cache-0"):
         await asyncio.to_thread(run, "dataset", env, tmp_path / "out")

@@ -92,7 +92,7 @@ def test_a_worker_refuses_a_malformed_ticket(cache: Any) -> None:
 
 def test_every_process_answers_ready_on_its_health_port(cache: Any) -> None:
     for p in [cache.head, *cache.workers]:
-        with urllib.request.urlopen(f"http://127.0.0.1:{p.health_port}/ready") as r:
+        with urllib.request.urlopen(f"http://127.0.0.1:{p.health_port}/ready", timeout=10) as r:
             assert (r.status, r.read()) == (200, b"ready")
 
 

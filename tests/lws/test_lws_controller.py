@@ -200,3 +200,59 @@ async def _when(value: Awaitable[Any], ok: Callable[[Any], bool]) -> Any:
 
 async def _eq(value: Awaitable[Any], want: Any) -> bool:
     return bool(await value == want)
+
+
+async def test_unique_per_replica_gives_each_group_its_own_service_owned_by_its_leader(
+    client: KubeClient,
+) -> None:
+    body = cache_lws(size=2)
+    body["spec"].update(replicas=2, networkConfig={"subdomainPolicy": "UniquePerReplica"})
+    await client.create(*LWS, body)
+    pods = await eventually(
+        lambda: _when(pods_of(client, "job-cache"), lambda p: len(p) == 4), "two groups"
+    )
+
+    async def services() -> dict[str, dict[str, Any]]:
+        items, _ = await client.list("v1", "services", namespace="default")
+        return {
+            s["metadata"]["name"]: s
+            for s in items
+            if s["metadata"].get("labels", {}).get("leaderworkerset.sigs.k8s.io/name")
+        }
+
+    got = await eventually(lambda: _when(services(), lambda s: len(s) == 2), "two Services")
+    assert sorted(got) == ["job-cache-0", "job-cache-1"]
+    for group in ("0", "1"):
+        leader = pods[f"job-cache-{group}"]
+        service = got[f"job-cache-{group}"]
+        assert service["spec"]["selector"] == {
+            "leaderworkerset.sigs.k8s.io/name": "job-cache",
+            "leaderworkerset.sigs.k8s.io/group-index": group,
+        }
+        assert service["metadata"]["ownerReferences"][0]["uid"] == leader["metadata"]["uid"]
+        worker_env = pods[f"job-cache-{group}-1"]["spec"]["containers"][0]["env"]
+        assert worker_env[0]["value"] == f"job-cache-{group}.job-cache-{group}.default"
+
+    # The leader goes: its Service goes with it and comes back owned by the new leader.
+    await client.delete("v1", "pods", "job-cache-0", namespace="default")
+    new_leader = await eventually(
+        lambda: _when(
+            pods_of(client, "job-cache"),
+            lambda p: (
+                "job-cache-0" in p
+                and p["job-cache-0"]["metadata"]["uid"] != pods["job-cache-0"]["metadata"]["uid"]
+            ),
+        ),
+        "a new leader",
+    )
+    uid = new_leader["job-cache-0"]["metadata"]["uid"]
+    await eventually(
+        lambda: _when(
+            services(),
+            lambda s: (
+                "job-cache-0" in s
+                and s["job-cache-0"]["metadata"]["ownerReferences"][0]["uid"] == uid
+            ),
+        ),
+        "the new leader's Service",
+    )

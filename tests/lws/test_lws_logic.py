@@ -9,7 +9,15 @@ import pytest
 
 from kubetrain.api.schema import Structural
 from kubetrain.local.lws import lws_crd
-from kubetrain.local.lws.logic import desired_pods, plan
+from kubetrain.local.lws.logic import (
+    GROUP_INDEX,
+    NAME,
+    SUBDOMAIN_POLICY,
+    WORKER_INDEX,
+    desired_pods,
+    headless_services,
+    plan,
+)
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 # What the API server stores: the LWS CRD's defaults filled in.
@@ -109,3 +117,63 @@ def test_a_container_that_sets_an_lws_variable_keeps_its_own_value() -> None:
     env = desired_pods(obj)[1]["spec"]["containers"][0]["env"]
     assert [e["name"] for e in env] == ["LWS_LEADER_ADDRESS", "LWS_WORKER_INDEX", "LWS_GROUP_SIZE"]
     assert env[-1]["value"] == "7"
+
+
+def leader_pods(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """The leaders as the API server stores them: with a uid."""
+    leaders = [p for p in desired_pods(obj) if p["metadata"]["labels"][WORKER_INDEX] == "0"]
+    for p in leaders:
+        p["metadata"]["uid"] = "uid-" + p["metadata"]["name"]
+    return leaders
+
+
+@pytest.mark.parametrize(
+    ("network", "subdomains", "leader_address", "services"),
+    [
+        pytest.param(
+            None, ["s", "s", "s", "s"], "s-1.s.ns",
+            [("s", {NAME: "s"}, "LeaderWorkerSet/s")],
+            id="no networkConfig: one Service for every group, owned by the LWS",
+        ),
+        pytest.param(
+            {"subdomainPolicy": "Shared"}, ["s", "s", "s", "s"], "s-1.s.ns",
+            [("s", {NAME: "s"}, "LeaderWorkerSet/s")],
+            id="Shared: the same",
+        ),
+        pytest.param(
+            {"subdomainPolicy": "UniquePerReplica"}, ["s-0", "s-0", "s-1", "s-1"], "s-1.s-1.ns",
+            [("s-0", {NAME: "s", GROUP_INDEX: "0"}, "Pod/s-0"),
+             ("s-1", {NAME: "s", GROUP_INDEX: "1"}, "Pod/s-1")],
+            id="UniquePerReplica: a Service per group named and owned by its leader",
+        ),
+    ],
+)  # fmt: skip
+def test_the_subdomain_policy_names_the_headless_services(
+    network: dict[str, str] | None,
+    subdomains: list[str],
+    leader_address: str,
+    services: list[tuple[str, dict[str, str], str]],
+) -> None:
+    obj = lws(networkConfig=network) if network else lws()
+    pods = desired_pods(obj)
+    assert [p["spec"]["subdomain"] for p in pods] == subdomains
+    env = pods[-1]["spec"]["containers"][0]["env"]
+    assert env[0] == {"name": "LWS_LEADER_ADDRESS", "value": leader_address}
+    unique = network == {"subdomainPolicy": "UniquePerReplica"}
+    assert [SUBDOMAIN_POLICY in p["metadata"]["annotations"] for p in pods] == (
+        [unique, False, unique, False]
+    )
+    got = [
+        (s["metadata"]["name"], s["spec"]["selector"],
+         "{kind}/{name}".format(**s["metadata"]["ownerReferences"][0]))
+        for s in headless_services(obj, leader_pods(obj))
+    ]  # fmt: skip
+    assert got == services
+
+
+def test_a_leader_not_yet_created_or_going_has_no_service_yet() -> None:
+    obj = lws(networkConfig={"subdomainPolicy": "UniquePerReplica"})
+    first, second = leader_pods(obj)
+    del first["metadata"]["uid"]
+    second["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    assert headless_services(obj, [first, second]) == []

@@ -7,6 +7,7 @@ pods, its own gRPC and health ports, and the head told its workers through ``CAC
 from __future__ import annotations
 
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -23,10 +24,31 @@ from kubetrain.testing.processes import stop_process
 __all__ = ["CacheCluster", "CacheProcess"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+def _free_port(taken: set[int]) -> int:
+    """A free port below the kernel's ephemeral range. A cache process keeps its ports across
+    restarts, as a pod keeps its address; a port the kernel hands out (``bind(0)``, or the
+    local end of any outgoing connection on the machine) could be taken by someone else while
+    the process is down, or between this choice and the process's own bind."""
+    low = _ephemeral_low()
+    for _ in range(200):
+        port = random.randrange(max(1024, low - 12_000), low)
+        if port in taken:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("0.0.0.0", port))  # where the health server binds
+            except OSError:
+                continue
+        taken.add(port)
+        return port
+    raise RuntimeError(f"no free port below {low}")
 
 
 @dataclass
@@ -77,11 +99,14 @@ class CacheCluster:
             "PYTHONUNBUFFERED": "1",
         }
         log_dir.mkdir(parents=True, exist_ok=True)
+        taken: set[int] = set()
         self.workers = [
-            CacheProcess("worker", _free_port(), _free_port(), log_dir / f"worker-{i}.log")
+            CacheProcess(
+                "worker", _free_port(taken), _free_port(taken), log_dir / f"worker-{i}.log"
+            )
             for i in range(workers)
         ]
-        self.head = CacheProcess("head", _free_port(), _free_port(), log_dir / "head.log")
+        self.head = CacheProcess("head", _free_port(taken), _free_port(taken), log_dir / "head.log")
 
     @property
     def endpoint(self) -> str:

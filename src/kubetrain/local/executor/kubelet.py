@@ -591,8 +591,9 @@ class Kubelet:
                 if task is not None:
                     with contextlib.suppress(asyncio.CancelledError, Exception):
                         await asyncio.wait_for(task, timeout=5)
-            else:
-                await self._kill_leftovers(self._pod_dir(uid))
+            # Also behind a runner: one still adopting a previous daemon's processes (its
+            # sandbox not yet built) had none to stop.
+            await self._kill_leftovers(self._pod_dir(uid))
             # Every process has ended: the kubelet's final delete ends the graceful deletion
             # (the API server keeps a deleted pod of a node until then, so that whoever waits
             # for the pod to go waits for its processes). Already gone: a 404, ignored.
@@ -619,11 +620,10 @@ class Kubelet:
         shutil.rmtree(self._pod_dir(uid), ignore_errors=True)
         shutil.rmtree(self.home / "logs" / namespace / name, ignore_errors=True)
 
-    async def _kill_leftovers(self, pod_dir: Path) -> None:
+    async def _kill_leftovers(self, pod_dir: Path, grace_s: float | None = None) -> None:
         procs = [ContainerProcess.adopt(s) for s in read_states(pod_dir)]
-        await asyncio.gather(
-            *(p.terminate(self.settings.max_grace_s) for p in procs if p.is_alive())
-        )
+        grace = self.settings.max_grace_s if grace_s is None else grace_s
+        await asyncio.gather(*(p.terminate(grace) for p in procs if p.is_alive()))
 
     async def reap_orphans(self) -> None:
         """Processes of pods that no longer exist in the API: stop them, drop their files."""
@@ -669,6 +669,13 @@ class Kubelet:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if kill_pods:
+            # Every pod's recorded processes, not only the runners': a pod adopted from a
+            # previous daemon whose sandbox was not yet built, or one not yet started again
+            # (waiting, not yet synced), has a runner with nothing to stop, or none.
+            root = self.home / "pods"
+            dirs = [d for d in root.iterdir() if d.is_dir()] if root.is_dir() else []
+            await asyncio.gather(*(self._kill_leftovers(d, 0) for d in dirs))
         if self.network is not None:
             # Pods left running keep their network for the next daemon to adopt.
             alive = any(

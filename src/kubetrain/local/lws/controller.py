@@ -1,9 +1,10 @@
 """The LeaderWorkerSet controller of the local engine: applies `logic.plan` through the API.
 
 Level-triggered, one key per LWS: an LWS or one of its pods changes, the LWS is reconciled
-from the informers' caches: its headless Service made once, missing pods created, broken
-groups deleted whole (their pods come back on a later pass, once all are gone), and the
-status written through the status subresource when it changed.
+from the informers' caches: its headless Services made once per owner (the LWS; with
+``UniquePerReplica``, each leader pod), missing pods created, broken groups deleted whole
+(their pods come back on a later pass, once all are gone), and the status written through
+the status subresource when it changed.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from kubetrain.kube.kinds import LEADER_WORKER_SET, POD, SERVICE
 from kubetrain.kube.loop import failure_logger, run_loop
 from kubetrain.kube.workqueue import WorkQueue
 
-from .logic import NAME, headless_service, plan
+from .logic import NAME, headless_services, plan
 
 __all__ = ["LwsController"]
 
@@ -55,7 +56,8 @@ class LwsController:
         self.queue: WorkQueue[Key] = WorkQueue()
         self.events = EventRecorder(client, component="lws-controller", clock=clock)
         self.ready = asyncio.Event()
-        self._services: set[str] = set()  # uids whose Service exists
+        # (owner uid, Service name) of the headless Services made: an LWS's, or a leader pod's.
+        self._services: set[tuple[str, str]] = set()
         self.sets.add_handler(lambda _t, obj: self.queue.add(object_key(obj)))
         self.pods.add_handler(self._on_pod)
 
@@ -78,14 +80,18 @@ class LwsController:
         lws = self.sets.get(name, namespace)
         if lws is None or lws["metadata"].get("deletionTimestamp"):
             return
-        uid = str(lws["metadata"].get("uid"))
-        if uid not in self._services:
-            await self._create(SERVICE, headless_service(lws))
-            self._services.add(uid)
         pods = [
             p for p in self.pods.items()
             if object_key(p)[0] == namespace and p["metadata"]["labels"].get(NAME) == name
         ]  # fmt: skip
+        for service in headless_services(lws, pods):
+            made = (
+                str(service["metadata"]["ownerReferences"][0]["uid"]),
+                service["metadata"]["name"],
+            )
+            if made not in self._services:
+                await self._create(SERVICE, service)
+                self._services.add(made)
         step = plan(lws, pods, self._clock())
         for group, culprit in step.recreated:
             self.events.record(

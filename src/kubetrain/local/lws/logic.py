@@ -4,8 +4,11 @@ What a LWS controller, its pod webhook and its StatefulSets do together, folded 
 decision: group ``g`` is a leader pod ``<lws>-<g>`` and workers ``<lws>-<g>-<i>``
 (``i`` = 1..size-1), all with LWS's labels (name, group index, worker index, group key,
 template revision), its annotations (size; the leader's name on workers), hostname = pod name
-and subdomain = the LWS's headless Service, and the ``LWS_LEADER_ADDRESS``,
-``LWS_GROUP_SIZE``, ``LWS_WORKER_INDEX`` env first in every container.
+and subdomain = the headless Service of the ``networkConfig.subdomainPolicy``, and the
+``LWS_LEADER_ADDRESS``, ``LWS_GROUP_SIZE``, ``LWS_WORKER_INDEX`` env first in every container.
+``Shared`` (the default): one Service ``<lws>`` over every pod, owned by the LWS.
+``UniquePerReplica``: one Service per group, named after its leader ``<lws>-<g>``, selecting
+that group's pods and owned by the leader pod (so it goes and comes back with the group).
 
 The LeaderWorkerSet is read as the API server stores it, with its CRD's defaults filled in.
 With ``restartPolicy`` ``RecreateGroupOnPodRestart`` (the default), a pod of a group that
@@ -38,10 +41,11 @@ __all__ = [
     "NAME",
     "REVISION",
     "SIZE",
+    "SUBDOMAIN_POLICY",
     "WORKER_INDEX",
     "Plan",
     "desired_pods",
-    "headless_service",
+    "headless_services",
     "plan",
 ]
 
@@ -57,6 +61,7 @@ GROUP_KEY = _P + "group-key"
 REVISION = _P + "template-revision-hash"
 SIZE = _P + "size"
 LEADER_NAME = _P + "leader-name"
+SUBDOMAIN_POLICY = _P + "subdomainPolicy"
 _RECREATE = ("RecreateGroupOnPodRestart", "RecreateGroupAfterStart")
 
 
@@ -79,11 +84,18 @@ def revision(lws: Mapping[str, Any]) -> str:
     return _sha1(json.dumps(template, sort_keys=True, separators=(",", ":")))[:10]
 
 
-def _owner(lws: Mapping[str, Any]) -> OwnerReference:
-    meta = lws["metadata"]
+def _unique_per_replica(lws: Mapping[str, Any]) -> bool:
+    # No networkConfig (the defaulting webhook not run) means Shared, as in LWS.
+    return obj_at(lws, "spec", "networkConfig").get("subdomainPolicy") == "UniquePerReplica"
+
+
+def _owner(
+    obj: Mapping[str, Any], api_version: str = API_VERSION, kind: str = KIND
+) -> OwnerReference:
+    meta = obj["metadata"]
     return {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
+        "apiVersion": api_version,
+        "kind": kind,
         "name": meta["name"],
         "uid": meta.get("uid", ""),
         "controller": True,
@@ -120,7 +132,14 @@ def _pod(lws: Mapping[str, Any], group: int, worker: int) -> Obj:
     if worker:
         annotations[LEADER_NAME] = leader
     spec.setdefault("hostname", pod_name)
-    spec.setdefault("subdomain", name)
+    if _unique_per_replica(lws):
+        # LWS marks the leader (its pod webhook then sets the subdomain); the workers get
+        # theirs from their StatefulSet, whose serviceName is the leader's name.
+        if not worker:
+            annotations[SUBDOMAIN_POLICY] = "UniquePerReplica"
+        spec["subdomain"] = leader
+    else:
+        spec.setdefault("subdomain", name)
     env = [
         {"name": "LWS_LEADER_ADDRESS", "value": f"{leader}.{spec['subdomain']}.{ns}"},
         {"name": "LWS_GROUP_SIZE", "value": str(size)},
@@ -149,19 +168,36 @@ def desired_pods(lws: Mapping[str, Any]) -> list[Obj]:
     return [_pod(lws, g, w) for g in range(replicas) for w in range(size)]
 
 
-def headless_service(lws: Mapping[str, Any]) -> Obj:
-    """The Service whose name is every pod's subdomain (LWS's ``Shared`` subdomain policy)."""
-    name = lws["metadata"]["name"]
+def _service(lws: Mapping[str, Any], name: str, selector: Obj, owner: OwnerReference) -> Obj:
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {
             "name": name,
             "namespace": lws["metadata"].get("namespace", "default"),
-            "ownerReferences": [_owner(lws)],
+            "labels": {NAME: lws["metadata"]["name"]},
+            "ownerReferences": [owner],
         },
-        "spec": {"clusterIP": "None", "selector": {NAME: name}, "publishNotReadyAddresses": True},
+        "spec": {"clusterIP": "None", "selector": selector, "publishNotReadyAddresses": True},
     }
+
+
+def headless_services(lws: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> list[Obj]:
+    """The headless Services whose names are the pods' subdomains: ``Shared``, the LWS's one;
+    ``UniquePerReplica``, one per leader pod among ``pods`` that exists (has a uid) and is not
+    going, since the leader owns it."""
+    name = lws["metadata"]["name"]
+    if not _unique_per_replica(lws):
+        return [_service(lws, name, {NAME: name}, _owner(lws))]
+    out = []
+    for pod in pods:
+        meta = obj_at(pod, "metadata")
+        labels = obj_at(meta, "labels")
+        if labels.get(WORKER_INDEX) != "0" or not meta.get("uid") or meta.get("deletionTimestamp"):
+            continue
+        selector = {NAME: name, GROUP_INDEX: str(labels.get(GROUP_INDEX))}
+        out.append(_service(lws, str(meta["name"]), selector, _owner(pod, "v1", "Pod")))
+    return out
 
 
 def _ready(pod: Mapping[str, Any]) -> bool:
