@@ -148,6 +148,9 @@ def test_the_torch_ddp_example_trains_to_completion(home: Path) -> None:
     losses = [float(line.split()[-1]) for line in out.splitlines() if line.startswith("epoch")]
     assert len(losses) == 10 and losses[-1] < losses[0] / 5
     assert "training on 4 processes" in out
+    # Rank 0 saved the model to the PVC the runtime patch mounts (a directory of the home here).
+    assert "model saved to /workspace/output/model.pt" in out
+    assert (home / "volumes" / "default" / "torch-ddp-output" / "model.pt").stat().st_size > 0
     assert time.monotonic() - start < 280
     assert done(home, "delete", "torch-ddp")[0] == 0
 
