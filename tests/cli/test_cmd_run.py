@@ -11,8 +11,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from daemons import module_daemon
+from kubetrain.testing import make_runtime
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "torch-ddp" / "trainjob.yaml"
@@ -53,32 +55,26 @@ def done(home: Path, *argv: str, timeout: float = 90) -> tuple[int, str, str]:
     return proc.returncode, out, err
 
 
-# A namespaced runtime that declares no ports: these tests need no rendezvous, and pods of
-# runtimes declaring a port (torch's 29500) queue machine-wide behind any other job holding it.
-RUNTIME = """\
-apiVersion: trainer.kubeflow.org/v1alpha1
-kind: TrainingRuntime
-metadata:
-  name: shell
-  labels: {trainer.kubeflow.org/framework: shell}
-spec:
-  mlPolicy: {numNodes: 1}
-  template:
-    spec:
-      replicatedJobs:
-      - name: node
-        template:
-          metadata:
-            labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}
-          spec:
-            template:
-              spec:
-                containers:
-                - name: node
-                  image: python
-                  command: [bash, -c, "echo the runtime's command"]
----
-"""
+def runtime_yaml(name: str, *, once: bool = False) -> str:
+    """A namespaced runtime that declares no ports: these tests need no rendezvous, and pods of
+    runtimes declaring a port (torch's 29500) queue machine-wide behind any other job holding it.
+    ``once``: its Job never retries and its pods never restart."""
+    runtime = (
+        make_runtime(name, kind="TrainingRuntime")
+        .framework("shell")
+        .num_nodes(1)
+        .job("node", ancestor="trainer", image="python",
+             command=["bash", "-c", "echo the runtime's command"])
+        .obj()
+    )  # fmt: skip
+    if once:
+        job = runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]
+        job["backoffLimit"] = 0
+        job["template"]["spec"]["restartPolicy"] = "Never"
+    return yaml.safe_dump(runtime) + "---\n"
+
+
+RUNTIME = runtime_yaml("shell")
 
 
 def job_file(tmp_path: Path, name: str, script: str) -> Path:
@@ -148,6 +144,9 @@ def test_the_torch_ddp_example_trains_to_completion(home: Path) -> None:
     losses = [float(line.split()[-1]) for line in out.splitlines() if line.startswith("epoch")]
     assert len(losses) == 10 and losses[-1] < losses[0] / 5
     assert "training on 4 processes" in out
+    # Rank 0 saved the model to the PVC the runtime patch mounts (a directory of the home here).
+    assert "model saved to /workspace/output/model.pt" in out
+    assert (home / "volumes" / "default" / "torch-ddp-output" / "model.pt").stat().st_size > 0
     assert time.monotonic() - start < 280
     assert done(home, "delete", "torch-ddp")[0] == 0
 
@@ -163,15 +162,7 @@ def test_a_job_over_its_memory_limit_fails_oomkilled_and_describe_says_so(
     # restartPolicy Never the failed pod stays (OnFailure pods of a failed Job are deleted by
     # the Job controller, here as on a cluster) and describe shows its end.
     text = (
-        RUNTIME.replace("name: shell", "name: shell-once")
-        .replace(
-            "          spec:\n            template:",
-            "          spec:\n            backoffLimit: 0\n            template:",
-        )
-        .replace(
-            "              spec:\n                containers:",
-            "              spec:\n                restartPolicy: Never\n                containers:",
-        )
+        runtime_yaml("shell-once", once=True)
         + "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: hog}\n"
         "spec:\n  runtimeRef: {name: shell-once, kind: TrainingRuntime}\n"
         "  trainer:\n    numNodes: 1\n"

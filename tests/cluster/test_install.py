@@ -38,6 +38,7 @@ import yaml
 
 from kubetrain.local.apiserver import rbac
 from kubetrain.local.apiserver.audit import read_events, request_of
+from kubetrain.testing import make_runtime
 
 pytestmark = [
     pytest.mark.timeout(300),
@@ -128,27 +129,14 @@ SURVIVOR = trainjob(
 )
 INVALID = trainjob("invalid", "pass", runtime="no-such-runtime")
 # A Volcano gang: the controller creates its PodGroup, the webhook lists PriorityClasses.
-GANG_RUNTIME = """
-apiVersion: trainer.kubeflow.org/v1alpha1
-kind: TrainingRuntime
-metadata: {name: gang}
-spec:
-  mlPolicy: {numNodes: 1, torch: {}}
-  podGroupPolicy: {volcano: {}}
-  template:
-    spec:
-      replicatedJobs:
-      - name: node
-        template:
-          metadata:
-            labels: {trainer.kubeflow.org/trainjob-ancestor-step: trainer}
-          spec:
-            template:
-              spec:
-                containers:
-                - name: node
-                  image: pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime
-"""
+GANG_RUNTIME = yaml.safe_dump(
+    make_runtime("gang", kind="TrainingRuntime")
+    .num_nodes(1)
+    .torch()
+    .pod_group("volcano")
+    .job("node", ancestor="trainer", image="pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime")
+    .obj()
+)
 GANG = trainjob("gang", "pass", runtime="gang", kind="TrainingRuntime")
 
 

@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from kubetrain.kube.client import ApiError, KubeClient, connect
+from polling import until
 
 Obj = dict[str, Any]
 TRAINER = "trainer.kubeflow.org/v1alpha1"
@@ -113,16 +114,6 @@ class Plane:
         owners = sorted(js["metadata"]["ownerReferences"][0]["uid"] for js in jobsets)
         assert owners == sorted(j["metadata"]["uid"] for j in jobs), "a JobSet per TrainJob"
         assert {js["metadata"]["name"] for js in jobsets} == {j["metadata"]["name"] for j in jobs}
-
-
-async def until(probe: Any, timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = await probe()
-        if value:
-            return value
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ from kubetrain.kube.client import KubeClient, connect
 from kubetrain.kube.kinds import JOBSET, POD, TRAINING_RUNTIME, TRAINJOB, Kind
 from kubetrain.local.daemon import DaemonInfo, daemon_status, ensure_daemon, stop_daemon
 from kubetrain.testing import make_trainjob
+from polling import until
 
 PY = sys.executable
 
@@ -55,17 +56,6 @@ def jobset(
     }
 
 
-async def wait_for(what: Any, timeout: float = 180.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = await what()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError("condition not reached")
-        await asyncio.sleep(0.1)
-
-
 async def pods_of(api: KubeClient, name: str) -> list[dict[str, Any]]:
     items, _ = await api.list(
         POD.api_version, POD.plural, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}"
@@ -80,7 +70,7 @@ async def finished(api: KubeClient, res: Kind, name: str, types: tuple[str, ...]
         return obj if any(c["type"] in types and c["status"] == "True" for c in conds) else None
 
     # Generous: torch jobs queue behind any other job on this machine that holds port 29500.
-    result: dict[str, Any] = await wait_for(check, timeout=180)
+    result: dict[str, Any] = await until(check, 180)
     return result
 
 
@@ -93,7 +83,7 @@ async def two_sleeping_nodes(api: KubeClient, name: str) -> str:
     async def both() -> bool:
         return len(sleeping(tag)) == 2
 
-    await wait_for(both)
+    await until(both, 180)
     return tag
 
 
@@ -155,7 +145,7 @@ async def test_after_a_stop_a_live_pod_is_adopted_and_recorded_once(home: Path, 
             pods = await pods_of(api, "adopt")
             return len(pods) == 2 and all(p["status"].get("phase") == "Running" for p in pods)
 
-        await wait_for(running)
+        await until(running, 180)
         before = {p["metadata"]["name"] for p in await pods_of(api, "adopt")}
     finally:
         await api.close()
@@ -196,7 +186,7 @@ async def test_after_kill_9_a_pod_that_died_meanwhile_is_recorded_failed(home: P
             pods = await pods_of(api, "lost")
             return len(pods) == 1 and pods[0]["status"].get("phase") == "Running"
 
-        await wait_for(running)
+        await until(running, 180)
         [before] = await pods_of(api, "lost")
     finally:
         await api.close()
@@ -337,7 +327,7 @@ async def test_deleting_a_trainjob_ends_every_process_within_five_seconds(home: 
             ]
             return not running and await pods_of(api, "long") == []
 
-        await wait_for(gone, timeout=5)
+        await until(gone, 5)
         assert time.monotonic() - start < 5
     finally:
         await api.close()
@@ -434,7 +424,7 @@ async def test_suspending_a_trainjob_stops_its_pods_and_resuming_runs_them_again
             {"spec": {"suspend": True}},
             namespace="default",
         )
-        await wait_for(none, timeout=10)
+        await until(none, 10)
         js = await api.get(JOBSET.api_version, JOBSET.plural, "pause", namespace="default")
         assert js["spec"]["suspend"] is True
         assert any(
@@ -447,7 +437,7 @@ async def test_suspending_a_trainjob_stops_its_pods_and_resuming_runs_them_again
             {"spec": {"suspend": False}},
             namespace="default",
         )
-        await wait_for(two)
+        await until(two, 180)
     finally:
         await api.close()
 

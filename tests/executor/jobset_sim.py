@@ -152,6 +152,15 @@ class Sim:
                 ],
             }
 
+    def run_to_exit(
+        self, rjob: str | None = None, exit_code: int = 0, only: int | None = None, passes: int = 3
+    ) -> Decision:
+        """Every pending pod runs; then `finish` ends the running pods it picks, and the JobSet
+        is reconciled (`step`)."""
+        self.run()
+        self.finish(rjob, exit_code, only)
+        return self.step(passes)
+
     def crash_in_place(self, rjob: str | None = None) -> None:
         """restartPolicy OnFailure: the kubelet restarts the container and counts it."""
         for p in self.select(rjob, "Running"):

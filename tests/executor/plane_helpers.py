@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import uuid
@@ -20,6 +19,7 @@ from kubetrain.local.executor.loop import Executor
 from kubetrain.local.executor.podrunner import RunnerSettings
 from kubetrain.local.executor.settings import ExecutorSettings
 from kubetrain.local.executor.streams import PodStreams
+from polling import until
 
 
 def processes_with(marker: str) -> list[int]:
@@ -111,15 +111,7 @@ class Plane:
     server: ApiServer
 
     async def wait_for(self, what: Callable[[], Awaitable[Any]], timeout: float = 20.0) -> Any:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            value = await what()
-            if value:
-                return value
-            if loop.time() > deadline:
-                raise TimeoutError("condition not reached")
-            await asyncio.sleep(0.05)
+        return await until(what, timeout, every=0.05)
 
     async def jobset(self, name: str) -> dict[str, Any]:
         return await self.api.get(JOBSET.api_version, JOBSET.plural, name, namespace="default")

@@ -110,9 +110,7 @@ def test_two_pods_run_and_the_jobset_completes() -> None:
 def test_a_failing_job_without_failure_policy_fails_the_jobset() -> None:
     sim = Sim(make_jobset("tj", rjob("node", pods=2)))
     sim.step()
-    sim.run()
-    sim.finish(exit_code=1, only=1)
-    sim.step()
+    sim.run_to_exit(exit_code=1, only=1)
     failed = sim.condition("Failed")
     assert failed is not None
     assert (failed["reason"], failed["message"]) == (
@@ -130,9 +128,7 @@ def test_max_restarts_two_restarts_exactly_twice_then_fails() -> None:
     for _ in range(3):
         sim.step()
         attempts.append({p["metadata"]["labels"][LBL + "restart-attempt"] for p in sim.select()})
-        sim.run()
-        sim.finish(exit_code=1, only=0)
-        sim.step()
+        sim.run_to_exit(exit_code=1, only=0)
     assert attempts == [{"0"}, {"1"}, {"2"}]
     status = sim.jobset["status"]
     assert (status["restarts"], status["restartsCountTowardsMax"]) == (2, 2)
@@ -261,9 +257,7 @@ def test_depends_on_never_starts_nodes_after_a_failed_initializer() -> None:
         )
     )
     sim.step()
-    sim.run()
-    sim.finish(exit_code=2)
-    sim.step()
+    sim.run_to_exit(exit_code=2)
     assert sim.select("node") == []
     assert sim.true_conditions() == ["Failed"]
 
@@ -297,9 +291,7 @@ def test_depends_on_never_starts_nodes_after_a_failed_initializer() -> None:
 def test_success_policy(policy: dict[str, Any], finish: str, completed: bool) -> None:
     sim = Sim(make_jobset("tj", rjob("launcher"), rjob("worker", replicas=2), successPolicy=policy))
     sim.step()
-    sim.run()
-    sim.finish(finish)
-    sim.step()
+    sim.run_to_exit(finish)
     assert (sim.true_conditions() == ["Completed"]) is completed
     if completed:
         # Unfinished Jobs are deleted with their pods.
@@ -338,16 +330,12 @@ def test_never_restart_policy_replaces_failed_pods_up_to_backoff_limit() -> None
     sim = Sim(make_jobset("tj", rjob("node", pods=2, backoff_limit=2)))
     sim.step()
     for attempt in range(2):
-        sim.run()
-        sim.finish(exit_code=1, only=1)
-        sim.step()
+        sim.run_to_exit(exit_code=1, only=1)
         # A replacement with a new name but the same hostname, in the same restart attempt.
         pending = sim.select(phase="Pending")
         assert [p["spec"]["hostname"] for p in pending] == ["tj-node-0-1"], attempt
         assert sim.true_conditions() == []
-    sim.run()
-    sim.finish(exit_code=1, only=1)
-    sim.step()
+    sim.run_to_exit(exit_code=1, only=1)
     failed = sim.condition("Failed")
     assert failed is not None and failed["reason"] == "FailedJobs"
     assert len(sim.select(phase="Failed")) == 3
@@ -393,9 +381,7 @@ def test_parallelism_below_completions_runs_that_many_pods_at_once() -> None:
     sim = Sim(js)
     sim.step()
     assert [p["spec"]["hostname"] for p in sim.select()] == ["tj-node-0-0", "tj-node-0-1"]
-    sim.run()
-    sim.finish(only=0)
-    sim.step()
+    sim.run_to_exit(only=0)
     assert sorted(p["spec"]["hostname"] for p in sim.select(phase="Pending")) == ["tj-node-0-2"]
 
 
@@ -445,9 +431,7 @@ def test_failure_policy_rules(
         )
     )
     sim.step()
-    sim.run()
-    sim.finish(failing, exit_code=1)
-    sim.step(times=1)
+    sim.run_to_exit(failing, exit_code=1, passes=1)
     cond = sim.condition(condition)
     assert cond is not None and (cond["status"], cond["reason"]) == ("True", reason)
     assert sim.jobset["status"].get("restarts", 0) == restarts
@@ -465,9 +449,7 @@ def test_restarts_that_ignore_max_do_not_count_towards_it() -> None:
         )
     )
     sim.step()
-    sim.run()
-    sim.finish(exit_code=1)
-    sim.step()
+    sim.run_to_exit(exit_code=1)
     assert sim.jobset["status"]["restarts"] == 1
     assert "restartsCountTowardsMax" not in sim.jobset["status"]
     assert len(sim.select(phase="Pending")) == 1
@@ -476,9 +458,7 @@ def test_restarts_that_ignore_max_do_not_count_towards_it() -> None:
 def test_a_finished_jobset_is_sticky() -> None:
     sim = Sim(make_jobset("tj", rjob("node")))
     sim.step()
-    sim.run()
-    sim.finish()
-    sim.step()
+    sim.run_to_exit()
     sim.pods.clear()
     decision = sim.step()
     assert decision.create == [] and sim.true_conditions() == ["Completed"]

@@ -9,17 +9,14 @@ from pathlib import Path
 import pytest
 
 from daemons import per_test_daemon
-from kubetrain.local.sandbox import ContainerProcess
-from kubetrain.local.sandbox.state import read_states
+from leftover_processes import kill_leftover_containers
 
 
 @pytest.fixture(autouse=True)
 def _no_leftover_processes(tmp_path: Path) -> Iterator[None]:
     # Depending on tmp_path makes this teardown run before tmp_path's.
     yield
-    for state_dir in tmp_path.rglob("state"):
-        for state in read_states(state_dir.parent):
-            ContainerProcess.adopt(state).kill()
+    kill_leftover_containers(tmp_path)
 
 
 @pytest.fixture

@@ -15,15 +15,14 @@ import base64
 import copy
 import os
 import random
-import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kubetrain.local.executor.podbuild import build_pod
-from kubetrain.local.executor.ports import PortGate, declared_ports
+from kubetrain.local.executor.ports import WILDCARD, PortGate, declared_ports, port_is_free
 from kubetrain.local.executor.spec import read_spec
 from kubetrain.local.frameworks import local_refusal, pod_overlay, with_framework_images
 from kubetrain.local.sandbox import (
@@ -47,7 +46,6 @@ __all__ = [
     "plan_objects",
     "run_trainjob",
     "wait_wildcard_port",
-    "wildcard_port_free",
 ]
 
 
@@ -123,12 +121,14 @@ async def run_trainjob(
     timeout: float = 60.0,
     during: Any = None,
     stop_on_failure: bool = True,
+    serves: Iterable[int] = (),
 ) -> Outcome:
     """Run every pod of ``trainjob``'s JobSet in sandboxes until it succeeds or a pod fails.
 
     ``during(sandboxes)`` (async, optional) runs alongside, e.g. to kill a pod mid-way.
     ``stop_on_failure=False`` waits for the success targets even after another pod failed
-    (to see whether the launcher itself notices).
+    (to see whether the launcher itself notices). ``serves``: ports the job's processes
+    listen on without declaring them (DeepSpeed's store on 29500).
     """
     objects = plan_objects(trainjob, runtime)
     config_maps = {
@@ -158,9 +158,9 @@ async def run_trainjob(
         )  # fmt: skip
         sandboxes[host] = OverlaySandbox(pod, ctx)
     # Pods here share the host's ports, and no executor schedules them: hold the machine-wide
-    # locks of the ports they declare, and of 29500 where the frameworks' masters serve, as
-    # the executor's PortGate does for its own pods (another worker's job may hold them).
-    ports = {29500}.union(*(declared_ports(p) for p in pods))
+    # locks of the ports they declare (and serve), as the executor's PortGate does for its own
+    # pods (another worker's job may hold them).
+    ports = set(serves).union(*(declared_ports(p) for p in pods))
     gate = await asyncio.to_thread(_hold_ports, ports)
     try:
         return await _run_sandboxes(sandboxes, pods, spec, timeout, during, stop_on_failure)
@@ -174,11 +174,11 @@ def _hold_ports(ports: set[int], timeout: float = 90.0) -> PortGate:
     gate = PortGate()
     deadline = time.monotonic() + timeout
     while True:
-        why = gate.blocked("frameworks-test", ports, "0.0.0.0")
-        if why is None and all(wildcard_port_free(p) for p in ports):
+        why = gate.blocked("frameworks-test", ports, WILDCARD)
+        if why is None:
             return gate
         gate.close()
-        assert time.monotonic() < deadline, why or f"ports {sorted(ports)} stay in TIME_WAIT"
+        assert time.monotonic() < deadline, why
         time.sleep(0.5)
 
 
@@ -237,27 +237,11 @@ async def _run_sandboxes(
     )
 
 
-def wildcard_port_free(port: int) -> bool:
-    """Whether ``0.0.0.0:port`` can be bound as torch's TCPStore binds it (SO_REUSEADDR)."""
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("0.0.0.0", port))
-        except OSError:
-            return False
-        return True
-
-
 def wait_wildcard_port(port: int, timeout: float = 65.0) -> bool:
-    """Wait until `wildcard_port_free`; False on timeout.
-
-    XGBoost's tracker closes its connections first and sets no SO_REUSEADDR, so for TCP's
-    TIME_WAIT (60 s) after a run its port cannot be bound on every address. All pods share
-    this machine's network, so the next job serving on 0.0.0.0:29500 (torchrun, DeepSpeed)
-    would fail; a cluster pod has the port to itself.
-    """
+    """Wait until ``port`` can be bound on every address, as torch's store binds it; False on
+    timeout (see `kubetrain.local.executor.ports` for what takes a port for a while)."""
     deadline = time.monotonic() + timeout
-    while not wildcard_port_free(port):
+    while not port_is_free(WILDCARD, port):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.5)

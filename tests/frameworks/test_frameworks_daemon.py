@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from frameworks_plane import bwrap_usable, default_runtime, wait_wildcard_port
+from frameworks_plane import bwrap_usable, default_runtime
 
 from kubetrain.kube.client import connect
 from kubetrain.kube.kinds import POD, TRAINING_RUNTIME, TRAINJOB
@@ -110,9 +110,6 @@ async def test_the_example_completes_and_all_ranks_hold_one_model(home: Path, na
     obj, logs, _ = await run(home, example(name))
     assert condition(obj)["type"] == "Complete", logs
     assert logs.count("digest ") == 2 and len(digests(logs)) == 1, logs
-    if name == "xgboost":
-        # Leave 29500 bindable for whatever runs next (see wait_wildcard_port).
-        await asyncio.to_thread(wait_wildcard_port, 29500)
 
 
 @pytest.mark.parametrize("name", ["jax", "xgboost"])

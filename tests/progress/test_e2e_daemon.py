@@ -22,6 +22,7 @@ import pytest
 from kubetrain.kube.client import KubeClient, connect
 from kubetrain.kube.kinds import TRAINING_RUNTIME, TRAINJOB
 from kubetrain.local.daemon import ensure_daemon, stop_daemon
+from kubetrain.testing import make_runtime, make_trainjob
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -62,53 +63,21 @@ def home(
 
 # A plain runtime (no framework, no declared ports): these jobs never queue behind other torch
 # jobs on this machine for port 29500. TrainJobStatus applies to every runtime alike.
-RUNTIME = {
-    "apiVersion": "trainer.kubeflow.org/v1alpha1",
-    "kind": "TrainingRuntime",
-    "metadata": {"name": "plain", "namespace": "default"},
-    "spec": {
-        "mlPolicy": {"numNodes": 1},
-        "template": {
-            "spec": {
-                "replicatedJobs": [
-                    {
-                        "name": "node",
-                        "template": {
-                            "metadata": {
-                                "labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
-                            },
-                            "spec": {
-                                "template": {
-                                    "spec": {"containers": [{"name": "node", "image": "python"}]}
-                                }
-                            },
-                        },
-                    }
-                ]
-            }
-        },
-    },
-}
+RUNTIME = (
+    make_runtime("plain", kind="TrainingRuntime")
+    .num_nodes(1)
+    .job("node", ancestor="trainer", image="python")
+    .obj()
+)
 
 
 def trainjob(name: str, code: str, **env: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainJob",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "runtimeRef": {
-                "name": "plain",
-                "kind": "TrainingRuntime",
-                "apiGroup": "trainer.kubeflow.org",
-            },
-            "trainer": {
-                "numNodes": 1,
-                "command": ["python", "-c", code],
-                "env": [{"name": k, "value": v} for k, v in env.items()],
-            },
-        },
-    }
+    return (
+        make_trainjob(name)
+        .runtime("plain", kind="TrainingRuntime", api_group="trainer.kubeflow.org")
+        .trainer(num_nodes=1, command=["python", "-c", code], env=env)
+        .obj()
+    )
 
 
 async def finished(api: KubeClient, name: str, timeout: float = 180) -> dict[str, Any]:

@@ -51,27 +51,46 @@ def test_the_trainjob_is_valid_for_upstream_trainer() -> None:
     assert (tj["spec"]["trainer"]["numNodes"], tj["spec"]["trainer"]["numProcPerNode"]) == (2, 2)
 
 
+# Stands in for train.py: training the example is `kubetrain run`'s end-to-end test
+# (tests/cli/test_cmd_run.py); here only what the sandboxes give it, without six torch imports.
+STAND_IN = """\
+import os, socket
+from pathlib import Path
+rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+print(f"rank {rank} of {world} on {socket.gethostname()} from {__file__}", flush=True)
+if rank == 0:
+    out = Path(os.environ["OUTPUT_DIR"])
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "model.pt").write_text("stand-in")
+"""
+
+
 @pytest.mark.slow
-async def test_the_example_trains_across_two_sandboxed_nodes(tmp_path: Path) -> None:
-    # In whichever mode this machine gives pods: the example must train in both.
-    # The pods as the torch runtime renders them: trainer command and env, PET_* env, and
-    # the output volume from the runtime patch.
+async def test_the_example_runs_across_two_sandboxed_nodes_and_saves_to_its_volume(
+    tmp_path: Path,
+) -> None:
+    # In whichever mode this machine gives pods. The pods as the torch runtime renders them:
+    # the trainer's command (its heredoc into each pod's own /tmp, then torchrun) and env,
+    # PET_* env, and the output volume from the runtime patch; only the script differs.
     tj = trainjob()
     spec = tj["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]
     pod_spec = spec["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
     mounts = pod_spec["containers"][0]["volumeMounts"]
-    # Three epochs instead of ten keep the suite quick; a later env entry wins, as on a node.
-    env = [*tj["spec"]["trainer"]["env"], {"name": "EPOCHS", "value": "3"}]
+    command = tj["spec"]["trainer"]["command"]
+    train_py = embedded_script(command)
+    command = [*command[:-1], command[-1].replace(train_py, STAND_IN)]
+    assert embedded_script(command) == STAND_IN
     pods = [
-        torch_pod(i, tj["spec"]["trainer"]["command"], pod_spec["volumes"], mounts, env)
+        torch_pod(i, command, pod_spec["volumes"], mounts, tj["spec"]["trainer"]["env"])
         for i in range(2)
     ]
     claims = tmp_path / "claims"
     results, logs = await run_two(tmp_path, pods, claims_dir=claims)
     assert [r.containers for r in results] == [{"node": 0}, {"node": 0}], "\n".join(logs)
-    losses = [float(x) for x in re.findall(r"epoch +\d+ +loss ([0-9.]+)", logs[0])]
-    assert len(losses) == 3
-    assert losses == sorted(losses, reverse=True), losses
-    assert losses[-1] < losses[0] / 4, losses
-    assert "training on 4 processes" in logs[0]
-    assert (claims / "default" / "torch-ddp-output" / "model.pt").stat().st_size > 0
+    # torchrun's rendezvous across the two sandboxes made one world of 4 processes.
+    ranks = re.findall(r"rank (\d) of (\d) on (\S+) from /tmp/train.py", "\n".join(logs))
+    assert sorted(ranks) == [
+        ("0", "4", "tj-node-0-0"), ("1", "4", "tj-node-0-0"),
+        ("2", "4", "tj-node-0-1"), ("3", "4", "tj-node-0-1"),
+    ]  # fmt: skip
+    assert (claims / "default" / "torch-ddp-output" / "model.pt").read_text() == "stand-in"

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kubetrain.local.policy import EngineConfig, HostPathPolicy
+from kubetrain.local.policy import (
+    EngineConfig,
+    EngineConfigError,
+    HostPathPolicy,
+    load_engine_config,
+)
 
 ALLOWED = EngineConfig(allowed_host_paths=("/srv/data",))
 
@@ -56,3 +63,33 @@ def test_host_path_policy(
     errors, warnings = HostPathPolicy(ALLOWED).validate(operation, obj, old, reader=_NoReader())
     assert [e.path for e in errors] == refused_at
     assert warnings == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(None, EngineConfig(), id="no engine.yaml: the defaults"),
+        pytest.param("maxNumNodes: 5\n", EngineConfig(max_num_nodes=5),
+                     id="maxNumNodes sets the limit on a TrainJob's numNodes"),
+        pytest.param("allowedHostPaths: [/srv/data/]\nmaxNumNodes: 2000\n",
+                     EngineConfig(allowed_host_paths=("/srv/data",), max_num_nodes=2000),
+                     id="both settings together"),
+        pytest.param("maxNumNodes: 0\n", "maxNumNodes must be an integer >= 1, got 0",
+                     id="a limit below one is refused"),
+        pytest.param("maxNumNodes: many\n", "maxNumNodes must be an integer >= 1, got 'many'",
+                     id="a limit that is no integer is refused"),
+        pytest.param("maxNodes: 5\n",
+                     "unknown setting 'maxNodes' (known: allowedHostPaths, maxNumNodes)",
+                     id="an unknown setting is refused, naming the known ones"),
+    ],
+)  # fmt: skip
+def test_engine_yaml(tmp_path: Path, text: str | None, expected: EngineConfig | str) -> None:
+    path = tmp_path / "engine.yaml"
+    if text is not None:
+        path.write_text(text)
+    if isinstance(expected, str):
+        with pytest.raises(EngineConfigError) as err:
+            load_engine_config(tmp_path)
+        assert str(err.value) == f"{path}: {expected}"
+    else:
+        assert load_engine_config(tmp_path) == replace(expected, source=str(path))

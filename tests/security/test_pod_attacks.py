@@ -10,9 +10,7 @@ as the admin: a TrainJob with a ``hostPath`` volume.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.kinds import JOBSET, POD, TRAINJOB
 from kubetrain.local.daemon import DaemonInfo
 from kubetrain.local.sandbox import sandbox_mode
+from polling import until
 
 pytestmark = pytest.mark.skipif(
     sandbox_mode().mode != "bwrap",
@@ -33,16 +32,6 @@ pytestmark = pytest.mark.skipif(
 PROBE = (Path(__file__).parent / "probe.py").read_text()
 PRINT_TOKEN = "import os; print('TOKEN', open(os.environ['KUBEFLOW_TRAINER_SERVER_TOKEN']).read())"
 RUN_A_WHILE = "import time; time.sleep(120)"
-
-
-async def _until(what: Any, timeout: float = 120) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = await what()
-        if value:
-            return value
-        await asyncio.sleep(0.2)
-    raise TimeoutError("condition not reached")
 
 
 async def _pod(api: KubeClient, job: str, phases: tuple[str, ...]) -> dict[str, Any] | None:
@@ -62,7 +51,7 @@ async def _log(api: KubeClient, home: Path, job: str, marker: str) -> str:
         assert found, text
         return found[-1].removeprefix(marker).strip()
 
-    return str(await _until(line))
+    return str(await until(line, 120, "the line"))
 
 
 async def test_findings_1_and_2_every_attack_from_inside_a_pod_is_refused(
@@ -82,9 +71,9 @@ async def test_findings_1_and_2_every_attack_from_inside_a_pod_is_refused(
             return False
         return await _pod(api, "reuse", ("Pending", "Running", "Succeeded", "Failed")) is None
 
-    await _until(gone)
+    await until(gone, 120, "the pod to go")
     await api.create(TRAINJOB.api_version, TRAINJOB.plural, trainjob("reuse", RUN_A_WHILE))
-    await _until(lambda: _pod(api, "reuse", ("Running",)))
+    await until(lambda: _pod(api, "reuse", ("Running",)), 120, "the pod to run")
 
     secrets = sorted(
         str(p) for p in home.rglob("*")

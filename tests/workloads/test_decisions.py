@@ -306,6 +306,14 @@ def indexed(name: str, index: int, phase: str) -> dict[str, Any]:
     return p
 
 
+def failed_at(name: str, finished: str) -> dict[str, Any]:
+    """A pod whose container failed at ``finished``."""
+    p = pod(name, phase="Failed")
+    state = {"terminated": {"exitCode": 1, "finishedAt": finished}}
+    p["status"]["containerStatuses"] = [{"name": "c", "restartCount": 0, "state": state}]
+    return p
+
+
 JOB_CASES = [
     ("a new Job starts its parallelism", {"completions": 3, "parallelism": 2}, [], 2, None),
     ("only the completions still missing start", {"completions": 3, "parallelism": 2},
@@ -317,7 +325,12 @@ JOB_CASES = [
      [pod("a", phase="Succeeded"), pod("b")], 0, None),
     ("failures beyond backoffLimit fail it", {"backoffLimit": 1},
      [pod("a", phase="Failed"), pod("b", phase="Failed")], 0, "Failed"),
-    ("a failure within backoffLimit is replaced", {"backoffLimit": 1}, [pod("a", phase="Failed")], 1, None),
+    ("a failure within backoffLimit is replaced once the 10 s back-off has passed", {"backoffLimit": 1},
+     [failed_at("a", "2026-01-01T11:59:50Z")], 1, None),
+    ("a failure within backoffLimit is not replaced during the back-off", {"backoffLimit": 1},
+     [failed_at("a", "2026-01-01T11:59:51Z")], 0, None),
+    ("the back-off doubles with each failure", {"backoffLimit": 3},
+     [failed_at("a", "2026-01-01T11:59:30Z"), failed_at("b", "2026-01-01T11:59:50Z")], 0, None),
     ("a suspended Job runs nothing", {"suspend": True}, [], 0, "Suspended"),
 ]  # fmt: skip
 

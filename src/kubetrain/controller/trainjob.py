@@ -92,6 +92,7 @@ __all__ = [
     "Caches",
     "ReconcileError",
     "TrainJobReconciler",
+    "read_through",
 ]
 
 log = logging.getLogger(__name__)
@@ -125,6 +126,24 @@ class Caches:
             if informer.kind is kind:
                 return informer.get(name, namespace)
         return None
+
+
+async def read_through(
+    client: KubeClient, caches: Caches | None, kind: Kind, name: str, namespace: str | None
+) -> Obj | None:
+    """The ``kind`` object as the informers hold it, else as the API server has it (a cache
+    may lag behind an object created a moment ago, or not hold that kind); None when the
+    server has none either. Other API errors and transport errors propagate."""
+    ns = namespace if kind.namespaced else None
+    cached = caches.get(kind, name, ns or "") if caches is not None else None
+    if cached is not None:
+        return cached
+    try:
+        return await client.get(kind.api_version, kind.plural, name, namespace=ns)
+    except ApiError as err:
+        if err.not_found:
+            return None
+        raise
 
 
 class _Permanent(Exception):
@@ -406,25 +425,9 @@ class TrainJobReconciler:
         step.requeue_after = _sooner(step.requeue_after, max(0.1, self._grace - waited))
 
     async def _live_runtime(self, kind: Kind, name: str, namespace: str) -> Obj | None:
-        cache = (
-            self._caches.training_runtimes
-            if kind is TRAINING_RUNTIME
-            else self._caches.cluster_training_runtimes
-        )
-        cached = cache.get(name, namespace if kind.namespaced else "")
-        if cached is not None:
-            return cached
-        # The cache may lag behind a runtime created a moment ago: ask the server itself.
         try:
-            return await self._client.get(
-                kind.api_version,
-                kind.plural,
-                name,
-                namespace=namespace if kind.namespaced else None,
-            )
+            return await read_through(self._client, self._caches, kind, name, namespace)
         except ApiError as err:
-            if err.not_found:
-                return None
             raise ReconcileError(f"reading {kind.kind} {name}: {err}") from err
         except TRANSPORT_ERRORS as err:
             raise ReconcileError(f"reading {kind.kind} {name}: {err}") from err

@@ -32,7 +32,7 @@ from kubetrain.api import codec
 from kubetrain.api.access import obj_at
 from kubetrain.api.errors import FieldError, aggregate_text
 from kubetrain.api.types import Obj
-from kubetrain.controller.trainjob import Caches
+from kubetrain.controller.trainjob import Caches, read_through
 from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
 from kubetrain.kube.kinds import (
     CLUSTER_TRAINING_RUNTIME,
@@ -349,20 +349,9 @@ class AdmissionHandler:
         return None
 
     async def _get(self, kind: Kind, name: str, namespace: str | None) -> Obj | None:
-        if self._caches is not None:
-            cached = self._caches.get(kind, name, namespace or "")
-            if cached is not None:
-                return cached
         try:
-            return await self._client.get(
-                kind.api_version,
-                kind.plural,
-                name,
-                namespace=namespace if kind.namespaced else None,
-            )
+            return await read_through(self._client, self._caches, kind, name, namespace)
         except ApiError as err:
-            if err.not_found:
-                return None
             raise _Errored(500, f"reading {kind.kind} {name}: {err.message}") from err
         except TRANSPORT_ERRORS as err:
             raise _Errored(500, f"reading {kind.kind} {name}: {err}") from err

@@ -71,15 +71,21 @@ def load_engine_config(home: Path) -> EngineConfig:
         raise EngineConfigError(f"{path}: not valid YAML: {str(err).splitlines()[0]}") from None
     if not isinstance(data, Mapping):
         raise EngineConfigError(f"{path}: expected a mapping, got {type(data).__name__}")
-    unknown = sorted(str(k) for k in data if k != _SETTING)
+    unknown = sorted(str(k) for k in data if k not in (_SETTING, _MAX_NODES))
     if unknown:
-        raise EngineConfigError(f"{path}: unknown setting {unknown[0]!r} (known: {_SETTING})")
+        raise EngineConfigError(
+            f"{path}: unknown setting {unknown[0]!r} (known: {_SETTING}, {_MAX_NODES})"
+        )
     paths = data.get(_SETTING) or []
     if not isinstance(paths, list) or not all(
         isinstance(p, str) and p.startswith("/") for p in paths
     ):
         raise EngineConfigError(f"{path}: {_SETTING} must be a list of absolute paths")
-    return EngineConfig(tuple(os.path.normpath(p) for p in paths), str(path))
+    max_nodes = data.get(_MAX_NODES, DEFAULT_MAX_NUM_NODES)
+    # bool is an int in Python; `maxNumNodes: true` is a mistake, not 1.
+    if not isinstance(max_nodes, int) or isinstance(max_nodes, bool) or max_nodes < 1:
+        raise EngineConfigError(f"{path}: {_MAX_NODES} must be an integer >= 1, got {max_nodes!r}")
+    return EngineConfig(tuple(os.path.normpath(p) for p in paths), str(path), max_nodes)
 
 
 def _allowed(path: str, allowed: tuple[str, ...]) -> bool:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .conditions import EventSpec
+from .jobs import POD_FAILURE_BACKOFF_MAX_S, POD_FAILURE_BACKOFF_S
 
 __all__ = ["Decision", "PodDeletion", "Settings"]
 
@@ -15,9 +16,9 @@ class Settings:
     """Knobs a cluster hard-codes; tests shorten the back-off."""
 
     node_name: str = "kubetrain"
-    # The Job controller's pod-failure back-off: 10 s doubling per failure, at most 10 min.
-    pod_failure_backoff_s: float = 10.0
-    pod_failure_backoff_max_s: float = 600.0
+    # The Job controller's pod-failure back-off (`jobs.JobView.backoff_left`).
+    pod_failure_backoff_s: float = POD_FAILURE_BACKOFF_S
+    pod_failure_backoff_max_s: float = POD_FAILURE_BACKOFF_MAX_S
 
 
 @dataclass(frozen=True)

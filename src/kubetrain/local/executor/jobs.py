@@ -9,6 +9,7 @@ which the JobSet status records.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from kubetrain.api.access import dicts, obj_at
@@ -18,6 +19,7 @@ from kubetrain.api.labels import (
     REPLICATED_JOB_NAME_LABEL,
     RESTART_ATTEMPT_LABEL,
 )
+from kubetrain.api.meta import parse_time
 
 from .labels import BACKOFF_LIMIT_EXCEEDED_MESSAGE, BACKOFF_LIMIT_EXCEEDED_REASON
 from .spec import ReplicatedJob
@@ -30,9 +32,14 @@ REFUSED_REASON = "UnsupportedOnLocalEngine"
 FINAL_FAILURE_REASON = "FailedForGood"
 # Pods of these reasons fail their Job at once: a replacement could only fail the same way.
 _FINAL_REASONS = (REFUSED_REASON, FINAL_FAILURE_REASON)
+# The Job controller's pod-failure back-off: 10 s doubling per failure, at most 10 min.
+POD_FAILURE_BACKOFF_S = 10.0
+POD_FAILURE_BACKOFF_MAX_S = 600.0
 
 __all__ = [
     "FINAL_FAILURE_REASON",
+    "POD_FAILURE_BACKOFF_MAX_S",
+    "POD_FAILURE_BACKOFF_S",
     "REFUSED_REASON",
     "JobView",
     "container_restarts",
@@ -205,3 +212,17 @@ class JobView:
 
     def failure_time(self) -> str:
         return max((last_finished_at(p) for p in self.pods if pod_phase(p) == "Failed"), default="")
+
+    def backoff_left(
+        self,
+        now: datetime,
+        base_s: float = POD_FAILURE_BACKOFF_S,
+        max_s: float = POD_FAILURE_BACKOFF_MAX_S,
+    ) -> float:
+        """Seconds before a pod may start in place of a failed one (0: now): ``base_s`` after
+        the last failure, doubling with each failure, at most ``max_s``."""
+        if not self.failed:
+            return 0.0
+        delay = min(base_s * 2.0 ** (self.failed - 1), max_s)
+        last = parse_time(self.failure_time()) or now
+        return max(0.0, delay - (now - last).total_seconds())

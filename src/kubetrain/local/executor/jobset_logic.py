@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from kubetrain.api.access import obj_at
-from kubetrain.api.meta import condition_true, format_time, parse_time
+from kubetrain.api.meta import condition_true, format_time
 
 from . import labels as L
 from .conditions import set_condition
@@ -63,17 +63,13 @@ def _sync_job_pods(p: Pass, job: JobView, suffix: Callable[[], str]) -> None:
     capacity = rjob.parallelism - job.active
     if not missing or capacity <= 0:
         return
-    if job.failed:
-        delay = min(
-            p.settings.pod_failure_backoff_s * 2 ** (job.failed - 1),
-            p.settings.pod_failure_backoff_max_s,
-        )
-        last = parse_time(job.failure_time()) or p.now
-        wait = delay - (p.now - last).total_seconds()
-        if wait > 0:
-            cur = p.decision.requeue_after
-            p.decision.requeue_after = wait if cur is None else min(cur, wait)
-            return
+    wait = job.backoff_left(
+        p.now, p.settings.pod_failure_backoff_s, p.settings.pod_failure_backoff_max_s
+    )
+    if wait > 0:
+        cur = p.decision.requeue_after
+        p.decision.requeue_after = wait if cur is None else min(cur, wait)
+        return
     for index in missing[:capacity]:
         pod = build_pod(
             p.spec, rjob, job.index, index, p.restarts, suffix(), node_name=p.settings.node_name

@@ -9,6 +9,12 @@ another JobSet that declares a held port, or a port some other process on this m
 on, waits Pending (``PodScheduled=False``, reason Unschedulable), as a pod waits on a cluster for
 a node with a free host port.
 
+A port is free when it can be bound on the pod's address *and* on the wildcard, since the pod's
+process may bind either. A port free on the pod's own address may still be taken elsewhere: by a
+listener on another address, or, for TCP's TIME_WAIT (60 s), by the closed connections of a
+listener that set no SO_REUSEADDR (XGBoost's Rabit tracker leaves those on rank 0's address
+after every job); a wildcard bind then fails, so the next torch job's store would.
+
 Daemons of different homes on one machine coordinate through one lock file per port in a
 machine-wide directory: the holder keeps an exclusive ``flock`` on it, which the kernel drops
 when that daemon dies.
@@ -27,7 +33,10 @@ from typing import Any
 
 from kubetrain.api.access import dicts, obj_at
 
-__all__ = ["PortGate", "declared_ports", "default_lock_dir", "port_is_free"]
+__all__ = ["WILDCARD", "PortGate", "declared_ports", "default_lock_dir", "port_is_free"]
+
+# The address a server binds to listen on every address (torch's TCPStore does).
+WILDCARD = "0.0.0.0"
 
 
 def declared_ports(pod: Mapping[str, Any]) -> set[int]:
@@ -102,8 +111,11 @@ class PortGate:
                     f"port {port} is held by JobSet {self.names.get(holder, holder)} on this machine "
                     "(pods share the host's ports); waiting for it to finish"
                 )
-            elif not port_is_free(ip, port):
-                why = f"port {port} is in use by another process on this machine; waiting for it to be free"
+            elif not (port_is_free(ip, port) and port_is_free(WILDCARD, port)):
+                why = (
+                    f"port {port} is in use by another process on this machine (a listener, or "
+                    "closed connections in TCP TIME_WAIT); waiting for it to be free"
+                )
             elif port not in self._locks:
                 if not self._lock(port):
                     why = f"port {port} is held by a job of another kubetrain home on this machine; waiting for it"

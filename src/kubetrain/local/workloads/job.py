@@ -138,6 +138,9 @@ def job_decision(job: Obj, pods: list[Obj], now: datetime) -> JobDecision:
             conditions.append(_condition(old_conds, "Complete", "CompletionsReached",
                                          "Reached expected number of succeeded pods", stamp))  # fmt: skip
             status["completionTime"] = stamp
+        elif (wait := view.backoff_left(now)) > 0:
+            # A failed pod is replaced only after the Job controller's back-off.
+            again = wait if again is None else min(again, wait)
         else:
             parallelism = view.rjob.parallelism
             if indexed:
