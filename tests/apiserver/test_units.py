@@ -408,3 +408,17 @@ def test_an_update_records_the_paths_it_changed(
     from kubetrain.local.apiserver.meta import changed_paths
 
     assert changed_paths({**_OLD, **change}, _OLD) == recorded
+
+
+def test_new_uids_are_distinct_version_4_uuids_in_canonical_text() -> None:
+    import uuid
+
+    from kubetrain.local.apiserver.meta import new_uid
+
+    uids = [new_uid() for _ in range(2000)]
+    assert len(set(uids)) == len(uids)
+    for text in uids:
+        parsed = uuid.UUID(text)
+        assert (parsed.version, parsed.variant, str(parsed)) == (4, uuid.RFC_4122, text)
+    # Every variant nibble occurs (the two variant bits fixed, the other two random).
+    assert {text[19] for text in uids} == set("89ab")
