@@ -12,6 +12,8 @@ them and measures:
   (followed through watches); then one list checks that every JobSet belongs to a different
   TrainJob and every TrainJob has that status;
 - the controller's peak RSS (``VmHWM`` of its process);
+- CPU seconds of the API server and of the controller, in all and per TrainJob (milliseconds,
+  counted from the first create, so start-up, install and leader election are left out);
 - reconciles per second (``kubetrain_reconcile_total`` over the settle time).
 
 With ``--rbac-webhooks`` (the default) the cluster is installed as an operator installs it: the
@@ -319,6 +321,9 @@ async def _run_once(
                 asyncio.create_task(follow_jobsets()),
                 asyncio.create_task(follow_trainjobs()),
             ]
+            # CPU spent before the first create (start-up, install, leader election) is not
+            # the TrainJobs': the per-TrainJob figures count from here.
+            server_cpu_before, controller_cpu_before = _cpu_s(server.pid), _cpu_s(controller.pid)
             started = time.monotonic()
             await asyncio.gather(*(create(i) for i in range(n)))
             created = time.monotonic() - started
@@ -384,6 +389,8 @@ async def _run_once(
             "reconciles_per_s": reconciles / settled,
             "controller_cpu_s": controller_cpu,
             "server_cpu_s": server_cpu,
+            "server_ms_per_job": 1000 * (server_cpu - server_cpu_before) / n,
+            "controller_ms_per_job": 1000 * (controller_cpu - controller_cpu_before) / n,
             "ms_per_reconcile": 1000 * busy / max(reconciles, 1),
             "forbidden_in_log": forbidden,
             **({"controller_requests_per_job": mix} if mix is not None else {}),
@@ -447,7 +454,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.json:
         print(
             f"{'jobs':>6} {'create s':>9} {'settled s':>10} {'peak RSS MB':>12}"
-            f" {'reconciles/s':>13} {'ctl CPU s':>10} {'api CPU s':>10}",
+            f" {'reconciles/s':>13} {'ctl CPU s':>10} {'api CPU s':>10}"
+            f" {'ctl ms/job':>11} {'api ms/job':>11}",
             flush=True,
         )
     for n in args.jobs:
@@ -472,7 +480,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{r['jobs']:>6.0f} {r['create_s']:>9.1f} {r['settled_s']:>10.1f} "
             f"{r['rss_mb']:>12.0f} {r['reconciles_per_s']:>13.0f}"
-            f" {r['controller_cpu_s']:>10.1f} {r['server_cpu_s']:>10.1f}",
+            f" {r['controller_cpu_s']:>10.1f} {r['server_cpu_s']:>10.1f}"
+            f" {r['controller_ms_per_job']:>11.2f} {r['server_ms_per_job']:>11.2f}",
             flush=True,
         )
         for what, per_job in (r.get("controller_requests_per_job") or {}).items():

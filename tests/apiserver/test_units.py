@@ -408,3 +408,39 @@ def test_an_update_records_the_paths_it_changed(
     from kubetrain.local.apiserver.meta import changed_paths
 
     assert changed_paths({**_OLD, **change}, _OLD) == recorded
+
+
+def test_new_uids_are_distinct_version_4_uuids_in_canonical_text() -> None:
+    import uuid
+
+    from kubetrain.local.apiserver.meta import new_uid
+
+    uids = [new_uid() for _ in range(2000)]
+    assert len(set(uids)) == len(uids)
+    for text in uids:
+        parsed = uuid.UUID(text)
+        assert (parsed.version, parsed.variant, str(parsed)) == (4, uuid.RFC_4122, text)
+    # Every variant nibble occurs (the two variant bits fixed, the other two random).
+    assert {text[19] for text in uids} == set("89ab")
+
+
+@pytest.mark.parametrize(
+    "element",
+    [
+        {"name": "node", "containerPort": 8080, "protocol": None},
+        {"name": 'quote " and backslash \\', "enabled": True},
+        {"name": "tab\tand newline\n"},
+        {"name": "ünïcode", "port": 2**70},
+        {"name": "weight", "value": 1.5},
+    ],
+    ids=["plain", "escaped", "control characters", "non-ascii and a huge int", "a float"],
+)
+def test_an_associative_list_element_is_named_by_its_keys_as_sorted_compact_json(
+    element: dict[str, Any],
+) -> None:
+    import json
+
+    from kubetrain.local.apiserver.ssa import _component
+
+    expected = json.dumps(element, sort_keys=True, separators=(",", ":"))
+    assert _component(element, tuple(element)) == "k:" + expected

@@ -83,6 +83,9 @@ def webhook_name(api_version: str, kind: str) -> str:
 class PermissiveAdmission:
     """Admits everything unchanged."""
 
+    # Its validate reads nothing: a chain passes it the object itself, not a copy.
+    validate_reads_only = True
+
     def mutate(
         self,
         operation: Operation,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import dataclasses
 import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -416,7 +415,7 @@ class Engine(Deletion):
                     f'admission webhook "{webhook_name(res.api_version, res.kind)}" denied the request: {E.aggregate_text(denied)}'
                 )
         if hooks is not None and self.webhooks is not None and self.webhooks.may_validate(hooks):
-            warnings += await self.webhooks.validate(dataclasses.replace(hooks, obj=obj))
+            warnings += await self.webhooks.validate(hooks.with_object(obj))
         return obj, warnings
 
     def _webhook_attributes(
@@ -674,7 +673,12 @@ class Engine(Deletion):
                 # objects are never changed in place): admission walks only what differs
                 # from the old object, which its schema settled when it was written.
                 new = dict(old)
-                new["metadata"] = codec.clone(old_meta)
+                # managedFields stay shared until they are copied below, before they change.
+                new["metadata"] = codec.clone(
+                    {k: v for k, v in old_meta.items() if k != "managedFields"}
+                )
+                if "managedFields" in old_meta:
+                    new["metadata"]["managedFields"] = old_meta["managedFields"]
             else:
                 new = codec.clone(old)
             if status is None:

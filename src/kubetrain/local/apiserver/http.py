@@ -8,7 +8,6 @@ type exactly ``application/json`` (lightkube maps errors only then).
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import math
 from collections.abc import Awaitable, Callable, Sequence
@@ -207,8 +206,8 @@ class HttpApi:
         except E.ApiError as err:
             if err.code != 404:
                 raise
-        attributes = dataclasses.replace(
-            request_attributes(request.method, request.path, request.query), verb="create"
+        attributes = request_attributes(request.method, request.path, request.query).with_verb(
+            "create"
         )
         decision = self.authorizer.authorize(user, attributes)
         if not decision.allowed:

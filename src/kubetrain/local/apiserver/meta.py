@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import random
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -56,8 +56,13 @@ _last_second: tuple[int, str] = (-1, "")
 
 
 def new_uid() -> str:
-    """A random (version 4) UUID as text, as kube-apiserver gives every new object."""
-    return str(uuid.uuid4())
+    """A random (version 4) UUID as text, as kube-apiserver gives every new object.
+
+    Spelled from 16 random bytes directly: ``str(uuid.uuid4())`` builds a UUID object on the
+    way, about three times the CPU (every write and webhook call takes one)."""
+    h = os.urandom(16).hex()
+    # Version nibble 4; variant bits 10 (the nibble is 8, 9, a or b), as RFC 9562 sets them.
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
 def generate_name(prefix: str, rng: Callable[[], random.Random] = random.Random) -> str:

@@ -39,7 +39,9 @@ class Op:
         self.futures: list[asyncio.Future[None]] = []
 
     async def done(self) -> None:
-        if self.futures:
+        if len(self.futures) == 1:
+            await self.futures[0]  # most writes: no gathering future to build
+        elif self.futures:
             await asyncio.gather(*self.futures)
 
 

@@ -102,11 +102,11 @@ def fields_v1(paths: set[tuple[str, ...]]) -> dict[str, Any]:
 def spell_fields(tree: Mapping[str, Any]) -> dict[str, Any]:
     """A ``fieldsV1`` document for a tree of path components (``{"spec": {"x": {}}}``), each
     level sorted by component as `fields_v1` orders it."""
-    # Sorting each level's few components costs less than sorting every whole path.
+    # Sorting each level's few components costs less than sorting every whole path; sorting
+    # the items (keys are unique: no value is ever compared) saves a lookup per component.
     return {
-        (part if part.startswith("k:") else "f:" + part): (spell_fields(sub) if sub else {})
-        for part in sorted(tree)
-        for sub in (tree[part],)
+        (part if part[:2] == "k:" else "f:" + part): (spell_fields(sub) if sub else {})
+        for part, sub in sorted(tree.items())
     }
 
 

@@ -83,6 +83,13 @@ class AdmissionAttributes:
     dry_run: bool = False
     field_manager: str = ""
 
+    def with_object(self, obj: Mapping[str, Any]) -> AdmissionAttributes:
+        """The same request about ``obj`` (``dataclasses.replace`` costs several times more)."""
+        return AdmissionAttributes(
+            self.operation, self.resource, self.subresource, self.namespace, self.name,
+            obj, self.old, self.user, self.dry_run, self.field_manager,
+        )  # fmt: skip
+
 
 # -- which webhooks apply (pure) ---------------------------------------------------------------
 
@@ -331,11 +338,7 @@ class WebhookDispatcher:
         obj: dict[str, Any],
         warnings: list[str],
     ) -> dict[str, Any] | None:
-        current = AdmissionAttributes(
-            attrs.operation, attrs.resource, attrs.subresource, attrs.namespace, attrs.name,
-            obj, attrs.old, attrs.user, attrs.dry_run, attrs.field_manager,
-        )  # fmt: skip
-        response = await self._call(hook, current)
+        response = await self._call(hook, attrs.with_object(obj))
         if response is None:
             return None
         warnings += [str(w) for w in as_list(response.get("warnings"))]
@@ -362,9 +365,13 @@ class WebhookDispatcher:
         hooks = self._matching(VALIDATING_KEY, attrs)
         if not hooks:
             return []
-        answers = await asyncio.gather(
-            *(self._call(h, attrs) for h in hooks), return_exceptions=True
-        )
+        answers: list[dict[str, Any] | BaseException | None]
+        if len(hooks) == 1:
+            answers = [await self._call(hooks[0], attrs)]  # no task to run one call in
+        else:
+            answers = await asyncio.gather(
+                *(self._call(h, attrs) for h in hooks), return_exceptions=True
+            )
         warnings: list[str] = []
         for hook, answer in zip(hooks, answers, strict=True):
             if isinstance(answer, BaseException):
@@ -402,41 +409,19 @@ class WebhookDispatcher:
         uid = new_uid()
         body = codec.dumps(review_request(attrs, uid))
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession()
+            # One pool of keep-alive connections for every call; no cookies (a webhook's
+            # Set-Cookie must not reach the next call, as in kube-apiserver's client).
+            self._session = aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar())
         self.calls += 1
         failed = f'failed to call webhook: Post "{target.shown_url}"'
         try:
-            async with asyncio.timeout(timeout), contextlib.AsyncExitStack() as stack:
-                url, session = target.connect_url, self._session
+            async with asyncio.timeout(timeout):
                 if target.pod is not None and self.dial is not None:
-                    port = await stack.enter_async_context(
-                        _through_kubelet(self.dial, target.pod, target.pod_port)
+                    raw, status = await self._post_through_kubelet(target, body, context)
+                else:
+                    raw, status = await _send(
+                        self._session, target.connect_url, body, context, target.server_hostname
                     )
-                    url = f"https://127.0.0.1:{port}{target.path}"
-                    # One connection per call: the relay ends with it.
-                    session = await stack.enter_async_context(
-                        aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True))
-                    )
-                for attempt in (1, 2):
-                    try:
-                        async with session.post(
-                            url,
-                            data=body,
-                            headers={
-                                "Content-Type": "application/json",
-                                "Accept": "application/json",
-                            },
-                            ssl=context,
-                            server_hostname=target.server_hostname,
-                        ) as response:
-                            raw = await _read_all(response)
-                            status = response.status
-                        break
-                    except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as err:
-                        # A pooled connection the webhook server closed as idle just as it
-                        # was reused: sent again once on a new one, as Go's transport does.
-                        if attempt == 2 or isinstance(err, aiohttp.ClientConnectorError):
-                            raise
         except TimeoutError:
             raise _CallError(f"{failed}: context deadline exceeded") from None
         except aiohttp.ClientConnectorCertificateError as err:
@@ -455,8 +440,8 @@ class WebhookDispatcher:
                 f"received invalid webhook response: the server responded with status {status}"
             )
         try:
-            review = json.loads(raw)
-        except ValueError as err:
+            review = codec.loads(raw)
+        except codec.DecodeError as err:
             raise _CallError(f"received invalid webhook response: {err}") from None
         if not isinstance(review, dict) or (review.get("apiVersion"), review.get("kind")) != (
             ADMISSION_V1,
@@ -474,6 +459,20 @@ class WebhookDispatcher:
                 f'received invalid webhook response: expected response.uid="{uid}", got "{response_part.get("uid")}"'
             )
         return response_part
+
+    async def _post_through_kubelet(
+        self, target: _Target, body: bytes, context: ssl.SSLContext
+    ) -> tuple[bytes, int]:
+        import aiohttp
+
+        assert target.pod is not None and self.dial is not None
+        # One connection per call: the relay ends with it.
+        async with (
+            _through_kubelet(self.dial, target.pod, target.pod_port) as port,
+            aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as session,
+        ):
+            url = f"https://127.0.0.1:{port}{target.path}"
+            return await _send(session, url, body, context, target.server_hostname)
 
     def _target(self, config: Mapping[str, Any], timeout: int) -> _Target:
         query = f"?timeout={timeout}s"
@@ -582,6 +581,29 @@ async def _through_kubelet(
         yield int(server.sockets[0].getsockname()[1])
     finally:
         server.close()
+
+
+_HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
+
+
+async def _send(
+    session: Any, url: str, body: bytes, context: ssl.SSLContext, server_hostname: str | None
+) -> tuple[bytes, int]:
+    """POST ``body``; the answer's body and status."""
+    import aiohttp
+
+    for attempt in (1, 2):
+        try:
+            async with session.post(
+                url, data=body, headers=_HEADERS, ssl=context, server_hostname=server_hostname
+            ) as response:
+                return await _read_all(response), int(response.status)
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as err:
+            # A pooled connection the webhook server closed as idle just as it was reused:
+            # sent again once on a new one, as Go's transport does.
+            if attempt == 2 or isinstance(err, aiohttp.ClientConnectorError):
+                raise
+    raise AssertionError("unreachable")
 
 
 async def _read_all(response: Any) -> bytes:
