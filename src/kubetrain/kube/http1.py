@@ -1,5 +1,6 @@
-"""A lean HTTP/1.1 client for the API client's plain requests: keep-alive connections straight
-on the event loop's transports, answers parsed by httptools (llhttp, the parser of Node.js).
+"""Lean HTTP/1.1 over the event loop's transports, messages parsed by httptools (llhttp, the
+parser of Node.js): the API client's plain requests (``Pool``) and the admission webhook
+server (``Server``).
 
 Why not aiohttp for these: a controller's work is thousands of small requests, and aiohttp's
 client spends most of its CPU per request around the exchange (request and response objects,
@@ -13,19 +14,27 @@ silence while an answer is awaited, and every transport failure is an ``OSError`
 (``ConnectionError``, ``TimeoutError``, ``ssl.SSLError``). A request whose reused connection
 closes before any byte of the answer came is sent again once on a new connection when it is
 idempotent, as Go's transport does for a connection the server closed while idle.
+
+The server answers each request whole (read whole, up to a size limit), in order, keeps
+connections alive (closing one idle for ``keepalive_timeout``, aiohttp's 75 s) and answers
+``Expect: 100-continue``. For the same reason as above: an admission review through aiohttp's
+server costs more CPU in the framework than in the review.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import ssl
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 import httptools
 
-__all__ = ["Answer", "Pool"]
+__all__ = ["Answer", "Handler", "Pool", "Request", "Response", "Server"]
+
+log = logging.getLogger(__name__)
 
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 # What a path may hold unescaped (RFC 3986 pchar and "/"); names of Kubernetes objects always do.
@@ -261,3 +270,197 @@ class Pool:
             conn.close()
         # Let the transports finish their TLS close before the loop may stop.
         await asyncio.sleep(0)
+
+
+# --- the server side ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    method: str
+    path: str
+    headers: Mapping[str, str]  # names in lower case
+    body: bytes
+
+    @property
+    def content_type(self) -> str:
+        return self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Response:
+    status: int
+    body: bytes = b""
+    content_type: str = "application/json"
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
+            413: "Request Entity Too Large", 415: "Unsupported Media Type",
+            500: "Internal Server Error"}  # fmt: skip
+
+
+def _head(status: int, content_type: str, length: int, close: bool) -> bytes:
+    reason = _REASONS.get(status, "Unknown")
+    extra = "Connection: close\r\n" if close else ""
+    return (
+        f"HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n"
+        f"Content-Length: {length}\r\n{extra}\r\n"
+    ).encode("latin-1")
+
+
+class _Serving(asyncio.Protocol):
+    """One server-side connection: requests are answered one after another, in order."""
+
+    def __init__(self, server: Server, loop: asyncio.AbstractEventLoop) -> None:
+        self._server = server
+        self._loop = loop
+        self._parser = httptools.HttpRequestParser(self)
+        self.transport: asyncio.Transport | None = None
+        self._url = b""
+        self._headers: dict[str, str] = {}
+        self._body: list[bytes] = []
+        self._size = 0
+        self._too_large = False
+        self._pending: list[tuple[Request, bool, bool]] = []  # (request, keep-alive, too large)
+        self._task: asyncio.Task[None] | None = None
+        self._last_active = self._loop.time()
+        self._idle_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # a stream transport
+        self._server.connections.add(self)
+        self._idle_timer = self._loop.call_later(self._server.keepalive_timeout, self._check_idle)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._server.connections.discard(self)
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+        if self._task is not None:
+            self._task.cancel()
+
+    def data_received(self, data: bytes) -> None:
+        self._last_active = self._loop.time()
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._reply_and_close(400, b"upgrades are not served")
+        except httptools.HttpParserError as err:
+            self._reply_and_close(400, f"malformed request: {err}".encode())
+
+    # --- parser callbacks (httptools) -------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        self._url, self._headers, self._body, self._size = b"", {}, [], 0
+        self._too_large = False
+
+    def on_url(self, url: bytes) -> None:
+        self._url += url
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+
+    def on_headers_complete(self) -> None:
+        if self._headers.get("expect", "").lower() == "100-continue" and self.transport:
+            self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+
+    def on_body(self, body: bytes) -> None:
+        self._size += len(body)
+        if self._size > self._server.max_body:
+            self._too_large = True
+            self._body = []
+        elif not self._too_large:
+            self._body.append(body)
+
+    def on_message_complete(self) -> None:
+        path = httptools.parse_url(self._url).path.decode("latin-1")
+        request = Request(
+            self._parser.get_method().decode("latin-1"),
+            urllib.parse.unquote(path),
+            self._headers,
+            b"" if self._too_large else b"".join(self._body),
+        )
+        # A body past the limit was not kept: answer 413 and close, as the rest may be unread.
+        keep_alive = self._parser.should_keep_alive() and not self._too_large
+        self._pending.append((request, keep_alive, self._too_large))
+        if self._task is None:
+            self._task = self._loop.create_task(self._answer_all())
+
+    # --- answering --------------------------------------------------------------------------
+
+    async def _answer_all(self) -> None:
+        try:
+            while self._pending and self.transport is not None:
+                request, keep_alive, too_large = self._pending.pop(0)
+                if too_large:
+                    response = Response(413, b"request body too large", "text/plain")
+                else:
+                    try:
+                        response = await self._server.handler(request)
+                    except Exception:
+                        log.exception("answering %s %s", request.method, request.path)
+                        response = Response(500, b"internal error", "text/plain")
+                close = not keep_alive
+                self.transport.write(
+                    _head(response.status, response.content_type, len(response.body), close)
+                    + response.body
+                )
+                self._last_active = self._loop.time()
+                if close:
+                    self.transport.close()
+                    return
+        finally:
+            self._task = None
+
+    def _reply_and_close(self, status: int, text: bytes) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(_head(status, "text/plain", len(text), True) + text)
+            self.transport.close()
+
+    def _check_idle(self) -> None:
+        if self.transport is None or self.transport.is_closing():
+            return
+        idle_until = self._last_active + self._server.keepalive_timeout
+        if self._task is None and self._loop.time() >= idle_until:
+            self.transport.close()  # idle for the whole keep-alive time, as aiohttp's server
+            return
+        self._idle_timer = self._loop.call_at(
+            max(idle_until, self._loop.time() + 1.0), self._check_idle
+        )
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
+class Server:
+    """An HTTP/1.1 server for small request/answer exchanges (admission reviews): every request
+    is read whole (up to ``max_body`` bytes, else 413) and handed to ``handler``."""
+
+    def __init__(
+        self, handler: Handler, *, max_body: int = 8 * 1024 * 1024, keepalive_timeout: float = 75.0
+    ) -> None:
+        self.handler = handler
+        self.max_body = max_body
+        self.keepalive_timeout = keepalive_timeout
+        self.connections: set[_Serving] = set()
+        self._server: asyncio.Server | None = None
+
+    async def start(self, host: str, port: int, tls: ssl.SSLContext | None) -> int:
+        """Listen on ``host:port`` (0 picks a free port); returns the port."""
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: _Serving(self, loop), host, port, ssl=tls, reuse_address=True
+        )
+        sockets = self._server.sockets or ()
+        return int(sockets[0].getsockname()[1]) if sockets else port
+
+    async def stop(self) -> None:
+        if self._server is None:
+            return
+        server, self._server = self._server, None
+        server.close()
+        for conn in list(self.connections):
+            conn.close()
+        await server.wait_closed()
