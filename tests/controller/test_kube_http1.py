@@ -189,6 +189,39 @@ async def test_a_refused_connection_is_a_transport_error() -> None:
     await pool.close()
 
 
+async def test_a_streamed_answer_comes_as_it_is_sent(raw: StartRaw) -> None:
+    first_read = asyncio.Event()
+
+    async def watch(_request: bytes, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\na\n\r\n")
+        await first_read.wait()  # the second event exists only once the first was read
+        writer.write(b"2\r\nb\n\r\n0\r\n\r\n")
+
+    peer = await raw(watch)
+    pool = http1.Pool(f"http://127.0.0.1:{peer.port}", None, timeout=5)
+    got = []
+    async with pool.stream("GET", "/w", params={}, headers={}, read_timeout=5) as answer:
+        assert answer.status == 200
+        async for chunk in answer.chunks():
+            got.append(chunk)
+            first_read.set()
+    await pool.close()
+    assert got == [b"a\n", b"b\n"]
+
+
+async def test_a_stream_silent_past_its_read_timeout_is_a_transport_error(raw: StartRaw) -> None:
+    async def stall(_request: bytes, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        await asyncio.sleep(5)
+
+    peer = await raw(stall)
+    pool = http1.Pool(f"http://127.0.0.1:{peer.port}", None, timeout=5)
+    async with pool.stream("GET", "/w", params={}, headers={}, read_timeout=0.5) as answer:
+        with pytest.raises(TRANSPORT_ERRORS):
+            await answer.read_all()
+    await pool.close()
+
+
 # --- the server ------------------------------------------------------------------------------
 
 

@@ -24,15 +24,16 @@ server costs more CPU in the framework than in the review.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import ssl
 import urllib.parse
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 import httptools
 
-__all__ = ["Answer", "Handler", "Pool", "Request", "Response", "Server"]
+__all__ = ["Answer", "Handler", "Pool", "Request", "Response", "Server", "Stream"]
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,11 @@ class _Connection(asyncio.Protocol):
         self._last_heard = 0.0
         self.served = 0  # answers completed on this connection
         self.closed = False
+        # A streamed answer (``open_stream``): its head is in, it ended, or it broke.
+        self._streaming = False
+        self._head = False
+        self._ended = False
+        self._error: Exception | None = None
 
     # --- protocol callbacks -----------------------------------------------------------------
 
@@ -101,20 +107,34 @@ class _Connection(asyncio.Protocol):
     def on_status(self, status: bytes) -> None:
         self._reason = status.decode("latin-1") or None
 
+    def on_headers_complete(self) -> None:
+        if self._streaming:
+            self._status = self._parser.get_status_code()
+            self._head = True
+            self._wake()
+
     def on_body(self, body: bytes) -> None:
         self._chunks.append(body)
+        if self._streaming:
+            self._wake()
 
     def on_message_complete(self) -> None:
         # Read here: once the callback returns, the parser is reset for the next answer.
         self._status = self._parser.get_status_code()
         self._keep_alive = self._parser.should_keep_alive()
+        self._ended = True
+        self._wake()
+
+    # --- use ------------------------------------------------------------------------------
+
+    def _wake(self) -> None:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    # --- use ------------------------------------------------------------------------------
-
     def _fail(self, error: Exception) -> None:
+        if self._error is None:
+            self._error = error
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_exception(error)
@@ -151,6 +171,41 @@ class _Connection(asyncio.Protocol):
         self._chunks = []
         return Answer(self._status, self._reason, body)
 
+    async def open_stream(self, request: bytes, timeout: float) -> tuple[int, str | None]:
+        """Send ``request`` and wait for the head of its answer; its body comes by ``read``."""
+        assert self.transport is not None
+        self._streaming = True
+        self.transport.write(request)
+        while not self._head and not self._ended:
+            await self._wait(timeout)
+        return self._status, self._reason
+
+    async def read(self, timeout: float | None) -> bytes | None:
+        """The body of a streamed answer as it comes, None at its end; ``timeout``: the
+        longest silence (None: wait for ever)."""
+        while not self._chunks:
+            if self._ended:
+                return None
+            await self._wait(timeout)
+        data = self._chunks[0] if len(self._chunks) == 1 else b"".join(self._chunks)
+        self._chunks = []
+        return data
+
+    async def _wait(self, timeout: float | None) -> None:
+        if self._error is not None:
+            raise self._error
+        waiter = self._waiter = self._loop.create_future()
+        timer = None
+        if timeout is not None:
+            self._last_heard = self._loop.time()
+            timer = self._loop.call_at(self._last_heard + timeout, self._check_silence, timeout)
+        try:
+            await waiter
+        finally:
+            if timer is not None:
+                timer.cancel()
+            self._waiter = None
+
     def _check_silence(self, timeout: float) -> None:
         waiter = self._waiter
         if waiter is None or waiter.done():
@@ -162,6 +217,25 @@ class _Connection(asyncio.Protocol):
             return
         waiter.set_exception(TimeoutError(f"no answer for {timeout:g} s"))
         self.abort()
+
+
+class Stream:
+    """The answer of ``Pool.stream``: its status now, its body as it comes."""
+
+    def __init__(
+        self, status: int, reason: str | None, conn: _Connection, read_timeout: float | None
+    ) -> None:
+        self.status = status
+        self.reason = reason
+        self._conn = conn
+        self._timeout = read_timeout
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        while (data := await self._conn.read(self._timeout)) is not None:
+            yield data
+
+    async def read_all(self) -> bytes:
+        return b"".join([chunk async for chunk in self.chunks()])
 
 
 class Pool:
@@ -221,12 +295,38 @@ class Pool:
                 return answer
         raise AssertionError("unreachable")  # pragma: no cover
 
+    @contextlib.asynccontextmanager
+    async def stream(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str],
+        headers: Mapping[str, str],
+        read_timeout: float | None,
+    ) -> AsyncIterator[Stream]:
+        """A request whose answer is read as it comes (watches, logs), on a connection of its
+        own that is closed after it (outside the pool's ``limit``)."""
+        if self._closed:
+            raise RuntimeError("the client has been closed")
+        conn = await self._connect()
+        try:
+            message = self._message(method, path, params, headers, None)
+            status, reason = await conn.open_stream(message, self.timeout)
+            yield Stream(status, reason, conn, read_timeout)
+        finally:
+            conn.abort()  # the answer may be unread; nothing reuses this connection
+            self._all.discard(conn)
+
     async def _connection(self) -> _Connection:
         while self._idle:
             conn = self._idle.pop()  # the most recently used: the least likely to be stale
             if not conn.closed and conn.transport is not None and not conn.transport.is_closing():
                 return conn
             self._all.discard(conn)
+        return await self._connect()
+
+    async def _connect(self) -> _Connection:
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self.timeout):
