@@ -1,12 +1,13 @@
 """Lean HTTP/1.1 over the event loop's transports, messages parsed by httptools (llhttp, the
-parser of Node.js): the API client's plain requests (``Pool``) and the admission webhook
-server (``Server``).
+parser of Node.js): the API client's requests and streams (``Pool``) and the admission
+webhook server (``Server``).
 
 Why not aiohttp for these: a controller's work is thousands of small requests, and aiohttp's
 client spends most of its CPU per request around the exchange (request and response objects,
 URL objects, header multidicts, a timer rescheduled on every read), several times what the
 exchange itself costs. Here a request is one ``write`` of prebuilt bytes and one parse of the
-answer. Watches and logs (streams) stay on aiohttp, as does everything behind a proxy.
+answer; a stream (watch, log) gets a connection of its own, read as its chunks come. Only a
+server behind a proxy is still reached through aiohttp (``kube.client``).
 
 Semantics kept from aiohttp's client as the API client used it: at most ``limit`` connections,
 idle ones reused (a closed one is never handed out), ``timeout`` bounds connecting and each
