@@ -446,7 +446,7 @@ async def test_a_recreated_trainjob_waits_for_the_old_jobset_instead_of_adopting
     assert jobset["metadata"]["ownerReferences"][0]["uid"] == new["metadata"]["uid"]
 
 
-async def test_an_mpi_job_gets_its_ssh_secret_once_and_keeps_it(plane: Plane) -> None:
+async def _deepspeed_runtime(plane: Plane) -> None:
     from kubetrain.runtime.defaults import default_runtimes
 
     (runtime,) = copy.deepcopy(
@@ -455,6 +455,10 @@ async def test_an_mpi_job_gets_its_ssh_secret_once_and_keeps_it(plane: Plane) ->
     runtime["kind"] = "TrainingRuntime"
     runtime["metadata"] = {**runtime["metadata"], "namespace": plane.namespace}
     await plane.kube.create("trainer.kubeflow.org/v1alpha1", "trainingruntimes", runtime)
+
+
+async def test_an_mpi_job_gets_its_ssh_secret_once_and_keeps_it(plane: Plane) -> None:
+    await _deepspeed_runtime(plane)
     controller = await plane.start_controller()
     await plane.create_trainjob(
         "mpi",
@@ -473,4 +477,45 @@ async def test_an_mpi_job_gets_its_ssh_secret_once_and_keeps_it(plane: Plane) ->
     await eventually(lambda: _jobs_status(plane, "mpi"), what="jobsStatus")
     again = await plane.get(("v1", "secrets"), "mpi-mpi-ssh-auth")
     assert again is not None and again["data"] == secret["data"]
+    assert controller.metrics.total("TrainJob", "error") == 0
+
+
+async def test_a_child_changed_by_another_manager_is_applied_again_while_the_jobset_runs(
+    plane: Plane,
+) -> None:
+    # Reconciles that only carry a new JobSet status skip render when nothing render reads has
+    # changed; a child that is no longer as the controller applied it must still be restored.
+    await _deepspeed_runtime(plane)
+    controller = await plane.start_controller()
+    await plane.create_trainjob(
+        "mpi",
+        runtimeRef={"name": "deepspeed-distributed", "kind": "TrainingRuntime"},
+        trainer={"numNodes": 2},
+    )
+    await eventually(lambda: plane.get(JOBSETS, "mpi"), what="the JobSet")
+    hostfile = await eventually(lambda: plane.get(CONFIGMAPS, "mpi-mpi-hostfile"), what="hostfile")
+
+    async def jobs_status_is(**counts: int) -> bool:
+        return await _jobs_status(plane, "mpi") == [replicated("node", **counts)]
+
+    for active in (1, 2):
+        await plane.set_jobset_status(
+            "mpi", {"replicatedJobsStatus": [replicated("node", active=active)]}
+        )
+        await eventually(lambda n=active: jobs_status_is(active=n), what=f"{active} active")
+    (key,) = hostfile["data"]
+    await plane.kube.patch(
+        *CONFIGMAPS, "mpi-mpi-hostfile", {"data": {key: "spoiled"}}, namespace=plane.namespace
+    )
+
+    async def restored() -> bool:
+        live = await plane.get(CONFIGMAPS, "mpi-mpi-hostfile")
+        return live is not None and live["data"] == hostfile["data"]
+
+    await eventually(restored, what="the hostfile applied again")
+    await plane.set_jobset_status(
+        "mpi", {"replicatedJobsStatus": [replicated("node", active=2, ready=2)]}
+    )
+    await eventually(lambda: jobs_status_is(active=2, ready=2), what="2 ready")
+    assert await restored()
     assert controller.metrics.total("TrainJob", "error") == 0

@@ -54,7 +54,8 @@ class EventRecorder:
         # (uid, type, reason, message) -> (namespace, event name, count)
         self._seen: dict[tuple[str, str, str, str], tuple[str, str, int]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self._lock = asyncio.Lock()
+        # One lock per event key, while someone holds or awaits it: (lock, users).
+        self._locks: dict[tuple[str, str, str, str], tuple[asyncio.Lock, int]] = {}
 
     def record(
         self,
@@ -82,41 +83,63 @@ class EventRecorder:
     ) -> None:
         if len(message) > _MAX_MESSAGE:
             message = message[: _MAX_MESSAGE - 3] + "..."
-        meta = obj_at(obj, "metadata")
-        namespace = str(meta.get("namespace") or "default")
-        uid = str(meta.get("uid") or "")
+        uid = str(obj_at(obj, "metadata").get("uid") or "")
         key = (uid, type_, reason, message)
         now = format_time(self._clock())
-        # One lock: repeats of one event must be counted in order, and events are rare.
-        async with self._lock:
-            try:
-                seen = self._seen.get(key)
-                if seen is not None:
-                    ns, name, count = seen
-                    try:
-                        await self._client.patch(
-                            EVENT.api_version,
-                            EVENT.plural,
-                            name,
-                            {"count": count + 1, "lastTimestamp": now},
-                            namespace=ns,
-                        )
-                        self._seen[key] = (ns, name, count + 1)
-                        return
-                    except ApiError as err:
-                        if not err.not_found:
-                            raise
-                name = f"{meta.get('name', 'object')}.{secrets.token_hex(8)}"
-                await self._client.create(
-                    EVENT.api_version,
-                    EVENT.plural,
-                    self._event(obj, name, namespace, type_, reason, message, action, now),
-                )
-                self._seen[key] = (namespace, name, 1)
-                if len(self._seen) > _MAX_REMEMBERED:
-                    del self._seen[next(iter(self._seen))]  # oldest first: dicts keep order
-            except Exception as err:  # best-effort by design (module docstring)
-                log.warning("could not record event %s for %s: %s", reason, meta.get("name"), err)
+        # Repeats of one event must be counted in order; different events are written at once
+        # (behind one lock for all, a burst of new jobs waited for every other job's events).
+        lock, users = self._locks.get(key) or (asyncio.Lock(), 0)
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                await self._write(obj, key, type_, reason, message, action, now)
+        finally:
+            lock, users = self._locks[key]
+            if users > 1:
+                self._locks[key] = (lock, users - 1)
+            else:
+                del self._locks[key]
+
+    async def _write(
+        self,
+        obj: Obj,
+        key: tuple[str, str, str, str],
+        type_: EventType,
+        reason: str,
+        message: str,
+        action: str,
+        now: str,
+    ) -> None:
+        meta = obj_at(obj, "metadata")
+        namespace = str(meta.get("namespace") or "default")
+        try:
+            seen = self._seen.get(key)
+            if seen is not None:
+                ns, name, count = seen
+                try:
+                    await self._client.patch(
+                        EVENT.api_version,
+                        EVENT.plural,
+                        name,
+                        {"count": count + 1, "lastTimestamp": now},
+                        namespace=ns,
+                    )
+                    self._seen[key] = (ns, name, count + 1)
+                    return
+                except ApiError as err:
+                    if not err.not_found:
+                        raise
+            name = f"{meta.get('name', 'object')}.{secrets.token_hex(8)}"
+            await self._client.create(
+                EVENT.api_version,
+                EVENT.plural,
+                self._event(obj, name, namespace, type_, reason, message, action, now),
+            )
+            self._seen[key] = (namespace, name, 1)
+            if len(self._seen) > _MAX_REMEMBERED:
+                del self._seen[next(iter(self._seen))]  # oldest first: dicts keep order
+        except Exception as err:  # best-effort by design (module docstring)
+            log.warning("could not record event %s for %s: %s", reason, meta.get("name"), err)
 
     def _event(
         self,

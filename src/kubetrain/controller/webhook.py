@@ -26,13 +26,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from aiohttp import web
-
 from kubetrain.api import codec
 from kubetrain.api.access import obj_at
 from kubetrain.api.errors import FieldError, aggregate_text
 from kubetrain.api.types import Obj
 from kubetrain.controller.trainjob import Caches, read_through
+from kubetrain.kube import http1
 from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
 from kubetrain.kube.kinds import (
     CLUSTER_TRAINING_RUNTIME,
@@ -371,48 +370,38 @@ class AdmissionHandler:
 
 
 class WebhookServer:
-    """An aiohttp HTTPS server with one route per webhook in ``WEBHOOKS``."""
+    """An HTTPS server with one route per webhook in ``WEBHOOKS`` (``kube.http1.Server``: an
+    admission review through aiohttp's server cost more CPU in the framework than in the
+    review)."""
 
     def __init__(self, handler: AdmissionHandler) -> None:
         self.handler = handler
-        self.app = web.Application(client_max_size=8 * 1024 * 1024)
-        for webhook in WEBHOOKS:
-            self.app.router.add_post(webhook.path, self._serve)
-        self._runner: web.AppRunner | None = None
+        self._server = http1.Server(self._serve, max_body=8 * 1024 * 1024)
         self.started = False
 
     async def start(self, host: str, port: int, ssl_context: ssl.SSLContext | None) -> int:
         """Serve on ``host:port`` (0 picks a free port); returns the port."""
-        self._runner = web.AppRunner(self.app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port, ssl_context=ssl_context)
-        await site.start()
+        bound = await self._server.start(host, port, ssl_context)
         self.started = True
-        server = getattr(site, "_server", None)  # aiohttp keeps the bound server private
-        sockets = getattr(server, "sockets", None) or []
-        return int(sockets[0].getsockname()[1]) if sockets else port
+        return bound
 
     async def stop(self) -> None:
         self.started = False
-        if self._runner is not None:
-            runner, self._runner = self._runner, None
-            await runner.cleanup()
+        await self._server.stop()
 
-    async def _serve(self, request: web.Request) -> web.Response:
+    async def _serve(self, request: http1.Request) -> http1.Response:
+        if request.path not in _BY_PATH:
+            return http1.Response(404, b"404: Not Found", "text/plain")
+        if request.method != "POST":
+            return http1.Response(405, b"405: Method Not Allowed", "text/plain")
         if request.content_type != "application/json":
-            return web.json_response(
-                _answer(
-                    "", allowed=False, code=415, message="Content-Type must be application/json"
-                ),
-                status=415,
-            )
+            message = "Content-Type must be application/json"
+            return _json(415, _answer("", allowed=False, code=415, message=message))
         try:
-            review = codec.loads(await request.read())
+            review = codec.loads(request.body)
         except codec.DecodeError as err:
-            return web.json_response(
-                _answer("", allowed=False, code=400, message=f"undecodable AdmissionReview: {err}"),
-                status=400,
-            )
+            message = f"undecodable AdmissionReview: {err}"
+            return _json(400, _answer("", allowed=False, code=400, message=message))
         answer = await self.handler.review(request.path, review)
         response = answer["response"]
         if not response["allowed"]:
@@ -422,4 +411,8 @@ class WebhookServer:
                 response["uid"],
                 response["status"].get("message"),
             )
-        return web.Response(body=codec.dumps(answer), content_type="application/json")
+        return _json(200, answer)
+
+
+def _json(status: int, answer: Obj) -> http1.Response:
+    return http1.Response(status, codec.dumps(answer))

@@ -1,0 +1,277 @@
+"""The lean HTTP/1.1 client and server (``kubetrain.kube.http1``) under what a network does.
+
+Each test puts a raw asyncio socket peer on the other end, so it controls every byte: when the
+answer comes, whether the connection stays open, how the body is framed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+
+import pytest
+
+from kubetrain.kube import http1
+from kubetrain.kube.client import TRANSPORT_ERRORS
+
+OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+Reply = Callable[[bytes, asyncio.StreamWriter], Awaitable[None]]
+
+
+@dataclass
+class RawServer:
+    """Reads one request head (and its Content-Length body) at a time and lets ``reply`` answer."""
+
+    reply: Reply
+    port: int = 0
+    connections: int = 0
+    requests: list[bytes] = field(default_factory=list)
+
+    async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                request = head + (await reader.readexactly(length) if length else b"")
+                self.requests.append(request)
+                await self.reply(request, writer)
+                if writer.is_closing():
+                    return
+        except (asyncio.IncompleteReadError, ConnectionError):
+            return
+        finally:
+            writer.close()
+
+
+StartRaw = Callable[[Reply], Awaitable[RawServer]]
+
+
+@pytest.fixture
+async def raw() -> AsyncIterator[StartRaw]:
+    servers: list[asyncio.Server] = []
+
+    async def start(reply: Reply) -> RawServer:
+        peer = RawServer(reply)
+        server = await asyncio.start_server(peer.serve, "127.0.0.1", 0)
+        servers.append(server)
+        peer.port = server.sockets[0].getsockname()[1]
+        return peer
+
+    yield start
+    for server in servers:
+        server.close()
+        await server.wait_closed()
+
+
+async def answer_ok(_request: bytes, writer: asyncio.StreamWriter) -> None:
+    writer.write(OK)
+
+
+async def get(pool: http1.Pool, path: str = "/api/v1/namespaces/default") -> http1.Answer:
+    return await pool.request("GET", path, params={}, headers={"Accept": "*/*"}, content=None)
+
+
+async def test_requests_reuse_one_kept_alive_connection(raw: StartRaw) -> None:
+    peer = await raw(answer_ok)
+    pool = http1.Pool(f"http://127.0.0.1:{peer.port}", None, timeout=5)
+    answers = [await get(pool) for _ in range(5)]
+    await pool.close()
+    assert [(a.status, a.body) for a in answers] == [(200, b"{}")] * 5
+    assert peer.connections == 1
+    first = peer.requests[0].decode()
+    assert first.startswith("GET /api/v1/namespaces/default HTTP/1.1\r\n")
+    assert f"Host: 127.0.0.1:{peer.port}\r\n" in first
+
+
+async def test_a_body_and_the_query_are_sent_as_given(raw: StartRaw) -> None:
+    peer = await raw(answer_ok)
+    pool = http1.Pool(f"http://127.0.0.1:{peer.port}", None, timeout=5)
+    params = {"fieldManager": "trainer", "force": "true"}
+    headers = {"Content-Type": "application/apply-patch+yaml"}
+    await pool.request("PATCH", "/apis/x/v1/a b", params=params, headers=headers, content=b"{}")
+    await pool.close()
+    sent = peer.requests[0].decode()
+    assert sent.startswith("PATCH /apis/x/v1/a%20b?fieldManager=trainer&force=true HTTP/1.1\r\n")
+    assert "Content-Length: 2\r\n" in sent and sent.endswith("\r\n\r\n{}")
+
+
+async def test_a_chunked_answer_is_read_whole(raw: StartRaw) -> None:
+    async def chunked(_request: bytes, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for piece in (b'{"kind":', b'"Status"}'):
+            writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            await writer.drain()
+            await asyncio.sleep(0.01)
+        writer.write(b"0\r\n\r\n")
+
+    peer = await raw(chunked)
+    pool = http1.Pool(f"http://127.0.0.1:{peer.port}", None, timeout=5)
+    answer = await get(pool)
+    await pool.close()
+    assert (answer.status, answer.reason, answer.body) == (404, "Not Found", b'{"kind":"Status"}')
+
+
+async def test_connection_close_is_honoured_and_the_next_request_reconnects(raw: StartRaw) -> None:
+    async def closing(_request: bytes, writer: asyncio.StreamWriter) -> None:
+        writer.write(OK.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+        writer.close()
+
+    peer = await raw(closing)
+    pool = http1.Pool(f"http://127.0.0.1:{peer.port}", None, timeout=5)
+    assert [(await get(pool)).status for _ in range(3)] == [200, 200, 200]
+    await pool.close()
+    assert peer.connections == 3
+
+
+@pytest.mark.parametrize(
+    ("method", "sent_again"),
+    [
+        pytest.param("GET", True, id="an idempotent request is sent again on a new connection"),
+        pytest.param("POST", False, id="a create is not sent twice: a transport error instead"),
+    ],
+)
+async def test_a_connection_closed_while_idle(raw: StartRaw, method: str, sent_again: bool) -> None:
+    # The server answers the first request, then drops the next one unanswered: the race of a
+    # keep-alive connection the server closes just as it is reused.
+    async def first_only(_request: bytes, writer: asyncio.StreamWriter) -> None:
+        if len(peer.requests) == 1:
+            writer.write(OK)
+        else:
+            writer.close()
+
+    peer = await raw(first_only)
+    pool = http1.Pool(f"http://127.0.0.1:{peer.port}", None, timeout=5)
+    await get(pool)
+    call = pool.request(method, "/x", params={}, headers={}, content=b"{}")
+    if sent_again:
+        peer.requests.clear()  # the new connection's first request is answered
+        assert (await call).status == 200
+    else:
+        with pytest.raises(TRANSPORT_ERRORS):
+            await call
+    await pool.close()
+
+
+async def test_silence_past_the_timeout_is_a_transport_error_a_slow_answer_is_not(
+    raw: StartRaw,
+) -> None:
+    async def trickle(request: bytes, writer: asyncio.StreamWriter) -> None:
+        if b"/silent" in request:
+            await asyncio.sleep(5.0)
+            return
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n")
+        for byte in b"abcde":  # 0.25 s apart: 1.25 s in all, never 1 s silent
+            await writer.drain()
+            await asyncio.sleep(0.25)
+            writer.write(bytes([byte]))
+
+    peer = await raw(trickle)
+    pool = http1.Pool(f"http://127.0.0.1:{peer.port}", None, timeout=1.0)
+    assert (await get(pool, "/slow")).body == b"abcde"
+    with pytest.raises(TimeoutError):
+        await get(pool, "/silent")
+    await pool.close()
+
+
+async def test_a_refused_connection_is_a_transport_error() -> None:
+    server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    server.close()
+    await server.wait_closed()
+    pool = http1.Pool(f"http://127.0.0.1:{port}", None, timeout=5)
+    with pytest.raises(TRANSPORT_ERRORS):
+        await get(pool)
+    await pool.close()
+
+
+async def test_a_streamed_answer_comes_as_it_is_sent(raw: StartRaw) -> None:
+    first_read = asyncio.Event()
+
+    async def watch(_request: bytes, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\na\n\r\n")
+        await first_read.wait()  # the second event exists only once the first was read
+        writer.write(b"2\r\nb\n\r\n0\r\n\r\n")
+
+    peer = await raw(watch)
+    pool = http1.Pool(f"http://127.0.0.1:{peer.port}", None, timeout=5)
+    got = []
+    async with pool.stream("GET", "/w", params={}, headers={}, read_timeout=5) as answer:
+        assert answer.status == 200
+        async for chunk in answer.chunks():
+            got.append(chunk)
+            first_read.set()
+    await pool.close()
+    assert got == [b"a\n", b"b\n"]
+
+
+async def test_a_stream_silent_past_its_read_timeout_is_a_transport_error(raw: StartRaw) -> None:
+    async def stall(_request: bytes, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        await asyncio.sleep(5)
+
+    peer = await raw(stall)
+    pool = http1.Pool(f"http://127.0.0.1:{peer.port}", None, timeout=5)
+    async with pool.stream("GET", "/w", params={}, headers={}, read_timeout=0.5) as answer:
+        with pytest.raises(TRANSPORT_ERRORS):
+            await answer.read_all()
+    await pool.close()
+
+
+# --- the server ------------------------------------------------------------------------------
+
+
+async def echo(request: http1.Request) -> http1.Response:
+    return http1.Response(200, f"{request.method} {request.path} {len(request.body)}".encode())
+
+
+async def exchange(port: int, data: bytes, until: int) -> bytes:
+    """Send ``data`` on one connection and read until ``until`` answers (or the close)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(data)
+    got = b""
+    while got.count(b"HTTP/1.1 ") < until:
+        chunk = await reader.read(65536)
+        if not chunk:
+            break
+        got += chunk
+    writer.close()
+    return got
+
+
+@pytest.fixture
+async def served() -> AsyncIterator[int]:
+    server = http1.Server(echo, max_body=100)
+    port = await server.start("127.0.0.1", 0, None)
+    yield port
+    await server.stop()
+
+
+async def test_the_server_answers_requests_in_order_on_one_connection(served: int) -> None:
+    requests = b"".join(
+        b"POST /p%d HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc" % i for i in range(3)
+    )
+    got = await exchange(served, requests, until=3)
+    bodies = [part.rsplit(b"\r\n\r\n", 1)[-1] for part in got.split(b"HTTP/1.1 ")[1:]]
+    assert bodies == [b"POST /p0 3", b"POST /p1 3", b"POST /p2 3"]
+
+
+async def test_the_server_refuses_a_body_past_its_limit_and_closes(served: int) -> None:
+    body = b"x" * 101
+    got = await exchange(
+        served, b"POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 101\r\n\r\n" + body, until=2
+    )
+    assert got.startswith(b"HTTP/1.1 413 ") and b"Connection: close" in got
+
+
+async def test_the_server_answers_expect_100_continue_and_garbage(served: int) -> None:
+    expect = b"POST /p HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nz"
+    got = await exchange(served, expect, until=2)
+    assert got.startswith(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK")
+    assert (await exchange(served, b"NOT HTTP AT ALL\r\n\r\n", until=1)).startswith(
+        b"HTTP/1.1 400 "
+    )
