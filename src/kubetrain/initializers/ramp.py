@@ -1,21 +1,28 @@
 """How many ranged streams a large object gets: decided by measurement, not assumed. Pure.
 
-A large object starts as one streaming GET. Every window the fetch measures the aggregate
-rate (all bytes of the run over the window) and asks `Ramp.step` what to do. With no trial
-under way the rate becomes the baseline and, where streams could be split, the ramp adds as
-many ranged streams as there are splittable ones (a doubling). The next window judges that
-trial against the baseline:
+A large object starts as one streaming GET. The fetch measures the aggregate rate (all bytes
+of the run) over windows, the first from the object's first byte on, and asks `Ramp.step`
+what to do after each. With no trial under way the rate becomes the baseline and, where
+streams could be split, the ramp adds as many ranged streams as there are splittable ones (a
+doubling). The next window judges that trial against the baseline:
 
 - the rate rose by ``min_gain`` or more: the streams stay and the next doubling is tried;
-- it fell by ``max_loss`` or more: the new streams are taken back (their ranges go back to
+- it fell by ``max_loss`` or more, or a new stream has still no first byte when the window
+  can wait no longer (`Ramp.due`): the new streams are taken back (their ranges go back to
   the streams they were cut from) and no more are tried in this run;
 - in between: the new streams stay (their requests are paid for) and no more are tried.
 
 Why by measurement: whether parallel ranges pay depends on the server and the path to it. On
 S3 one stream is capped far below what a few ranges give; on a server that reads a whole
-object for every ranged GET (moto), each range costs the whole object and one stream wins.
-The trial window includes the new streams' time to first byte, so a server whose ranges are
-expensive shows it in the measurement. `split_points` says where the new ranges start.
+object for every GET (moto), each range costs the whole object and one stream wins.
+
+Two measurements make the ramp quick where ranges pay and harmless where they do not. A
+window is short (`WINDOW_S`), and a trial's window lasts until its streams have their first
+byte, so what a range costs before its first byte is in the measurement. And a piece is cut
+only where fetching it takes `PAYBACK` times the longest wait for a first byte seen in the
+run (`min_piece`): the first GET's wait is measured before any cut, and where the server
+reads the whole object before answering (moto), it is as long as a large part of the
+transfer itself, so nothing is cut. `split_points` says where the new ranges start.
 """
 
 from __future__ import annotations
@@ -23,38 +30,83 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 
-__all__ = ["MAX_LOSS", "MIN_GAIN", "Ramp", "split_points"]
+__all__ = [
+    "MAX_LOSS", "MAX_WAIT", "MIN_GAIN", "PAYBACK", "WINDOW_S", "Ramp", "min_piece", "split_points",
+]  # fmt: skip
 
 # A trial must raise the aggregate rate by this much to be followed by another: below it
 # the gain is within the noise of a busy machine. One that lowers it by as much is undone.
 MIN_GAIN = 0.15
 MAX_LOSS = 0.15
+# How long a measurement lasts: long enough for tens of MB at the rates where ranges matter,
+# short beside the seconds a large object takes (a 1 GB object at 400 MB/s: 2.5 s).
+WINDOW_S = 0.2
+# How many windows a trial's window waits for its new streams' first bytes (s3rver: 10-30
+# ms; moto, which reads the whole object first: 0.4-0.9 s for a range of a 256 MB object).
+MAX_WAIT = 4
+# A piece gets a stream of its own only if fetching it takes this many times the longest
+# wait for a first byte seen: then the wait costs at most a fifth of the piece's time.
+PAYBACK = 5
 
 
 @dataclass
 class Ramp:
     min_gain: float = MIN_GAIN
     max_loss: float = MAX_LOSS
+    window_s: float = WINDOW_S
+    max_wait: float = MAX_WAIT  # in windows
     baseline: float | None = None
+    start: tuple[float, int] | None = None  # the window's: time, bytes done
+    asked: float = 0.0  # when the last window ended (and a trial may have begun)
     trial: int = 0  # streams added in the window now being judged
     settled: bool = False  # a trial did not pay: no more in this run
 
-    def step(self, rate: float, active: int, possible: int) -> int:
+    def measure(self, now: float, done: int, waiting: int) -> float | None:
+        """The aggregate rate when a window is over at ``now`` (seconds), ``done`` bytes
+        fetched in all, ``waiting`` of the trial's streams still without a first byte; None
+        while it goes on. The first window begins at the first bytes, a trial's when its
+        streams have all begun (what a stream costs before that is `min_piece`'s measure), or
+        it ends ``max_wait`` windows after the trial began, its streams still waiting."""
+        if self.start is None:
+            if done:
+                self.start = (now, done)
+            return None
+        began, before = self.start
+        held = self.trial and waiting > 0  # a trial whose streams have not all begun
+        if held and now - self.asked < self.max_wait * self.window_s:
+            self.start = (now, done)  # its window begins once they have
+            return None
+        if now - began < self.window_s and not held:
+            return None
+        self.start, self.asked = (now, done), now
+        return (done - before) / (now - began) if now > began else 0.0
+
+    def step(self, rate: float, active: int, possible: int, waiting: int = 0) -> int:
         """The decision after a window of aggregate ``rate`` (bytes/s) with ``active``
-        splittable streams, of which ``possible`` could be split now: ``n > 0`` adds n ranged
-        streams, ``-n`` takes back the n of the trial, 0 leaves things as they are."""
+        splittable streams, of which ``possible`` could be split now, and ``waiting`` of the
+        trial's streams without a first byte: ``n > 0`` adds n ranged streams, ``-n`` takes
+        back the n of the trial, 0 leaves things as they are."""
         if self.trial:
             added, self.trial = self.trial, 0
             before = self.baseline or 0.0
-            if rate < before * (1 + self.min_gain):
+            if waiting > 0 or rate < before * (1 + self.min_gain):
                 self.settled = True
                 self.baseline = rate
-                return -added if rate <= before * (1 - self.max_loss) else 0
+                slower = waiting > 0 or rate <= before * (1 - self.max_loss)
+                return -added if slower else 0
         self.baseline = rate
         if self.settled or active <= 0 or possible <= 0 or rate <= 0:
             return 0  # (a window without bytes measured nothing to compare with)
         self.trial = min(active, possible)
         return self.trial
+
+
+def min_piece(rate: float, streams: int, first_byte_s: float, floor: int) -> int:
+    """The smallest piece worth a stream of its own, in bytes: at the rate each of
+    ``streams`` streams gets out of the aggregate ``rate``, one that takes `PAYBACK` times
+    ``first_byte_s`` (the longest wait for a first byte seen) to fetch, ``floor`` at least."""
+    per_stream = rate / max(streams, 1)
+    return max(floor, int(PAYBACK * first_byte_s * per_stream))
 
 
 def split_points(spans: list[tuple[int, int, int]], n: int, min_part: int) -> list[tuple[int, int]]:
