@@ -59,6 +59,7 @@ class Ramp:
     start: tuple[float, int] | None = None  # the window's: time, bytes done
     asked: float = 0.0  # when the last window ended (and a trial may have begun)
     trial: int = 0  # streams added in the window now being judged
+    first: float | None = None  # the trial's first window's rate, when that did not decide
     settled: bool = False  # a trial did not pay: no more in this run
 
     def measure(self, now: float, done: int, waiting: int) -> float | None:
@@ -67,28 +68,34 @@ class Ramp:
         while it goes on. The first window begins at the first bytes, a trial's when its
         streams have all begun (what a stream costs before that is `min_piece`'s measure), or
         it ends ``max_wait`` windows after the trial began, its streams still waiting."""
-        if self.start is None:
-            if done:
-                self.start = (now, done)
+        held = self.trial and waiting > 0  # a trial whose streams have not all begun
+        if held and now - self.asked >= self.max_wait * self.window_s:
+            self.start, self.asked = (now, done), now
+            return 0.0  # what it measures is that they did not begin
+        if held or self.start is None:
+            self.start = (now, done) if done and not held else None
             return None
         began, before = self.start
-        held = self.trial and waiting > 0  # a trial whose streams have not all begun
-        if held and now - self.asked < self.max_wait * self.window_s:
-            self.start = (now, done)  # its window begins once they have
-            return None
-        if now - began < self.window_s and not held:
+        if now - began < self.window_s:
             return None
         self.start, self.asked = (now, done), now
-        return (done - before) / (now - began) if now > began else 0.0
+        return (done - before) / (now - began)
 
     def step(self, rate: float, active: int, possible: int, waiting: int = 0) -> int:
         """The decision after a window of aggregate ``rate`` (bytes/s) with ``active``
         splittable streams, of which ``possible`` could be split now, and ``waiting`` of the
         trial's streams without a first byte: ``n > 0`` adds n ranged streams, ``-n`` takes
-        back the n of the trial, 0 leaves things as they are."""
+        back the n of the trial, 0 leaves things as they are (or waits for a trial's second
+        window)."""
         if self.trial:
-            added, self.trial = self.trial, 0
             before = self.baseline or 0.0
+            if waiting <= 0 and rate < before * (1 + self.min_gain) and self.first is None:
+                # Not a clear gain: one more window. On a busy machine a window in which
+                # every stream stalled is common, and does not decide a trial alone.
+                self.first = rate
+                return 0
+            rate = max(rate, self.first or 0.0)
+            added, self.trial, self.first = self.trial, 0, None
             if waiting > 0 or rate < before * (1 + self.min_gain):
                 self.settled = True
                 self.baseline = rate
