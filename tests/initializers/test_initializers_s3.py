@@ -311,6 +311,23 @@ def test_a_stream_at_its_end_reads_on_where_the_next_range_has_not_begun(
     assert meter.done == len(blob)
 
 
+def test_a_trial_slower_in_both_its_windows_is_taken_back(tmp_path: Path) -> None:
+    from kubetrain.initializers.meter import Meter
+
+    job = _large_job(tmp_path, 1 << 30)
+    fetch = s3_source._Fetch(None, None, BUCKET, Meter(job.obj.size), _Held(), 8)
+    first = s3_source._Stream(job, 0, job.obj.size, job.obj.size)
+    with fetch.lock:
+        fetch._add(first)
+    fetch.waits = [0.001]  # the first GET's wait for its first byte: ranges are cheap
+    fetch.tick(100e6)
+    (child,) = fetch.trial
+    fetch.tick(50e6)  # not a clear gain: measured once more, the trial still under way
+    assert fetch.trial == [child] and not child.taken_back
+    fetch.tick(60e6)
+    assert child.taken_back and first.end == job.obj.size
+
+
 def test_whatever_the_ramp_decides_a_large_object_lands_whole(
     open_bucket: S3Server, blob: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

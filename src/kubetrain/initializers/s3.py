@@ -9,10 +9,12 @@ whose key is the prefix itself keeps its base name (upstream's rule).
 A large object (two `MIN_PART` or more) starts as one stream too; whether it gets more is
 measured, not assumed (`kubetrain.initializers.ramp`): while threads are free, the fetch
 splits the largest rests in halves (the new halves are ranged GETs written at their offsets)
-and splits further only while the aggregate rate rises; new streams that lowered it are taken
-back, and the streams they were cut from read on through their ranges. So against a server
-where parallel ranges pay (S3, where one stream is capped) a large object ends up in ranges,
-and against one where every range costs the whole object (moto) it stays one stream.
+where a piece takes several times the measured wait for a first byte, and splits further only
+while the aggregate rate rises; new streams that lowered it are taken back, and the streams
+they were cut from read on through their ranges (as a stream does through the next range when
+that one has no byte yet). So against a server where parallel ranges pay (S3, where one stream
+is capped) a large object ends up in ranges, and against one that reads the whole object
+before it answers (moto) it stays one stream.
 
 Why not s3transfer's download manager: it funnels every byte through one I/O thread in
 256 KB pieces, and on a small machine that thread, not the network, sets the pace (about a
@@ -296,13 +298,14 @@ class _Fetch:
         pool: Any,
         concurrency: int,
         signer: Presigner | None = None,
+        window_s: float = WINDOW_S,
     ) -> None:
         self.client, self.http, self.bucket, self.meter = client, http, bucket, meter
         self.pool, self.concurrency, self.signer = pool, concurrency, signer
         self.lock = threading.Lock()
         self.streams: set[_Stream] = set()  # unfinished
         self.abort = threading.Event()
-        self.ramp = Ramp()
+        self.ramp = Ramp(window_s=window_s)
         self.trial: list[_Stream] = []
         # The longest wait for a first byte among the streams started last (the first
         # stream's, then the last trial's): what a new range is expected to cost.
@@ -596,8 +599,8 @@ class _Fetch:
                 human(rate), waiting,
             )  # fmt: skip
             self.trial = []
-        else:
-            self.trial = []
+        elif not self.ramp.trial:
+            self.trial = []  # (while the ramp measures the trial again, its streams stay it)
 
     def split(self, n: int, min_part: int | None = None) -> list[_Stream]:
         """Up to ``n`` new ranged streams, each the second half of a stream's rest, halves
@@ -699,8 +702,7 @@ def fetch_s3(
                 f.truncate(o.size)
         jobs.append(job)
     with Meter(total) as meter, ThreadPoolExecutor(concurrency, "s3-get") as pool:
-        fetch = _Fetch(client, http, cfg.location, meter, pool, concurrency, signer)
-        fetch.ramp = Ramp(window_s=window_s)
+        fetch = _Fetch(client, http, cfg.location, meter, pool, concurrency, signer, window_s)
         # Whole objects go to the event loop (where GETs go straight to the endpoint), large
         # ones to the pool's threads, where the ramp can cut them.
         streams = [_Stream(job, 0, job.obj.size, job.obj.size) for job in jobs]
