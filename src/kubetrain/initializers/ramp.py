@@ -1,28 +1,30 @@
 """How many ranged streams a large object gets: decided by measurement, not assumed. Pure.
 
 A large object starts as one streaming GET. The fetch measures the aggregate rate (all bytes
-of the run) over windows, the first from the object's first byte on, and asks `Ramp.step`
-what to do after each. With no trial under way the rate becomes the baseline and, where
-streams could be split, the ramp adds as many ranged streams as there are splittable ones (a
-doubling). The next window judges that trial against the baseline:
+of the run) over windows (`Ramp.measure`: the first from the first bytes on, a trial's from
+its new streams' first bytes on) and asks `Ramp.step` what to do after each. With no trial
+under way the rate becomes the baseline and, where streams could be split, the ramp adds as
+many ranged streams as there are splittable ones (a doubling). The next window judges that
+trial against the baseline; one that is not a clear gain is measured once more, and the
+better of its two windows decides (on a busy machine a window in which every stream stalled
+is common):
 
 - the rate rose by ``min_gain`` or more: the streams stay and the next doubling is tried;
-- it fell by ``max_loss`` or more, or a new stream has still no first byte when the window
-  can wait no longer (`Ramp.due`): the new streams are taken back (their ranges go back to
-  the streams they were cut from) and no more are tried in this run;
+- it fell by ``max_loss`` or more, or a new stream still had no first byte after
+  ``max_wait`` windows: the new streams are taken back (their ranges go back to the streams
+  they were cut from) and no more are tried in this run;
 - in between: the new streams stay (their requests are paid for) and no more are tried.
 
 Why by measurement: whether parallel ranges pay depends on the server and the path to it. On
 S3 one stream is capped far below what a few ranges give; on a server that reads a whole
-object for every GET (moto), each range costs the whole object and one stream wins.
+object before answering a GET (moto), each range costs the whole object and one stream wins.
 
-Two measurements make the ramp quick where ranges pay and harmless where they do not. A
-window is short (`WINDOW_S`), and a trial's window lasts until its streams have their first
-byte, so what a range costs before its first byte is in the measurement. And a piece is cut
-only where fetching it takes `PAYBACK` times the longest wait for a first byte seen in the
-run (`min_piece`): the first GET's wait is measured before any cut, and where the server
-reads the whole object before answering (moto), it is as long as a large part of the
-transfer itself, so nothing is cut. `split_points` says where the new ranges start.
+What a range costs is measured apart from what it gains: a piece is cut only where fetching
+it takes `PAYBACK` times the wait for a first byte (`min_piece`), the first GET's measured
+before any cut and each trial's streams' after it. Where the server reads the whole object
+before answering, that wait is a large part of the whole transfer, so nothing is cut; where
+it answers in milliseconds, cuts come after the first window. `split_points` says where the
+new ranges start.
 """
 
 from __future__ import annotations
@@ -111,7 +113,7 @@ class Ramp:
 def min_piece(rate: float, streams: int, first_byte_s: float, floor: int) -> int:
     """The smallest piece worth a stream of its own, in bytes: at the rate each of
     ``streams`` streams gets out of the aggregate ``rate``, one that takes `PAYBACK` times
-    ``first_byte_s`` (the longest wait for a first byte seen) to fetch, ``floor`` at least."""
+    ``first_byte_s`` (a wait for a first byte measured) to fetch, ``floor`` at least."""
     per_stream = rate / max(streams, 1)
     return max(floor, int(PAYBACK * first_byte_s * per_stream))
 
