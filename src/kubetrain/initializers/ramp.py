@@ -46,8 +46,9 @@ WINDOW_S = 0.2
 # How many windows a trial's window waits for its new streams' first bytes (s3rver: 10-30
 # ms; moto, which reads the whole object first: 0.4-0.9 s for a range of a 256 MB object).
 MAX_WAIT = 4
-# A piece gets a stream of its own only if fetching it takes this many times the longest
-# wait for a first byte seen: then the wait costs at most a fifth of the piece's time.
+# A piece gets a stream of its own only if fetching it takes this many times the wait for a
+# first byte (the longest among the streams started last): then the wait costs at most a
+# fifth of the piece's time.
 PAYBACK = 5
 
 
