@@ -17,35 +17,39 @@ Window = tuple[float, int, int, int]
     "windows",
     [
         pytest.param(
-            [(100, 1, 31, 1), (200, 2, 30, 2), (390, 4, 28, 4), (700, 8, 24, 8)],
-            id="where parallel ranges pay, the streams double while the rate rises",
+            [(100, 1, 31, 3), (200, 4, 28, 4), (390, 8, 24, 8), (700, 16, 16, 16)],
+            id="where parallel ranges pay, the first trial makes four streams, then they double while the rate rises",
         ),
         pytest.param(
-            [(160, 1, 31, 1), (53, 2, 30, 0), (60, 2, 30, -1), (160, 1, 31, 0), (170, 1, 31, 0)],
+            [(160, 1, 31, 3), (53, 4, 28, 0), (60, 4, 28, -3), (160, 1, 31, 0), (170, 1, 31, 0)],
             id="two windows slower by 15% or more: the split is taken back and none is tried again",
         ),
         pytest.param(
-            [(100, 1, 31, 1), (150, 2, 30, 2), (160, 4, 28, 0), (165, 4, 28, 0), (300, 4, 28, 0)],
+            [(100, 1, 31, 3), (150, 4, 28, 4), (160, 8, 24, 0), (165, 8, 24, 0), (300, 8, 24, 0)],
             id="a gain under 15% in two windows keeps the new streams and tries no more",
         ),
         pytest.param(
-            [(100, 1, 31, 1), (40, 2, 30, 0), (190, 2, 30, 2), (390, 4, 28, 4)],
+            [(100, 1, 31, 3), (40, 4, 28, 0), (190, 4, 28, 4), (390, 8, 24, 8)],
             id="a window in which every stream stalled does not decide a trial alone",
         ),
         pytest.param(
-            [(100, 1, 31, 1), (90, 2, 30, 0), (95, 2, 30, 0)],
+            [(100, 1, 31, 3), (90, 4, 28, 0), (95, 4, 28, 0)],
             id="a loss under 15% is noise: the new streams stay, none are added",
         ),
         pytest.param(
-            [(100, 1, 0, 0), (50, 1, 0, 0), (60, 1, 31, 1), (66, 2, 30, 0), (60, 2, 30, 0)],
+            [(100, 1, 0, 0), (50, 1, 0, 0), (60, 1, 31, 3), (66, 4, 28, 0), (60, 4, 28, 0)],
             id="with no thread free nothing is tried, and the baseline follows the rate",
+        ),
+        pytest.param(
+            [(100, 1, 1, 1), (200, 2, 30, 2)],
+            id="a first trial that can make fewer than four streams makes what it can",
         ),
         pytest.param(
             [(100, 4, 2, 2), (130, 6, 0, 0), (130, 6, 3, 3)],
             id="a doubling is capped by what can be split now, and resumes when more can",
         ),
         pytest.param(
-            [(0, 1, 31, 0), (80, 1, 31, 1)],
+            [(0, 1, 31, 0), (80, 1, 31, 3)],
             id="a window without bytes (all still waiting for a first byte) measures nothing",
         ),
         pytest.param(
@@ -64,8 +68,8 @@ def test_the_ramp_adds_streams_only_while_the_aggregate_rate_rises(
 
 def test_a_trial_whose_streams_never_began_is_taken_back_and_ends_the_ramp() -> None:
     ramp = Ramp()
-    assert ramp.step(100, 1, 31) == 1
-    assert ramp.step(100, 2, 30, waiting=1) == -1  # however fast the rest went meanwhile
+    assert ramp.step(100, 1, 31) == 3
+    assert ramp.step(100, 4, 28, waiting=1) == -3  # however fast the rest went meanwhile
     assert ramp.step(300, 1, 31) == 0
 
 
