@@ -17,7 +17,10 @@ kubetrain.testing.s3). Each is fetched by:
   faster than this from the same server on the same machine, so ``ceiling / boto3`` is about
   the most any client could show against it.
 
-Rounds alternate them; the best of each is reported, as MB/s and the ratios.
+Rounds alternate them; the best of each is reported, as MB/s and the ratios, and the
+initializer's ratio to boto3 within each round with their median: on a machine shared with
+other work one quiet moment can make one run's best, and the two measured side by side,
+seconds apart, see about the same load.
 
     .venv/bin/python benchmarks/initializers.py [--server s3rver|moto] [--size-mb 256]
         [--small 1000] [--small-kb 64] [--rounds 3]
@@ -37,6 +40,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
@@ -197,17 +201,20 @@ def main() -> None:
                     u, out, n, args.ranges
                 )
             best = dict.fromkeys(runs, float("inf"))
+            paired: list[float] = []  # the initializer / boto3 within each round
             cpu = dict.fromkeys(runs, (float("inf"), 0.0))
             print(f"\n{label} ({total / MB:.0f} MB), load average {os.getloadavg()[0]:.1f}:")
             for r in range(args.rounds):
-                seen = []
+                seen, took = [], {}
                 for i, (name, fetch) in enumerate(runs.items()):
                     out = Path(tmp) / f"{r}-{i}"
                     seconds, cpu_s = _timed(fetch, out)
                     best[name] = min(best[name], seconds)
+                    took[name] = seconds
                     cpu[name] = min(cpu[name], cpu_s, key=sum)
                     seen.append(f"{name} {total / MB / seconds:.1f}")
                     shutil.rmtree(out)
+                paired.append(took["boto3 single stream"] / took["initializer"])
                 print(f"  round {r + 1}: " + ", ".join(seen) + " MB/s")
             rates = {k: total / MB / v for k, v in best.items()}
             ceiling = max(v for k, v in rates.items() if k.startswith("ceiling"))
@@ -224,6 +231,10 @@ def main() -> None:
             base = rates["boto3 single stream"]
             print(f"  initializer / boto3    {rates['initializer'] / base:8.2f}x")
             print(f"  ceiling / boto3        {ceiling / base:8.2f}x")
+            rounds = ", ".join(f"{x:.2f}x" for x in paired)
+            print(
+                f"  initializer / boto3 within each round: {rounds} (median {median(paired):.2f}x)"
+            )
 
 
 if __name__ == "__main__":

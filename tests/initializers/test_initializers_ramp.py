@@ -1,11 +1,12 @@
-"""The rule that decides how many ranged streams a large object gets, window by window, and
-where the new ranges are cut. Pure: measured rates in, decisions out."""
+"""The rule that decides how many ranged streams a large object gets, window by window, when
+a window is over, how large a piece must be to get a stream of its own, and where the new
+ranges are cut. Pure: measured rates and times in, decisions out."""
 
 from __future__ import annotations
 
 import pytest
 
-from kubetrain.initializers.ramp import Ramp, split_points
+from kubetrain.initializers.ramp import Ramp, min_piece, split_points
 
 # Each window: (aggregate rate, splittable streams, how many could be split now) -> decision
 # (+n: add n ranged streams, -n: take the trial's n back, 0: as it is).
@@ -16,31 +17,39 @@ Window = tuple[float, int, int, int]
     "windows",
     [
         pytest.param(
-            [(100, 1, 31, 1), (200, 2, 30, 2), (390, 4, 28, 4), (700, 8, 24, 8)],
-            id="where parallel ranges pay, the streams double while the rate rises",
+            [(100, 1, 31, 3), (200, 4, 28, 4), (390, 8, 24, 8), (700, 16, 16, 16)],
+            id="where parallel ranges pay, the first trial makes four streams, then they double while the rate rises",
         ),
         pytest.param(
-            [(160, 1, 31, 1), (53, 2, 30, -1), (160, 1, 31, 0), (170, 1, 31, 0)],
-            id="where a range costs the whole object, the first split is taken back and none is tried again",
+            [(160, 1, 31, 3), (53, 4, 28, 0), (60, 4, 28, -3), (160, 1, 31, 0), (170, 1, 31, 0)],
+            id="two windows slower by 15% or more: the split is taken back and none is tried again",
         ),
         pytest.param(
-            [(100, 1, 31, 1), (150, 2, 30, 2), (160, 4, 28, 0), (300, 4, 28, 0)],
-            id="a gain under 15% keeps the new streams and tries no more",
+            [(100, 1, 31, 3), (150, 4, 28, 4), (160, 8, 24, 0), (165, 8, 24, 0), (300, 8, 24, 0)],
+            id="a gain under 15% in two windows keeps the new streams and tries no more",
         ),
         pytest.param(
-            [(100, 1, 31, 1), (90, 2, 30, 0)],
+            [(100, 1, 31, 3), (40, 4, 28, 0), (190, 4, 28, 4), (390, 8, 24, 8)],
+            id="a window in which every stream stalled does not decide a trial alone",
+        ),
+        pytest.param(
+            [(100, 1, 31, 3), (90, 4, 28, 0), (95, 4, 28, 0)],
             id="a loss under 15% is noise: the new streams stay, none are added",
         ),
         pytest.param(
-            [(100, 1, 0, 0), (50, 1, 0, 0), (60, 1, 31, 1), (66, 2, 30, 0)],
+            [(100, 1, 0, 0), (50, 1, 0, 0), (60, 1, 31, 3), (66, 4, 28, 0), (60, 4, 28, 0)],
             id="with no thread free nothing is tried, and the baseline follows the rate",
+        ),
+        pytest.param(
+            [(100, 1, 1, 1), (200, 2, 30, 2)],
+            id="a first trial that can make fewer than four streams makes what it can",
         ),
         pytest.param(
             [(100, 4, 2, 2), (130, 6, 0, 0), (130, 6, 3, 3)],
             id="a doubling is capped by what can be split now, and resumes when more can",
         ),
         pytest.param(
-            [(0, 1, 31, 0), (80, 1, 31, 1)],
+            [(0, 1, 31, 0), (80, 1, 31, 3)],
             id="a window without bytes (all still waiting for a first byte) measures nothing",
         ),
         pytest.param(
@@ -55,6 +64,74 @@ def test_the_ramp_adds_streams_only_while_the_aggregate_rate_rises(
     ramp = Ramp()
     decisions = [ramp.step(rate, active, possible) for rate, active, possible, _ in windows]
     assert decisions == [want for *_, want in windows]
+
+
+def test_a_trial_whose_streams_never_began_is_taken_back_and_ends_the_ramp() -> None:
+    ramp = Ramp()
+    assert ramp.step(100, 1, 31) == 3
+    assert ramp.step(100, 4, 28, waiting=1) == -3  # however fast the rest went meanwhile
+    assert ramp.step(300, 1, 31) == 0
+
+
+# Each tick: (seconds, bytes done, trial streams without a first byte) -> the window's rate,
+# or None while it goes on. Windows of 1 s; a trial waits 4 windows at most.
+Tick = tuple[float, int, int, float | None]
+
+
+@pytest.mark.parametrize(
+    ("ticks", "trial"),
+    [
+        pytest.param(
+            [(0.0, 0, 0, None), (0.5, 0, 0, None), (0.7, 10, 0, None), (1.5, 50, 0, None),
+             (1.7, 70, 0, 60.0)],
+            0,
+            id="the first window begins at the first bytes, not at the start",
+        ),
+        pytest.param(
+            [(0.0, 10, 0, None), (1.0, 110, 0, 100.0), (1.5, 160, 0, None), (2.0, 210, 0, 100.0)],
+            0,
+            id="each window lasts its length and the next begins where it ended",
+        ),
+        pytest.param(
+            [(0.0, 10, 0, None), (1.0, 110, 2, 100.0), (1.5, 150, 2, None), (2.0, 190, 0, None),
+             (2.5, 290, 0, None), (3.0, 390, 0, 200.0)],
+            1,
+            id="a trial's window begins once its streams have their first bytes",
+        ),
+        pytest.param(
+            [(0.0, 10, 0, None), (1.0, 110, 1, 100.0), (3.0, 310, 1, None),
+             (5.0, 510, 1, 0.0)],
+            1,
+            id="a trial's window ends after four windows with a stream still without a first byte",
+        ),
+    ],
+)  # fmt: skip
+def test_a_window_is_over_when_its_rate_means_something(ticks: list[Tick], trial: int) -> None:
+    ramp = Ramp(window_s=1.0)
+    rates = []
+    for i, (now, done, waiting, _) in enumerate(ticks):
+        rates.append(ramp.measure(now, done, waiting))
+        if rates[-1] is not None and i == 1:
+            ramp.trial = trial  # the first window's decision began a trial
+    assert rates == [want for *_, want in ticks]
+
+
+@pytest.mark.parametrize(
+    ("rate", "streams", "first_byte_s", "piece"),
+    [
+        pytest.param(400e6, 1, 0.02, 40_000_000, id="a quick first byte: pieces of a tenth of a second"),
+        pytest.param(400e6, 1, 0.001, 16_000_000, id="never below the floor"),
+        pytest.param(400e6, 4, 0.02, 16_000_000, id="each of several streams gets a share of the rate"),
+        pytest.param(
+            600e6, 1, 0.4, 1_200_000_000,
+            id="a server that reads the whole object before answering: pieces larger than it",
+        ),
+    ],
+)  # fmt: skip
+def test_a_piece_gets_a_stream_only_if_it_pays_back_the_wait_for_its_first_byte(
+    rate: float, streams: int, first_byte_s: float, piece: int
+) -> None:
+    assert min_piece(rate, streams, first_byte_s, floor=16_000_000) == piece
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,7 @@ import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -268,6 +269,64 @@ def test_a_large_object_lands_whole_however_its_streams_were_cut(
     assert job.error is None
     assert job.path.read_bytes() == blob
     assert meter.done == len(blob)  # bytes a taken-back stream fetched are not counted twice
+
+
+class _Held:
+    """An executor that runs nothing until told: the test decides when each stream runs."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, tuple[Any, ...]]] = []
+
+    def submit(self, fn: Any, *args: Any) -> None:
+        self.calls.append((fn, args))
+
+
+@pytest.mark.parametrize("server", SERVERS)
+def test_a_stream_at_its_end_reads_on_where_the_next_range_has_not_begun(
+    request: pytest.FixtureRequest,
+    blob: bytes,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    server: str,
+) -> None:
+    from kubetrain.initializers.meter import Meter
+
+    monkeypatch.setattr(s3_source, "MIN_PART", 256 * 1024)
+    s3: S3Server = request.getfixturevalue("open_bucket" if server == "open" else "bucket")
+    client = s3_source.s3_client(read_config("dataset", _env(s3, f"s3://{BUCKET}/")), concurrency=8)
+    job = _large_job(tmp_path, len(blob))
+    meter = Meter(len(blob))
+    pool = _Held()
+    fetch = s3_source._Fetch(client, s3_source._http(s3.endpoint, 8), BUCKET, meter, pool, 8)
+    first = s3_source._Stream(job, 0, len(blob), len(blob))
+    with fetch.lock:
+        fetch._add(first)
+    (child,) = fetch.split(1)  # its GET not sent yet (a server slow to answer a range)
+    fetch._run(first)
+    assert first.end == len(blob) and child.taken_back
+    fetch._run(child)  # when it runs at last, nothing is left for it
+    assert child.asked == 0.0  # it never sent its GET
+    assert job.done.is_set() and job.error is None
+    assert job.path.read_bytes() == blob
+    assert meter.done == len(blob)
+
+
+def test_a_trial_slower_in_both_its_windows_is_taken_back(tmp_path: Path) -> None:
+    from kubetrain.initializers.meter import Meter
+
+    job = _large_job(tmp_path, 1 << 30)
+    fetch = s3_source._Fetch(None, None, BUCKET, Meter(job.obj.size), _Held(), 8)
+    first = s3_source._Stream(job, 0, job.obj.size, job.obj.size)
+    with fetch.lock:
+        fetch._add(first)
+    fetch.waits = [0.001]  # the first GET's wait for its first byte: ranges are cheap
+    fetch.tick(100e6)
+    children = list(fetch.trial)
+    assert len(children) == 3  # the first trial makes four streams in all
+    fetch.tick(50e6)  # not a clear gain: measured once more, the trial still under way
+    assert fetch.trial == children and not any(c.taken_back for c in children)
+    fetch.tick(60e6)
+    assert all(c.taken_back for c in children) and first.end == job.obj.size
 
 
 def test_whatever_the_ramp_decides_a_large_object_lands_whole(

@@ -9,10 +9,12 @@ whose key is the prefix itself keeps its base name (upstream's rule).
 A large object (two `MIN_PART` or more) starts as one stream too; whether it gets more is
 measured, not assumed (`kubetrain.initializers.ramp`): while threads are free, the fetch
 splits the largest rests in halves (the new halves are ranged GETs written at their offsets)
-and splits further only while the aggregate rate rises; new streams that lowered it are taken
-back, and the streams they were cut from read on through their ranges. So against a server
-where parallel ranges pay (S3, where one stream is capped) a large object ends up in ranges,
-and against one where every range costs the whole object (moto) it stays one stream.
+where a piece takes several times the measured wait for a first byte, and splits further only
+while the aggregate rate rises; new streams that lowered it are taken back, and the streams
+they were cut from read on through their ranges (as a stream does through the next range when
+that one has no byte yet). So against a server where parallel ranges pay (S3, where one stream
+is capped) a large object ends up in ranges, and against one that reads the whole object
+before it answers (moto) it stays one stream.
 
 Why not s3transfer's download manager: it funnels every byte through one I/O thread in
 256 KB pieces, and on a small machine that thread, not the network, sets the pace (about a
@@ -43,7 +45,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,7 +57,7 @@ from kubetrain.kube.eventloop import run as run_loop
 from .config import Config, InitializerError
 from .meter import Meter, human
 from .presign import Presigner
-from .ramp import Ramp, split_points
+from .ramp import WINDOW_S, Ramp, min_piece, split_points
 from .select import selected
 from .store import Store
 
@@ -240,8 +242,6 @@ COMMIT_S = 0.25
 # A ranged stream fetches at least this much: below it the request's own cost (its time to
 # first byte, the signing) is no longer small beside its transfer.
 MIN_PART = 16 * MB
-# How long each measurement of the ramp lasts.
-WINDOW_S = 0.5
 # A read in progress never crosses a cut made meanwhile: a cut lies at least MIN_PART past
 # the stream's position, and MIN_PART >= _BUFFER.
 _BUFFER = MB
@@ -271,6 +271,8 @@ class _Stream:
     request_end: int
     parent: _Stream | None = None
     pos: int = -1
+    asked: float = 0.0  # when its GET was sent (time.monotonic)
+    waited: float | None = None  # seconds from its GET to its first byte, once that came
     stopped: bool = False
     taken_back: bool = False
     presign: bool = True  # False once a presigned GET failed: GetObject takes over
@@ -296,14 +298,19 @@ class _Fetch:
         pool: Any,
         concurrency: int,
         signer: Presigner | None = None,
+        window_s: float = WINDOW_S,
     ) -> None:
         self.client, self.http, self.bucket, self.meter = client, http, bucket, meter
         self.pool, self.concurrency, self.signer = pool, concurrency, signer
         self.lock = threading.Lock()
         self.streams: set[_Stream] = set()  # unfinished
         self.abort = threading.Event()
-        self.ramp = Ramp()
+        self.ramp = Ramp(window_s=window_s)
         self.trial: list[_Stream] = []
+        # The longest wait for a first byte among the streams started last (the first
+        # stream's, then the last trial's): what a new range is expected to cost.
+        self.first_byte_s: float | None = None
+        self.waits: list[float] = []
         # Jobs complete and not yet handed to the store; ``settled`` is set once every job
         # has ended or one has failed (the first failure is ``failed``). The fetch's thread
         # collects ``completed`` a batch at a time: a wake-up per object, handed between
@@ -363,6 +370,7 @@ class _Fetch:
         # GetObject takes over from where the stream got to.
         obj = stream.job.obj
         extra = {"Range": f"bytes={stream.pos}-{stream.request_end - 1}"} if stream.ranged else {}
+        stream.asked = time.monotonic()
         response = self.client.get_object(Bucket=self.bucket, Key=obj.key, **extra)
         self._check(stream, response.get("ETag"))
         if extra and "ContentRange" not in response:
@@ -387,6 +395,7 @@ class _Fetch:
         url = self._url(stream.job.obj.key)
         ranged = stream.ranged
         headers = {"Range": f"bytes={stream.pos}-{stream.request_end - 1}"} if ranged else {}
+        stream.asked = time.monotonic()
         try:
             response = self.http.request("GET", url, headers=headers, preload_content=False)
         except urllib3.exceptions.HTTPError:
@@ -426,6 +435,8 @@ class _Fetch:
             while not self.abort.is_set():
                 with self.lock:
                     want = min(_BUFFER, stream.end - stream.pos)
+                    if want <= 0 and self._read_on(stream):
+                        want = min(_BUFFER, stream.end - stream.pos)
                     if want <= 0:
                         stream.stopped = True  # from here on its end cannot be raised
                         break
@@ -434,8 +445,35 @@ class _Fetch:
                     break
                 f.write(chunk)
                 with self.lock:
+                    if stream.waited is None:
+                        stream.waited = time.monotonic() - stream.asked
+                        self.waits.append(stream.waited)
                     stream.pos += len(chunk)
                 self.meter.add(len(chunk))
+
+    def _read_on(self, stream: _Stream) -> bool:
+        """At its end, ``stream`` takes over the range after it where the stream cut there
+        has no byte yet and ``stream``'s request covers that range: its response is flowing,
+        the other's has not begun (on a server that reads a whole object before answering a
+        range, that can take longer than the range itself). Under the lock."""
+        for other in self.streams:
+            if (
+                other.job is stream.job
+                and other.start == stream.end
+                and other.waited is None
+                and not other.stopped
+                and not other.taken_back
+                and other.end <= stream.request_end
+            ):
+                self._take(stream, other)
+                return True
+        return False
+
+    def _take(self, stream: _Stream, child: _Stream) -> None:
+        """``stream`` reads on through ``child``'s range; ``child`` stops. Under the lock."""
+        stream.end = child.end
+        child.end = child.start
+        child.taken_back = True
 
     # --- small objects: presigned GETs on one event loop ---------------------------------
 
@@ -528,33 +566,50 @@ class _Fetch:
     def _splittable(self) -> list[_Stream]:
         return [s for s in self.streams if s.job.splittable and s.end > s.pos]
 
-    def tick(self, rate: float) -> None:
+    def waiting(self) -> int:
+        """The trial's streams still without a first byte."""
+        with self.lock:
+            return sum(1 for s in self.trial if s.waited is None and not s.taken_back)
+
+    def tick(self, rate: float, waiting: int = 0) -> None:
         """One window's decision (the ramp's thread calls it)."""
         with self.lock:
+            if self.waits:
+                self.first_byte_s, self.waits = max(self.waits), []
             candidates = self._splittable()
             free = self.concurrency - len(self.streams)
-            spans = [(i, s.pos, s.end) for i, s in enumerate(candidates)]
-            possible = len(split_points(spans, free, MIN_PART)) if free > 0 else 0
+            possible, min_part = 0, MIN_PART
+            if free > 0 and self.first_byte_s is not None:
+                min_part = min_piece(rate, len(self.streams), self.first_byte_s, MIN_PART)
+                spans = [(i, s.pos, s.end) for i, s in enumerate(candidates)]
+                possible = len(split_points(spans, free, min_part))
         if self.abort.is_set():
             return
-        step = self.ramp.step(rate, len(candidates), possible)
+        step = self.ramp.step(rate, len(candidates), possible, waiting)
         if step > 0:
-            self.trial = self.split(step)
-            log.debug("trying %d more ranged streams (%s/s so far)", len(self.trial), human(rate))
+            self.trial = self.split(step, min_part)
+            log.debug(
+                "trying %d more ranged streams (%s/s so far, first bytes after %.0f ms)",
+                len(self.trial), human(rate), 1000 * (self.first_byte_s or 0.0),
+            )  # fmt: skip
         elif step < 0:
             self.take_back(self.trial)
-            log.debug("ranged streams slowed the fetch (%s/s): taken back", human(rate))
+            log.debug(
+                "ranged streams slowed the fetch (%s/s, %d without a first byte): taken back",
+                human(rate), waiting,
+            )  # fmt: skip
             self.trial = []
-        else:
-            self.trial = []
+        elif not self.ramp.trial:
+            self.trial = []  # (while the ramp measures the trial again, its streams stay it)
 
-    def split(self, n: int) -> list[_Stream]:
-        """Up to ``n`` new ranged streams, each the second half of a stream's rest."""
+    def split(self, n: int, min_part: int | None = None) -> list[_Stream]:
+        """Up to ``n`` new ranged streams, each the second half of a stream's rest, halves
+        of ``min_part`` (`MIN_PART` by default) or more."""
         with self.lock:
             candidates = self._splittable()
             spans = [(i, s.pos, s.end) for i, s in enumerate(candidates)]
             new: list[_Stream] = []
-            for i, at in split_points(spans, n, MIN_PART):
+            for i, at in split_points(spans, n, MIN_PART if min_part is None else min_part):
                 obj = candidates[i].job
                 parent = next(s for s in [*candidates, *new] if s.job is obj and s.pos < at < s.end)
                 child = _Stream(obj, at, parent.end, parent.end, parent=parent)
@@ -573,24 +628,22 @@ class _Fetch:
                 parent = child.parent
                 if parent is None or parent.stopped or parent.end != child.start:
                     continue
-                parent.end = child.end
-                child.end = child.start
-                child.taken_back = True
+                self._take(parent, child)
 
 
 @contextmanager
-def _ramping(fetch: _Fetch, meter: Meter, window_s: float) -> Iterator[None]:
-    """A thread that measures the aggregate rate every ``window_s`` and lets the ramp act."""
+def _ramping(fetch: _Fetch, meter: Meter) -> Iterator[None]:
+    """A thread that measures the aggregate rate over the ramp's windows, the first from the
+    first bytes on, and lets the ramp act after each."""
     stop = threading.Event()
+    ramp = fetch.ramp
 
     def loop() -> None:
-        last: tuple[float, int] | None = None  # the window's start; the first, at first bytes
-        while not stop.wait(window_s):
-            now, done = time.monotonic(), meter.done
-            if last is not None and now > last[0]:
-                fetch.tick((done - last[1]) / (now - last[0]))
-            if done or last is not None:
-                last = (now, done)
+        while not stop.wait(ramp.window_s / 5):
+            waiting = fetch.waiting()
+            rate = ramp.measure(time.monotonic(), meter.done, waiting)
+            if rate is not None:
+                fetch.tick(rate, waiting)
 
     thread = threading.Thread(target=loop, name="s3-ramp", daemon=True)
     thread.start()
@@ -649,7 +702,7 @@ def fetch_s3(
                 f.truncate(o.size)
         jobs.append(job)
     with Meter(total) as meter, ThreadPoolExecutor(concurrency, "s3-get") as pool:
-        fetch = _Fetch(client, http, cfg.location, meter, pool, concurrency, signer)
+        fetch = _Fetch(client, http, cfg.location, meter, pool, concurrency, signer, window_s)
         # Whole objects go to the event loop (where GETs go straight to the endpoint), large
         # ones to the pool's threads, where the ramp can cut them.
         streams = [_Stream(job, 0, job.obj.size, job.obj.size) for job in jobs]
@@ -663,7 +716,7 @@ def fetch_s3(
             else:
                 small.append(stream)
         with (
-            _ramping(fetch, meter, window_s),
+            _ramping(fetch, meter) if any(j.splittable for j in jobs) else nullcontext(),
             fetch.small_gets(small, client.meta.endpoint_url),
         ):
             while True:
