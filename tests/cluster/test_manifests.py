@@ -7,6 +7,7 @@ import argparse
 import functools
 import io
 import json
+import os
 import re
 from contextlib import redirect_stdout
 from pathlib import Path
@@ -249,6 +250,25 @@ def test_dockerfile_is_small_pinned_and_non_root() -> None:
     assert "torch" not in re.sub(r"#.*", "", text).replace("No [torch]", "")
     ignore = (REPO / ".dockerignore").read_text().split()
     assert ignore[0 if ignore[0] != "#" else ignore.index("*")] == "*" or "*" in ignore
+
+
+def test_the_data_cache_image_runs_upstreams_commands_pinned_and_non_root() -> None:
+    text = (REPO / "Dockerfile.data-cache").read_text()
+    bases = re.findall(r"^FROM\s+(\S+)", text, re.MULTILINE)
+    assert bases and all(re.search(r"@sha256:|:\d+\.\d+\.\d+", b) for b in bases), bases
+    copied = [
+        item
+        for source in re.findall(r"^COPY\s+(?!--from)(.+)\s+\S+$", text, re.MULTILINE)
+        for item in source.split()
+    ]
+    assert all((REPO / item).exists() for item in copied), copied
+    # The cache initializer's LeaderWorkerSet runs `head` and `worker` (upstream's commands).
+    for role in ("head", "worker"):
+        shim = REPO / "src/kubetrain/datacache/bin" / role
+        assert str(shim.relative_to(REPO)) in copied and os.access(shim, os.X_OK), role
+        assert f"-m kubetrain.datacache {role}" in shim.read_text()
+    assert '".[datacache]"' in text and "USER 65532:65532" in text
+    assert "torch" not in re.sub(r"#.*", "", text)
 
 
 def test_install_without_print_explains_itself(capsys: pytest.CaptureFixture[str]) -> None:
