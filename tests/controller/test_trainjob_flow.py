@@ -14,7 +14,7 @@ import pytest
 from controller_plane import CONFIGMAPS, JOBSETS, TRAINJOBS, Plane, condition, eventually
 
 from kubetrain.api.types import Obj
-from kubetrain.controller import run_controller
+from kubetrain.controller import Controller, run_controller
 from kubetrain.local.apiserver import ServerThread
 
 T0 = "2026-11-29T09:00:00Z"
@@ -457,7 +457,8 @@ async def _deepspeed_runtime(plane: Plane) -> None:
     await plane.kube.create("trainer.kubeflow.org/v1alpha1", "trainingruntimes", runtime)
 
 
-async def test_an_mpi_job_gets_its_ssh_secret_once_and_keeps_it(plane: Plane) -> None:
+async def _start_mpi_job(plane: Plane) -> Controller:
+    """A controller, and the TrainJob ``mpi`` on two DeepSpeed nodes with its JobSet."""
     await _deepspeed_runtime(plane)
     controller = await plane.start_controller()
     await plane.create_trainjob(
@@ -466,6 +467,11 @@ async def test_an_mpi_job_gets_its_ssh_secret_once_and_keeps_it(plane: Plane) ->
         trainer={"numNodes": 2},
     )
     await eventually(lambda: plane.get(JOBSETS, "mpi"), what="the JobSet")
+    return controller
+
+
+async def test_an_mpi_job_gets_its_ssh_secret_once_and_keeps_it(plane: Plane) -> None:
+    controller = await _start_mpi_job(plane)
     secret = await eventually(
         lambda: plane.get(("v1", "secrets"), "mpi-mpi-ssh-auth"), what="the Secret"
     )
@@ -485,14 +491,7 @@ async def test_a_child_changed_by_another_manager_is_applied_again_while_the_job
 ) -> None:
     # Reconciles that only carry a new JobSet status skip render when nothing render reads has
     # changed; a child that is no longer as the controller applied it must still be restored.
-    await _deepspeed_runtime(plane)
-    controller = await plane.start_controller()
-    await plane.create_trainjob(
-        "mpi",
-        runtimeRef={"name": "deepspeed-distributed", "kind": "TrainingRuntime"},
-        trainer={"numNodes": 2},
-    )
-    await eventually(lambda: plane.get(JOBSETS, "mpi"), what="the JobSet")
+    controller = await _start_mpi_job(plane)
     hostfile = await eventually(lambda: plane.get(CONFIGMAPS, "mpi-mpi-hostfile"), what="hostfile")
 
     async def jobs_status_is(**counts: int) -> bool:
