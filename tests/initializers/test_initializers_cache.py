@@ -119,3 +119,39 @@ def test_bad_cache_env_is_one_line_naming_the_variable(env: dict[str, str], mess
 def test_the_model_initializer_has_no_cache() -> None:
     with pytest.raises(InitializerError, match=r"unsupported storage URI scheme \(cache://\)"):
         read_config("model", ENV)
+
+
+def test_the_official_sdks_data_cache_initializer_gets_the_cache_it_asks_for() -> None:
+    # What `TrainerClient().train(initializer=Initializer(dataset=DataCacheInitializer(...)))`
+    # puts in the TrainJob, plus what the runtime's initializer job adds (the TrainJob's name,
+    # the cache image), is what the cache initializer reads.
+    sdk = pytest.importorskip(
+        "kubeflow.trainer", reason="the official kubeflow SDK is not installed"
+    )
+    from kubeflow.trainer.backends.kubernetes.utils import get_dataset_initializer
+
+    asked = sdk.DataCacheInitializer(
+        storage_uri="cache://reviews/train",
+        metadata_loc=ENV["METADATA_LOC"],
+        num_data_nodes=4,
+        head_cpu="3",
+        head_mem="6Gi",
+        worker_cpu="5",
+        worker_mem="10Gi",
+        iam_role="arn:aws:iam::1:role/sdk",
+    )
+    # The TrainJob's spec.initializer.dataset as the SDK sends it.
+    dataset = get_dataset_initializer(asked).model_dump(by_alias=True, exclude_none=True)
+    env = {e["name"]: e["value"] for e in dataset["env"]}
+    env |= {"STORAGE_URI": dataset["storageUri"], "TRAIN_JOB_NAME": "job"}
+    env |= {"CACHE_IMAGE": ENV["CACHE_IMAGE"]}
+    account, lws, _ = cache_objects(
+        cache_settings(read_config("dataset", env), env), TRAINJOB, "ns"
+    )
+    template = lws["spec"]["leaderWorkerTemplate"]
+    assert template["size"] == 5  # a head and the four data nodes
+    for part, cpu, mem in (("leaderTemplate", "3", "6Gi"), ("workerTemplate", "5", "10Gi")):
+        (container,) = template[part]["spec"]["containers"]
+        assert container["resources"]["limits"] == {"cpu": cpu, "memory": mem}
+        assert {"name": "METADATA_LOC", "value": ENV["METADATA_LOC"]} in container["env"]
+    assert account["metadata"]["annotations"]["eks.amazonaws.com/role-arn"].endswith("role/sdk")
