@@ -22,6 +22,7 @@ import yaml
 from dashboard_support import DEAD_KUBECONFIG, Dashboard, kubetrain, start_dashboard, stop
 
 from daemons import module_daemon
+from kubetrain.testing import make_runtime
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -153,52 +154,16 @@ def _watched_job(tmp: Path) -> Path:
     """The job and its runtime. The test talks to the pods through a PVC (a directory under the
     engine's home locally; the sandbox's /tmp is private); KUBETRAIN_PROGRESS_INTERVAL lets every
     step through."""
-    runtime = {
-        "apiVersion": "trainer.kubeflow.org/v1alpha1",
-        "kind": "TrainingRuntime",
-        "metadata": {"name": "shell-steps", "labels": {"trainer.kubeflow.org/framework": "shell"}},
-        "spec": {
-            "mlPolicy": {"numNodes": 1},
-            "template": {
-                "spec": {
-                    "replicatedJobs": [
-                        {
-                            "name": "node",
-                            "template": {
-                                "metadata": {
-                                    "labels": {
-                                        "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"
-                                    }
-                                },
-                                "spec": {
-                                    "template": {
-                                        "spec": {
-                                            "volumes": [
-                                                {
-                                                    "name": "ctl",
-                                                    "persistentVolumeClaim": {"claimName": CLAIM},
-                                                }
-                                            ],
-                                            "containers": [
-                                                {
-                                                    "name": "node",
-                                                    "image": "python",
-                                                    "command": ["python", "-c", TRAINER],
-                                                    "volumeMounts": [
-                                                        {"name": "ctl", "mountPath": "/ctl"}
-                                                    ],
-                                                }
-                                            ],
-                                        }
-                                    }
-                                },
-                            },
-                        }
-                    ]
-                }
-            },
-        },
-    }
+    runtime = (
+        make_runtime("shell-steps", kind="TrainingRuntime")
+        .framework("shell")
+        .num_nodes(1)
+        .job("node", ancestor="trainer", image="python",
+             command=["python", "-c", TRAINER],
+             volume_mounts=[{"name": "ctl", "mountPath": "/ctl"}],
+             volumes=[{"name": "ctl", "persistentVolumeClaim": {"claimName": CLAIM}}])
+        .obj()
+    )  # fmt: skip
     index = "metadata.annotations['batch.kubernetes.io/job-completion-index']"
     trainjob = {
         "apiVersion": "trainer.kubeflow.org/v1alpha1",
