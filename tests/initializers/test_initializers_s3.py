@@ -219,6 +219,25 @@ def _large_job(tmp_path: Path, size: int) -> s3_source._Job:
     return job
 
 
+def _counted_first_stream(
+    job: s3_source._Job, pool: Any, s3: S3Server | None = None
+) -> tuple[s3_source._Fetch, s3_source._Stream]:
+    """A fetch of ``job`` (from ``s3``; none: no GET can be sent) whose first stream, the whole
+    object, is counted but not started: the test decides what is cut and what runs when."""
+    from kubetrain.initializers.meter import Meter
+
+    client = http = None
+    if s3 is not None:
+        cfg = read_config("dataset", _env(s3, f"s3://{BUCKET}/"))
+        client, http = s3_source.s3_client(cfg, concurrency=8), s3_source._http(s3.endpoint, 8)
+    size = job.obj.size
+    fetch = s3_source._Fetch(client, http, BUCKET, Meter(size), pool, 8)
+    first = s3_source._Stream(job, 0, size, size)
+    with fetch.lock:
+        fetch._add(first)
+    return fetch, first
+
+
 # Scaled down: ranges of at least 256 KB, so a 3 MB object can be cut a few times.
 SERVERS = [
     pytest.param("open", id="by presigned GETs"),
@@ -246,18 +265,11 @@ def test_a_large_object_lands_whole_however_its_streams_were_cut(
 ) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from kubetrain.initializers.meter import Meter
-
     monkeypatch.setattr(s3_source, "MIN_PART", 256 * 1024)
     s3: S3Server = request.getfixturevalue("open_bucket" if server == "open" else "bucket")
-    client = s3_source.s3_client(read_config("dataset", _env(s3, f"s3://{BUCKET}/")), concurrency=8)
     job = _large_job(tmp_path, len(blob))
-    meter = Meter(len(blob))
     with ThreadPoolExecutor(8) as pool:
-        fetch = s3_source._Fetch(client, s3_source._http(s3.endpoint, 8), BUCKET, meter, pool, 8)
-        first = s3_source._Stream(job, 0, len(blob), len(blob))
-        with fetch.lock:
-            fetch._add(first)  # counted, not started: its cuts come first
+        fetch, first = _counted_first_stream(job, pool, s3)  # its cuts come first
         children = fetch.split(cuts)
         assert [c.start for c in children] == starts
         if take_back:
@@ -268,7 +280,7 @@ def test_a_large_object_lands_whole_however_its_streams_were_cut(
         job.done.wait()
     assert job.error is None
     assert job.path.read_bytes() == blob
-    assert meter.done == len(blob)  # bytes a taken-back stream fetched are not counted twice
+    assert fetch.meter.done == len(blob)  # bytes a taken-back stream fetched are not counted twice
 
 
 class _Held:
@@ -289,18 +301,10 @@ def test_a_stream_at_its_end_reads_on_where_the_next_range_has_not_begun(
     monkeypatch: pytest.MonkeyPatch,
     server: str,
 ) -> None:
-    from kubetrain.initializers.meter import Meter
-
     monkeypatch.setattr(s3_source, "MIN_PART", 256 * 1024)
     s3: S3Server = request.getfixturevalue("open_bucket" if server == "open" else "bucket")
-    client = s3_source.s3_client(read_config("dataset", _env(s3, f"s3://{BUCKET}/")), concurrency=8)
     job = _large_job(tmp_path, len(blob))
-    meter = Meter(len(blob))
-    pool = _Held()
-    fetch = s3_source._Fetch(client, s3_source._http(s3.endpoint, 8), BUCKET, meter, pool, 8)
-    first = s3_source._Stream(job, 0, len(blob), len(blob))
-    with fetch.lock:
-        fetch._add(first)
+    fetch, first = _counted_first_stream(job, _Held(), s3)
     (child,) = fetch.split(1)  # its GET not sent yet (a server slow to answer a range)
     fetch._run(first)
     assert first.end == len(blob) and child.taken_back
@@ -308,17 +312,12 @@ def test_a_stream_at_its_end_reads_on_where_the_next_range_has_not_begun(
     assert child.asked == 0.0  # it never sent its GET
     assert job.done.is_set() and job.error is None
     assert job.path.read_bytes() == blob
-    assert meter.done == len(blob)
+    assert fetch.meter.done == len(blob)
 
 
 def test_a_trial_slower_in_both_its_windows_is_taken_back(tmp_path: Path) -> None:
-    from kubetrain.initializers.meter import Meter
-
     job = _large_job(tmp_path, 1 << 30)
-    fetch = s3_source._Fetch(None, None, BUCKET, Meter(job.obj.size), _Held(), 8)
-    first = s3_source._Stream(job, 0, job.obj.size, job.obj.size)
-    with fetch.lock:
-        fetch._add(first)
+    fetch, first = _counted_first_stream(job, _Held())
     fetch.waits = [0.001]  # the first GET's wait for its first byte: ranges are cheap
     fetch.tick(100e6)
     children = list(fetch.trial)
