@@ -263,6 +263,13 @@ class _Http:
             headers["Authorization"] = auth
         return headers
 
+    def _answered(self, method: str, status: int, renewed: bool) -> bool:
+        """Count an answer; True when it is to be sent again with the credential fetched anew:
+        a 401 to a credential that can be renewed (a rotated service-account token, an
+        expired exec credential), once."""
+        self.requests[(method, status)] += 1
+        return status == 401 and not renewed and self._auth.renewable
+
     @contextlib.asynccontextmanager
     async def _response(
         self,
@@ -274,8 +281,7 @@ class _Http:
         content: bytes | None = None,
         timeout: aiohttp.ClientTimeout | None = None,
     ) -> AsyncIterator[aiohttp.ClientResponse]:
-        """The open response; a 401 fetches the credential again (a rotated service-account
-        token, an expired exec credential) and repeats the request once."""
+        """The open response, sent again once with a renewed credential (`_answered`)."""
         session = self._open()
         options: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
         for renew in (False, True):
@@ -284,8 +290,7 @@ class _Http:
                 method, self._server + path, params=params, data=content, headers=sent,
                 proxy=self._proxy, **options,
             ) as resp:  # fmt: skip
-                self.requests[(method, resp.status)] += 1
-                if resp.status == 401 and not renew and self._auth.renewable:
+                if self._answered(method, resp.status, renew):
                     continue
                 yield resp
                 return
@@ -311,8 +316,7 @@ class _Http:
             answer = await self._pool.request(
                 method, path, params=params, headers=sent, content=content
             )
-            self.requests[(method, answer.status)] += 1
-            if answer.status == 401 and not renew and self._auth.renewable:
+            if self._answered(method, answer.status, renew):
                 continue
             return answer
         raise AssertionError("unreachable")  # pragma: no cover
@@ -379,8 +383,7 @@ class _Http:
             async with self._pool.stream(
                 "GET", path, params=params, headers=sent, read_timeout=read_timeout
             ) as answer:
-                self.requests[("GET", answer.status)] += 1
-                if answer.status == 401 and not renew and self._auth.renewable:
+                if self._answered("GET", answer.status, renew):
                     continue
                 if answer.status >= 400:
                     raise ApiError.from_body(answer.status, answer.reason, await answer.read_all())
