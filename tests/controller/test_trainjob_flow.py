@@ -489,8 +489,8 @@ async def test_an_mpi_job_gets_its_ssh_secret_once_and_keeps_it(plane: Plane) ->
 async def test_a_child_changed_by_another_manager_is_applied_again_while_the_jobset_runs(
     plane: Plane,
 ) -> None:
-    # Reconciles that only carry a new JobSet status skip render when nothing render reads has
-    # changed; a child that is no longer as the controller applied it must still be restored.
+    # Unchanged children are not applied again (the controller remembers what it applied); a
+    # child that is no longer as the controller applied it must still be restored.
     controller = await _start_mpi_job(plane)
     hostfile = await eventually(lambda: plane.get(CONFIGMAPS, "mpi-mpi-hostfile"), what="hostfile")
 

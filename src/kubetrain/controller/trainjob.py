@@ -40,12 +40,6 @@ Divergences from upstream (trainer v2.3.0 pkg/controller/trainjob_controller.go)
   waits for it to go, instead of inheriting the old job's Complete/Failed.
 - ConfigMaps the cache already shows with the Plan's exact content are not re-applied
   (upstream sends the same apply on every reconcile).
-- Render is not run again when nothing it reads has changed since its last Plan and every object
-  of that Plan is still live exactly as applied (typically: the JobSet got a new status). Render
-  is a pure function of the TrainJob without its status, the runtime and the existing children
-  without their statuses (``kubetrain.runtime.framework``'s rule for phases 2-6), so that Plan
-  would be the same and every apply of it skipped; status is derived as render would derive it
-  (``derive`` reads only the JobSet's status, which the cache holds).
 - The watch event of the controller's own write (an applied child, the status it wrote) queues
   no reconcile when the write's answer carried nothing else (``Informer.observe(acted_on=)``),
   also when that event is read before the answer (``Informer.writing`` holds it back until
@@ -78,7 +72,7 @@ from kubetrain.controller import conditions as c
 from kubetrain.controller.events import EventRecorder
 from kubetrain.controller.rendering import Outcome, Renderer, RenderFailed
 from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
-from kubetrain.kube.informer import Informer, object_key
+from kubetrain.kube.informer import Informer
 from kubetrain.kube.kinds import (
     CLUSTER_TRAINING_RUNTIME,
     CONFIGMAP,
@@ -108,7 +102,6 @@ RUNTIME_NOT_FOUND = "TrainingRuntimeNotFound"
 RUNTIME_NOT_SUPPORTED = "TrainingRuntimeNotSupported"
 _NOTE_LIMIT = 950
 _APPLIED_MEMORY = 50_000  # objects whose last apply is remembered (a few dozen bytes each)
-_RENDERED_MEMORY = 50_000  # TrainJobs whose last Plan's inputs are remembered
 
 
 class ReconcileError(Exception):
@@ -170,7 +163,6 @@ class _Pass:
     requeue_after: float | None = None
     error: ReconcileError | None = None
     created_jobset: bool = False
-    render_inputs: tuple[object, ...] | None = None  # what this pass rendered from, if it did
 
 
 _APPLY_ORDER = {"ConfigMap": 0, "Secret": 0, "PodGroup": 1, "JobSet": 3}
@@ -196,9 +188,6 @@ class TrainJobReconciler:
         # (kind, namespace, name) → (resourceVersion our apply returned, fingerprint of what we
         # applied): lets an unchanged re-apply be skipped (see _already_live).
         self._applied: dict[tuple[str, str, str], tuple[str, str]] = {}
-        # (namespace, name) of a TrainJob → (the inputs of its last Plan, each object of that
-        # Plan as (kind, namespace, name, fingerprint)): lets an unchanged render be skipped.
-        self._rendered: dict[tuple[str, str], tuple[tuple[object, ...], tuple[_Applied, ...]]] = {}
 
     async def reconcile(self, namespace: str, name: str) -> float | None:
         """Reconcile one TrainJob; returns seconds until it wants to run again (or None).
@@ -254,12 +243,7 @@ class TrainJobReconciler:
                 if resolved is None:
                     return self._renderer.derive(trainjob, step.jobset, now)
                 runtime, existing = resolved
-                inputs = _render_inputs(trainjob, runtime, existing)
-                if self._plan_unchanged(trainjob, inputs):
-                    return self._renderer.derive(trainjob, step.jobset, now)
-                outcome = self._renderer.render(trainjob, runtime, existing, now)
-                step.render_inputs = inputs
-                return outcome
+                return self._renderer.render(trainjob, runtime, existing, now)
             except RenderFailed as err:
                 if step.jobset is None:
                     raise _Permanent(CREATION_FAILED, _note(err)) from err
@@ -305,15 +289,11 @@ class TrainJobReconciler:
         """Apply the Plan in a safe order; permanent failures raise ``_Permanent``, transient
         ones are kept in ``step.error`` so that status is still written this pass."""
         pending: list[tuple[Obj, str]] = []
-        planned: list[_Applied] = []
         for obj in outcome.objects:
             if self._may_apply(trainjob, step.jobset, obj):
                 fingerprint = _fingerprint(obj)
-                planned.append((*_identity(obj), fingerprint))
                 if not self._already_live(obj, fingerprint):
                     pending.append((obj, fingerprint))
-            else:
-                step.render_inputs = None  # a Plan not applied whole is rendered again
         pending.sort(key=lambda p: _APPLY_ORDER.get(str(p[0].get("kind")), 2))
         had_jobset = step.jobset is not None
         try:
@@ -334,8 +314,6 @@ class TrainJobReconciler:
             step.error = err
             self._events.record(trainjob, "Warning", CREATION_FAILED, _note(err))
             return
-        if step.render_inputs is not None:
-            self._remember_plan(trainjob, step.render_inputs, tuple(planned))
         if not had_jobset and step.jobset is not None:
             step.created_jobset = True
             for warning in outcome.warnings:
@@ -351,33 +329,13 @@ class TrainJobReconciler:
         meta = obj_at(obj, "metadata")
         return cache.writing(str(meta.get("name")), str(meta.get("namespace") or ""))
 
-    def _plan_unchanged(self, trainjob: Obj, inputs: tuple[object, ...]) -> bool:
-        """Render read exactly ``inputs`` for its last Plan of ``trainjob``, and every object
-        of that Plan is still live as this controller applied it: rendering again would give
-        the same Plan and apply none of it."""
-        remembered = self._rendered.get(object_key(trainjob))
-        if remembered is None or remembered[0] != inputs:
-            return False
-        return all(self._live_as_applied(*applied) for applied in remembered[1])
-
-    def _remember_plan(
-        self, trainjob: Obj, inputs: tuple[object, ...], objects: tuple[_Applied, ...]
-    ) -> None:
-        key = object_key(trainjob)
-        self._rendered.pop(key, None)  # re-inserted last: the oldest entry goes first
-        self._rendered[key] = (inputs, objects)
-        if len(self._rendered) > _RENDERED_MEMORY:
-            del self._rendered[next(iter(self._rendered))]
-
     def _already_live(self, obj: Obj, fingerprint: str) -> bool:
         """This exact object was applied by this controller and nobody changed it since (its
         resourceVersion is still the one our apply returned): applying it again would change
         nothing, so the request is saved. Upstream re-applies e.g. the MPI hostfile and TLS
         ConfigMaps on every reconcile, and a suspended JobSet too. Anything else (a new
         desired state, a change by another manager, a controller restart) is applied as usual."""
-        return self._live_as_applied(*_identity(obj), fingerprint)
-
-    def _live_as_applied(self, kind: str, namespace: str, name: str, fingerprint: str) -> bool:
+        kind, namespace, name = _identity(obj)
         cache = {CONFIGMAP.kind: self._caches.configmaps, JOBSET.kind: self._caches.jobsets}
         if kind not in cache:
             return False
@@ -619,25 +577,9 @@ def _deadline_failed(status: Obj) -> bool:
     )
 
 
-_Applied = tuple[str, str, str, str]  # (kind, namespace, name, fingerprint) of a planned object
-
-
 def _identity(obj: Obj) -> tuple[str, str, str]:
     meta = obj_at(obj, "metadata")
     return str(obj.get("kind")), str(meta.get("namespace") or ""), str(meta.get("name"))
-
-
-def _render_inputs(trainjob: Obj, runtime: Obj | None, existing: list[Obj]) -> tuple[object, ...]:
-    """What render reads to build a Plan: every object without its status and its
-    resourceVersion, which building never reads (status is derived afresh each pass)."""
-    return tuple(_unversioned(o) for o in (trainjob, runtime, *existing))
-
-
-def _unversioned(obj: Obj | None) -> object:
-    if obj is None:
-        return None
-    meta = {k: v for k, v in obj_at(obj, "metadata").items() if k != "resourceVersion"}
-    return meta, {k: v for k, v in obj.items() if k not in ("metadata", "status")}
 
 
 def _rv(obj: Obj) -> str:
