@@ -18,7 +18,7 @@ from kubetrain.api.access import dicts, obj_at
 from kubetrain.api.labels import JOBSET_NAME_LABEL, RESTART_ATTEMPT_LABEL
 from kubetrain.api.meta import format_time, now
 
-__all__ = ["Cluster", "Key", "jobset_key_of", "key_of", "rv_of"]
+__all__ = ["Cluster", "Key", "jobset_key_of", "keep_answer", "keep_newest", "key_of", "rv_of"]
 
 Key = tuple[str, str]  # (namespace, name)
 Obj = dict[str, Any]
@@ -40,6 +40,35 @@ def rv_of(obj: Mapping[str, Any]) -> int:
         return int(obj_at(obj, "metadata").get("resourceVersion") or 0)
     except ValueError:
         return 0
+
+
+def _uid(obj: Mapping[str, Any] | None) -> str | None:
+    uid = obj_at(obj, "metadata").get("uid") if obj is not None else None
+    return None if uid is None else str(uid)
+
+
+# Watch events and the answers to this executor's own writes arrive on different connections,
+# in either order: an answer read after the event of a later change (or of the deletion) must
+# not put the older state back, or the change is never acted on.
+def keep_newest(table: dict[Key, Obj], obj: Obj) -> bool:
+    """A watched object: stored unless ``table`` already holds the same object (uid) at a later
+    resourceVersion. Whether it was stored."""
+    key = key_of(obj)
+    cached = table.get(key)
+    if cached is not None and _uid(cached) == _uid(obj) and rv_of(cached) > rv_of(obj):
+        return False
+    table[key] = obj
+    return True
+
+
+def keep_answer(table: dict[Key, Obj], obj: Obj) -> None:
+    """The answer to a write of an object already watched: it replaces only the same object
+    (uid) at an earlier resourceVersion. None or another uid under the name means its deletion
+    or a namesake was seen meanwhile."""
+    key = key_of(obj)
+    cached = table.get(key)
+    if cached is not None and _uid(cached) == _uid(obj) and rv_of(cached) < rv_of(obj):
+        table[key] = obj
 
 
 # The restart attempt an earlier namesake JobSet's pods are shown under: never a current one.

@@ -14,7 +14,7 @@ from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.kinds import JOBSET, POD
 from kubetrain.kube.workqueue import RateLimit, WorkQueue, work
 
-from .cache import Cluster, Key, key_of
+from .cache import Cluster, Key, keep_answer, keep_newest, key_of
 from .jobset_logic import creation_failed, reconcile
 from .kubelet import EventSink, Kubelet
 from .objects import random_suffix
@@ -118,7 +118,7 @@ class JobSetWorker:
                 # nothing of this decision may reach the namesake.
                 self._forget(key, uid)
                 return None
-            self.cluster.jobsets[key] = updated
+            keep_answer(self.cluster.jobsets, updated)
         for ev in decision.events:
             await self.event(jobset, ev.type, ev.reason, ev.message, "jobset-controller")
         for deletion in decision.delete:
@@ -169,11 +169,12 @@ class JobSetWorker:
                         JOBSET.api_version, JOBSET.plural, meta["name"], _status_patch(uid, status),
                         namespace=meta["namespace"], subresource="status", patch_type="json",
                     )  # fmt: skip
-                    self.cluster.jobsets[key_of(updated)] = updated
+                    keep_answer(self.cluster.jobsets, updated)
                 return False
             return True
-        self.cluster.pods[key_of(created)] = created
-        self.kubelet.sync_pod(created)
+        # Its ADDED event (or a later one) may have been read already.
+        if keep_newest(self.cluster.pods, created):
+            self.kubelet.sync_pod(created)
         return True
 
 

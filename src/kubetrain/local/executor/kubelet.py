@@ -41,7 +41,7 @@ from kubetrain.local.sandbox.state import read_states
 
 from .addresses import AddressBook
 from .apiaccess import ROOT_CA, with_api_access
-from .cache import Cluster, Key, jobset_key_of, key_of
+from .cache import Cluster, Key, jobset_key_of, keep_answer, key_of
 from .endpoints import service_endpoints
 from .labels import JOBSET_UID
 from .node import machine_allocatable
@@ -467,8 +467,7 @@ class Kubelet:
             if not err.not_found:
                 log.warning("pod %s/%s: status update failed: %s", *key, err)
             return
-        if obj_at(self.cluster.pods.get(key), "metadata").get("uid") == uid:
-            self.cluster.pods[key] = updated
+        keep_answer(self.cluster.pods, updated)
         self._requeue_jobset(pod)
 
     def _refused(self, pod: Obj) -> bool:

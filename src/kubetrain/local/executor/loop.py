@@ -18,7 +18,7 @@ from kubetrain.kube.client import TRANSPORT_ERRORS, ApiError, KubeClient
 from kubetrain.kube.informer import EventHandler, Informer
 from kubetrain.kube.kinds import EVENT, JOBSET, NODE, POD, SERVICE, Kind
 
-from .cache import Cluster, jobset_key_of, key_of, rv_of
+from .cache import Cluster, jobset_key_of, keep_newest, key_of
 from .jobsets import JobSetWorker
 from .kubelet import Kubelet
 from .node import node_object
@@ -121,11 +121,10 @@ class Executor:
             self.kubelet.jobset_gone(obj)
             self.kubelet.refresh_names()
             return
-        old = self.cluster.jobsets.get(key)
-        if old is not None and rv_of(old) > rv_of(obj):
+        new = key not in self.cluster.jobsets
+        if not keep_newest(self.cluster.jobsets, obj):
             return  # our own newer write already sits in the cache
-        self.cluster.jobsets[key] = obj
-        if old is None:
+        if new:
             self.kubelet.refresh_names()
         self.jobsets.enqueue(key)
 
@@ -143,11 +142,8 @@ class Executor:
             self.cluster.record_loss(obj)
             self.kubelet.pod_gone(obj)
         else:
-            old = self.cluster.pods.get(key)
-            same = old is not None and old["metadata"].get("uid") == obj["metadata"].get("uid")
-            if same and old is not None and rv_of(old) > rv_of(obj):
+            if not keep_newest(self.cluster.pods, obj):
                 return
-            self.cluster.pods[key] = obj
             if self.ready.is_set():
                 self.kubelet.sync_pod(obj)
         if self.cluster.services:
