@@ -222,6 +222,41 @@ async def test_a_stream_silent_past_its_read_timeout_is_a_transport_error(raw: S
     await pool.close()
 
 
+async def test_a_stream_whose_reader_falls_behind_backs_up_to_the_server(raw: StartRaw) -> None:
+    # 64 MiB offered while the reader stops after its first chunk: the client holds about
+    # STREAM_HIGH_WATER, the kernel's socket buffers some more, and the server's writes block.
+    # Once reading goes on, every byte still arrives.
+    piece, pieces = b"x" * 65536, 1024
+    blocked_at: list[int] = []
+    all_sent = asyncio.Event()
+
+    async def flood(_request: bytes, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for sent in range(pieces):
+            writer.write(b"10000\r\n" + piece + b"\r\n")
+            if not blocked_at:
+                try:
+                    await asyncio.wait_for(writer.drain(), 2)
+                    continue
+                except TimeoutError:
+                    blocked_at.append((sent + 1) * len(piece))
+            await writer.drain()
+        writer.write(b"0\r\n\r\n")
+        all_sent.set()
+
+    peer = await raw(flood)
+    pool = http1.Pool(f"http://127.0.0.1:{peer.port}", None, timeout=5)
+    received = 0
+    async with pool.stream("GET", "/logs", params={}, headers={}, read_timeout=10) as answer:
+        async for chunk in answer.chunks():
+            received += len(chunk)
+            while not blocked_at and not all_sent.is_set():
+                await asyncio.sleep(0.05)  # the reader falls behind
+    await pool.close()
+    assert blocked_at and blocked_at[0] < 24 * 2**20, blocked_at
+    assert received == pieces * len(piece)
+
+
 # --- the server ------------------------------------------------------------------------------
 
 

@@ -54,6 +54,11 @@ class _Reused(ConnectionError):
     """The answer never started on a connection that had served before (closed while idle)."""
 
 
+# Bytes of a streamed answer held unread before the socket stops being read: a watch or log
+# whose reader falls behind then backs up to the server instead of filling this process.
+STREAM_HIGH_WATER = 1 << 20
+
+
 class _Connection(asyncio.Protocol):
     """One HTTP/1.1 connection; one request at a time."""
 
@@ -75,6 +80,8 @@ class _Connection(asyncio.Protocol):
         self._head = False
         self._ended = False
         self._error: Exception | None = None
+        self._unread = 0  # bytes of a streamed answer in ``_chunks``
+        self._paused = False
 
     # --- protocol callbacks -----------------------------------------------------------------
 
@@ -117,6 +124,10 @@ class _Connection(asyncio.Protocol):
     def on_body(self, body: bytes) -> None:
         self._chunks.append(body)
         if self._streaming:
+            self._unread += len(body)
+            if self._unread > STREAM_HIGH_WATER and not self._paused and self.transport:
+                self.transport.pause_reading()
+                self._paused = True
             self._wake()
 
     def on_message_complete(self) -> None:
@@ -190,6 +201,10 @@ class _Connection(asyncio.Protocol):
             await self._wait(timeout)
         data = self._chunks[0] if len(self._chunks) == 1 else b"".join(self._chunks)
         self._chunks = []
+        self._unread = 0
+        if self._paused and self.transport is not None:
+            self._paused = False
+            self.transport.resume_reading()
         return data
 
     async def _wait(self, timeout: float | None) -> None:
