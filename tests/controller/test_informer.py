@@ -184,5 +184,37 @@ async def test_the_event_of_a_write_read_before_its_answer(
         await private.stop()
 
 
+async def test_the_answer_of_a_write_read_after_the_deletion_does_not_bring_the_object_back(
+    tmp_path: Path, torch_runtime: Obj
+) -> None:
+    private = PrivateServer(tmp_path / "home", torch_runtime)
+    server = await private.start()
+    kube = connect(server.write_kubeconfig(tmp_path / "kc"))
+    informer = Informer(kube, CONFIGMAP, namespace="default")
+    deleted: list[str] = []
+    informer.add_handler(
+        lambda kind, obj: deleted.append(obj["metadata"]["name"]) if kind == "DELETED" else None
+    )
+    try:
+        task = await _run(informer)
+        await kube.create("v1", "configmaps", configmap("ours"))
+        answer = await kube.patch(
+            "v1", "configmaps", "ours", {"data": {"k": "v"}}, namespace="default"
+        )
+        await kube.delete("v1", "configmaps", "ours", namespace="default")
+        await eventually(lambda: _async("ours" in deleted), what="the deletion")
+        # The answer of the patch, taken only now: the watch is past its version.
+        informer.observe(answer, acted_on=True)
+        assert informer.get("ours", "default") is None
+        # A write the watch has not reached yet is taken as before.
+        fresh = await kube.create("v1", "configmaps", configmap("fresh"))
+        informer.observe(fresh)
+        assert informer.get("fresh", "default") is not None
+        await _stop(task)
+    finally:
+        await kube.close()
+        await private.stop()
+
+
 async def _async(value: T) -> T:
     return value

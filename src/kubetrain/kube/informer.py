@@ -119,9 +119,14 @@ class Informer:
             return
         key = object_key(obj)
         cached = self._store.get(key)
-        if cached is None or _newer(obj, cached):
-            self._store[key] = self._shape(obj)
         rv = _rv_of(obj)
+        if cached is None:
+            # Absent although the watch is already past this version: its deletion was read
+            # before this answer, and the cache must not hold it again.
+            if self._rv is None or _later(rv, self._rv):
+                self._store[key] = self._shape(obj)
+        elif _newer(obj, cached):
+            self._store[key] = self._shape(obj)
         if acted_on and rv:
             self._acted_on[key] = rv
 
