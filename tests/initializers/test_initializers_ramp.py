@@ -21,6 +21,18 @@ Window = tuple[float, int, int, int]
             id="where parallel ranges pay, the first trial makes four streams, then they double while the rate rises",
         ),
         pytest.param(
+            [(100, 1, 31, 3), (125, 4, 28, 0), (120, 4, 28, 0), (300, 4, 28, 0)],
+            id="four streams at under 15% per doubling over one (1.32x) stay, and eight are never tried",
+        ),
+        pytest.param(
+            [(100, 1, 31, 3), (120, 4, 28, 0), (140, 4, 28, 4)],
+            id="a first trial's marginal window is measured again, and a clear second one goes on to eight",
+        ),
+        pytest.param(
+            [(100, 1, 31, 3), (140, 4, 28, 4), (165, 8, 24, 8)],
+            id="a later doubling needs 15%, one doubling's gain, to be followed by another",
+        ),
+        pytest.param(
             [(160, 1, 31, 3), (53, 4, 28, 0), (60, 4, 28, -3), (160, 1, 31, 0), (170, 1, 31, 0)],
             id="two windows slower by 15% or more: the split is taken back and none is tried again",
         ),
@@ -47,6 +59,10 @@ Window = tuple[float, int, int, int]
         pytest.param(
             [(100, 4, 2, 2), (130, 6, 0, 0), (130, 6, 3, 3)],
             id="a doubling is capped by what can be split now, and resumes when more can",
+        ),
+        pytest.param(
+            [(100, 4, 2, 2), (110, 6, 0, 0), (112, 6, 3, 0)],
+            id="a trial capped below a doubling is held to a whole doubling's gain",
         ),
         pytest.param(
             [(0, 1, 31, 0), (80, 1, 31, 3)],

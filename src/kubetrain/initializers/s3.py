@@ -585,6 +585,7 @@ class _Fetch:
                 possible = len(split_points(spans, free, min_part))
         if self.abort.is_set():
             return
+        settled = self.ramp.settled
         step = self.ramp.step(rate, len(candidates), possible, waiting)
         if step > 0:
             self.trial = self.split(step, min_part)
@@ -600,6 +601,11 @@ class _Fetch:
             )  # fmt: skip
             self.trial = []
         elif not self.ramp.trial:
+            if self.ramp.settled and not settled:
+                log.debug(
+                    "%d streams at %s/s: no clear gain, none more tried",
+                    len(self.streams), human(rate),
+                )  # fmt: skip
             self.trial = []  # (while the ramp measures the trial again, its streams stay it)
 
     def split(self, n: int, min_part: int | None = None) -> list[_Stream]:
