@@ -249,23 +249,21 @@ _BUFFER = MB
 
 def _reader(body: Any) -> Callable[[int], Any]:
     """``read(n)``: up to ``n`` bytes of a response's body, valid until the next call. A
-    presigned GET's urllib3 response (no content encoding) is read straight from the
-    http.client response under it into one buffer, reused: urllib3's own ``read`` allocates
-    each chunk and copies it again through its buffer, about 0.14 s of CPU per GB here (a
-    tenth of the client's CPU for a large object, on cores the server shares). A read that
-    fails raises urllib3's ``ProtocolError``, as urllib3's ``read`` does, so the stream goes
-    on through ``GetObject`` from where it got to."""
+    presigned GET's urllib3 response is read straight from the http.client response under it
+    into one buffer, reused: urllib3's own ``read`` allocates each chunk and copies it again
+    through its buffer, about 0.14 s of CPU per GB here (a tenth of the client's CPU for a
+    large object, on cores the server shares). The bytes are the object's as stored, as
+    ``GetObject`` gives them: urllib3 would decode an object stored with a
+    ``Content-Encoding`` (gzip), and then neither its size nor its ranges would add up. A read
+    that fails raises urllib3's ``ProtocolError``, as urllib3's ``read`` does, so the stream
+    goes on through ``GetObject`` from where it got to."""
     import http.client
 
     import urllib3
 
     raw = getattr(body, "_fp", None)
-    if (
-        not isinstance(body, urllib3.HTTPResponse)
-        or not isinstance(raw, http.client.HTTPResponse)
-        or body.headers.get("Content-Encoding")
-    ):
-        return cast(Callable[[int], Any], body.read)
+    if not isinstance(body, urllib3.HTTPResponse) or not isinstance(raw, http.client.HTTPResponse):
+        return cast(Callable[[int], Any], body.read)  # botocore's body: GetObject's bytes
     buffer = memoryview(bytearray(_BUFFER))
 
     def read(n: int) -> memoryview:
