@@ -10,7 +10,8 @@ A large object (two `MIN_PART` or more) starts as one stream too; whether it get
 measured, not assumed (`kubetrain.initializers.ramp`): while threads are free, the fetch
 splits the largest rests in halves (the new halves are ranged GETs written at their offsets)
 where a piece takes several times the measured wait for a first byte, and splits further only
-while the aggregate rate rises; new streams that lowered it are taken back, and the streams
+while each new stream raises the aggregate rate by half a stream's worth; new streams that
+lowered it are taken back, and the streams
 they were cut from read on through their ranges (as a stream does through the next range when
 that one has no byte yet). So against a server where parallel ranges pay (S3, where one stream
 is capped) a large object ends up in ranges, and against one that reads the whole object
