@@ -40,6 +40,7 @@ it every GET takes that path.)
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import posixpath
 import threading
@@ -262,9 +263,11 @@ def _reader(body: Any) -> Callable[[int], Any]:
 
     import urllib3
 
-    raw = getattr(body, "_fp", None)
-    if not isinstance(body, urllib3.HTTPResponse) or not isinstance(raw, http.client.HTTPResponse):
+    if not isinstance(body, urllib3.HTTPResponse):
         return cast(Callable[[int], Any], body.read)  # botocore's body: GetObject's bytes
+    raw = getattr(body, "_fp", None)  # urllib3 2.x keeps the http.client response here
+    if not isinstance(raw, http.client.HTTPResponse):
+        return functools.partial(body.read, decode_content=False)  # the bytes as stored
     buffer = memoryview(bytearray(_BUFFER))
 
     def read(n: int) -> memoryview:
