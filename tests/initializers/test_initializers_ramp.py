@@ -17,19 +17,31 @@ Window = tuple[float, int, int, int]
     "windows",
     [
         pytest.param(
-            [(100, 1, 31, 3), (200, 4, 28, 4), (390, 8, 24, 8), (700, 16, 16, 16)],
-            id="where parallel ranges pay, the first trial makes four streams, then they double while the rate rises",
+            [(100, 1, 31, 3), (300, 4, 28, 4), (480, 8, 24, 8), (800, 16, 16, 16)],
+            id="where parallel ranges pay, the first trial makes four streams, then they double while each new one brings half a stream's worth",
+        ),
+        pytest.param(
+            [(100, 1, 31, 3), (200, 4, 28, 0), (190, 4, 28, 0), (400, 4, 28, 0)],
+            id="four streams at 2x one (a third of a stream's worth each new one) stay, and eight are never tried",
+        ),
+        pytest.param(
+            [(100, 1, 31, 3), (200, 4, 28, 0), (260, 4, 28, 4)],
+            id="a first trial's marginal window is measured again, and a clear second one goes on to eight",
+        ),
+        pytest.param(
+            [(100, 1, 31, 3), (300, 4, 28, 4), (450, 8, 24, 8)],
+            id="four to eight streams needs 1.5x (half a stream's worth each) to be followed by another",
         ),
         pytest.param(
             [(160, 1, 31, 3), (53, 4, 28, 0), (60, 4, 28, -3), (160, 1, 31, 0), (170, 1, 31, 0)],
             id="two windows slower by 15% or more: the split is taken back and none is tried again",
         ),
         pytest.param(
-            [(100, 1, 31, 3), (150, 4, 28, 4), (160, 8, 24, 0), (165, 8, 24, 0), (300, 8, 24, 0)],
+            [(100, 1, 31, 3), (300, 4, 28, 4), (320, 8, 24, 0), (330, 8, 24, 0), (600, 8, 24, 0)],
             id="a gain under 15% in two windows keeps the new streams and tries no more",
         ),
         pytest.param(
-            [(100, 1, 31, 3), (40, 4, 28, 0), (190, 4, 28, 4), (390, 8, 24, 8)],
+            [(100, 1, 31, 3), (40, 4, 28, 0), (300, 4, 28, 4), (480, 8, 24, 8)],
             id="a window in which every stream stalled does not decide a trial alone",
         ),
         pytest.param(
@@ -47,6 +59,10 @@ Window = tuple[float, int, int, int]
         pytest.param(
             [(100, 4, 2, 2), (130, 6, 0, 0), (130, 6, 3, 3)],
             id="a doubling is capped by what can be split now, and resumes when more can",
+        ),
+        pytest.param(
+            [(100, 4, 2, 2), (120, 6, 0, 0), (124, 6, 3, 0)],
+            id="a trial capped below a doubling is held to half a stream's worth for each new one",
         ),
         pytest.param(
             [(0, 1, 31, 0), (80, 1, 31, 3)],

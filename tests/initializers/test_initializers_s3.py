@@ -340,6 +340,24 @@ def test_whatever_the_ramp_decides_a_large_object_lands_whole(
         assert (out / "blob.bin").read_bytes() == blob
 
 
+@pytest.mark.parametrize("server", SERVERS)
+def test_a_large_object_stored_gzipped_lands_as_stored_not_decoded(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, server: str
+) -> None:
+    import gzip
+
+    # As `aws s3 cp` and GetObject give it: the object's bytes, whatever its Content-Encoding.
+    monkeypatch.setattr(s3_source, "MIN_PART", 256 * 1024)
+    s3: S3Server = request.getfixturevalue("open_bucket" if server == "open" else "bucket")
+    body = gzip.compress(os.urandom(1_000_000) * 3, compresslevel=1)
+    s3.client().put_object(
+        Bucket=BUCKET, Key="gzipped/blob.bin.gz", Body=body, ContentEncoding="gzip"
+    )
+    out = tmp_path / "out"
+    s3_source.fetch_s3(read_config("dataset", _env(s3, f"s3://{BUCKET}/gzipped/")), Store(out))
+    assert (out / "blob.bin.gz").read_bytes() == body
+
+
 @pytest.mark.parametrize(
     ("env", "direct"),
     [

@@ -10,11 +10,20 @@ trial against the baseline; one that is not a clear gain is measured once more, 
 better of its two windows decides (on a busy machine a window in which every stream stalled
 is common):
 
-- the rate rose by ``min_gain`` or more: the streams stay and the next doubling is tried;
+- each new stream brought ``earn`` (half) of what a stream got before the trial or more,
+  and the rate rose by ``min_gain`` at least (1 -> 4 streams: 2.5x; 4 -> 8: 1.5x), a
+  clear gain: the streams stay and the next doubling is tried;
 - it fell by ``max_loss`` or more, or a new stream still had no first byte after
   ``max_wait`` windows: the new streams are taken back (their ranges go back to the streams
   they were cut from) and no more are tried in this run;
-- in between: the new streams stay (their requests are paid for) and no more are tried.
+- in between, a marginal gain among them (1 -> 4 streams at 1.4x: each new stream
+  brought an eighth of one's worth): the new streams stay (their requests are paid for) and
+  no more are tried. A server that gave four streams little more than one will not give
+  eight more, and each stream beyond what it can feed only adds CPU, on a machine it may
+  share with the client (s3rver, one Node.js process: one stream 1x, 4 fixed ranges 1.37x,
+  8 streams no faster than 4); a trial of 8 there that was slower had to be taken back,
+  and its streams' bytes fetched again. Where one stream is capped (S3), a new one brings
+  nearly a whole stream's worth, and the doublings go on.
 
 Why by measurement: whether parallel ranges pay depends on the server and the path to it. On
 S3 one stream is capped far below what a few ranges give; on a server that reads a whole
@@ -34,12 +43,16 @@ import heapq
 from dataclasses import dataclass
 
 __all__ = [
-    "FIRST_STREAMS", "MAX_LOSS", "MAX_WAIT", "MIN_GAIN", "PAYBACK", "WINDOW_S", "Ramp", "min_piece", "split_points",
+    "EARN", "FIRST_STREAMS", "MAX_LOSS", "MAX_WAIT", "MIN_GAIN", "PAYBACK", "WINDOW_S", "Ramp", "min_piece", "split_points",
 ]  # fmt: skip
 
 # A trial must raise the aggregate rate by this much to be followed by another: below it
 # the gain is within the noise of a busy machine. One that lowers it by as much is undone.
 MIN_GAIN = 0.15
+# And each of its new streams must have brought this share of what a stream got before it:
+# below it the server is near what it can give, and more streams only add CPU (s3rver: 4
+# streams gave 1-2x one in 0.2 s windows, 8 no more than 4).
+EARN = 0.5
 MAX_LOSS = 0.15
 # How long a measurement lasts: long enough for tens of MB at the rates where ranges matter,
 # short beside the seconds a large object takes (a 1 GB object at 400 MB/s: 2.5 s).
@@ -60,6 +73,7 @@ PAYBACK = 5
 @dataclass
 class Ramp:
     min_gain: float = MIN_GAIN
+    earn: float = EARN
     max_loss: float = MAX_LOSS
     window_s: float = WINDOW_S
     max_wait: float = MAX_WAIT  # in windows
@@ -70,6 +84,7 @@ class Ramp:
     first: float | None = None  # the trial's first window's rate, when that did not decide
     settled: bool = False  # a trial did not pay: no more in this run
     opened: int | None = None  # the streams before the first trial (None: none tried yet)
+    streams: int = 0  # the splittable streams before the trial now being judged
 
     def measure(self, now: float, done: int, waiting: int) -> float | None:
         """The aggregate rate when a window is over at ``now`` (seconds), ``done`` bytes
@@ -98,14 +113,15 @@ class Ramp:
         window)."""
         if self.trial:
             before = self.baseline or 0.0
-            if waiting <= 0 and rate < before * (1 + self.min_gain) and self.first is None:
+            clear = before * self.clear_gain(self.streams, self.streams + self.trial)
+            if waiting <= 0 and rate < clear and self.first is None:
                 # Not a clear gain: one more window. On a busy machine a window in which
                 # every stream stalled is common, and does not decide a trial alone.
                 self.first = rate
                 return 0
             rate = max(rate, self.first or 0.0)
             added, self.trial, self.first = self.trial, 0, None
-            if waiting > 0 or rate < before * (1 + self.min_gain):
+            if waiting > 0 or rate < clear:
                 self.settled = True
                 self.baseline = rate
                 slower = waiting > 0 or rate <= before * (1 - self.max_loss)
@@ -117,8 +133,15 @@ class Ramp:
         # has no time for 1 -> 2 -> 4, each step judged on its own windows.
         wanted = max(active, FIRST_STREAMS - active) if self.opened is None else active
         self.opened = self.opened or active
-        self.trial = min(wanted, possible)
+        self.streams, self.trial = active, min(wanted, possible)
         return self.trial
+
+    def clear_gain(self, before: int, after: int) -> float:
+        """The factor by which a trial from ``before`` to ``after`` streams must raise the
+        rate to be followed by another: each new stream ``earn`` of what one got before it,
+        and ``1 + min_gain`` at least."""
+        added = (after - before) / before if before > 0 else 1.0
+        return max(1 + self.min_gain, 1 + self.earn * added)
 
 
 def min_piece(rate: float, streams: int, first_byte_s: float, floor: int) -> int:
