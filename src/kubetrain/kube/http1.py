@@ -1,6 +1,6 @@
 """Lean HTTP/1.1 over the event loop's transports, messages parsed by httptools (llhttp, the
-parser of Node.js): the API client's requests and streams (``Pool``) and the admission
-webhook server (``Server``).
+parser of Node.js): the API client's requests and streams and the embedded API server's
+admission webhook calls (``Pool``), and the admission webhook server (``Server``).
 
 Why not aiohttp for these: a controller's work is thousands of small requests, and aiohttp's
 client spends most of its CPU per request around the exchange (request and response objects,
