@@ -11,10 +11,8 @@ across restarts.
 The commit runs on the loop itself: in WAL mode with ``synchronous=NORMAL`` it is a few writes
 into the page cache, cheaper than handing the batch to a thread and back (a wake-up, GIL
 hand-offs and a loop wake-up per batch). What does wait on the disk, copying the WAL into the
-database and its fsync (the checkpoint), runs in a thread of its own after every few MiB
-written; meanwhile the loop serves on and holds its next commit (the writes wait for it, as
-they waited for a writer thread's checkpoint before), so that the checkpoint copies the whole
-WAL and SQLite starts it over at that next commit instead of letting it grow.
+database and its fsync (the checkpoint), runs in a thread of its own, which the loop asks for
+after every few MiB written.
 """
 
 from __future__ import annotations
@@ -23,6 +21,7 @@ import asyncio
 import contextlib
 import sqlite3
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -69,9 +68,8 @@ class _Pending:
 
 # How many recently written objects keep their JSON for answers and watch events.
 _ENCODED_KEPT = 2048
-# Bytes of objects written between checkpoints: about SQLite's own default of 1000 pages
-# (4 MiB) of WAL, as a small object's commit writes several pages.
-_CHECKPOINT_BYTES = 1024 * 1024
+# Bytes of objects written between checkpoints (SQLite's own default is 1000 pages, 4 MiB).
+_CHECKPOINT_BYTES = 4 * 1024 * 1024
 
 
 class Store:
@@ -90,7 +88,6 @@ class Store:
         self._conn: sqlite3.Connection | None = None
         self._checkpointer: _Checkpointer | None = None
         self._unchecked = 0  # bytes written since the last checkpoint was asked for
-        self._checkpointing = False  # commits wait until the checkpoint has run
         # Changes of this loop iteration, committed in one transaction at its end.
         self._outbox: list[_Pending] = []
         # JSON of recently written objects by id (the object is kept, so the id stays its):
@@ -111,17 +108,16 @@ class Store:
         self.history_start = rv
         self._conn = await loop.run_in_executor(None, _connect, self._path, True)
         if self._path is not None:
-            self._checkpointer = _Checkpointer(self._path, loop, self._checkpointed)
+            self._checkpointer = _Checkpointer(self._path)
             self._checkpointer.start()
 
     async def close(self) -> None:
-        loop = asyncio.get_running_loop()
-        checkpointer, self._checkpointer = self._checkpointer, None
-        if checkpointer is not None:
-            await loop.run_in_executor(None, checkpointer.stop)
-        self._checkpointing = False
         self._flush()
         conn, self._conn = self._conn, None
+        checkpointer, self._checkpointer = self._checkpointer, None
+        loop = asyncio.get_running_loop()
+        if checkpointer is not None:
+            await loop.run_in_executor(None, checkpointer.stop)
         if conn is not None:
             await loop.run_in_executor(None, conn.close)
 
@@ -208,23 +204,16 @@ class Store:
         return future
 
     def _flush(self) -> None:
-        if self._checkpointing or self._conn is None:
-            return  # the outbox waits for the checkpoint (`_checkpointed` flushes it)
         batch, self._outbox = self._outbox, []
-        if not batch:
+        if not batch or self._conn is None:
             return
         error = _commit(self._conn, batch)
         if self._checkpointer is not None and error is None:
             self._unchecked += sum(len(p.data) for p in batch)
             if self._unchecked >= _CHECKPOINT_BYTES:
                 self._unchecked = 0
-                self._checkpointing = True
                 self._checkpointer.request()
         self._committed(batch, error)
-
-    def _checkpointed(self) -> None:
-        self._checkpointing = False
-        self._flush()
 
     def subscribe(self, listener: Callable[[Change], None]) -> Callable[[], None]:
         """Call ``listener`` with every committed change, in resourceVersion order."""
@@ -317,15 +306,12 @@ def _load(path: Path | None) -> tuple[list[tuple[str, str, str, str]], int]:
 
 class _Checkpointer(threading.Thread):
     """Copies the WAL into the database (and syncs it) when asked, on a connection of its own,
-    so that the loop never waits on the disk; tells the loop (``done``) when it has run."""
+    so that the loop's commits never wait on the disk. A PASSIVE checkpoint takes no lock a
+    writer needs; SQLite starts the WAL over at a commit once a checkpoint has copied it all."""
 
-    def __init__(
-        self, path: Path, loop: asyncio.AbstractEventLoop, done: Callable[[], None]
-    ) -> None:
+    def __init__(self, path: Path) -> None:
         super().__init__(name="kubetrain-apiserver-checkpoint", daemon=True)
         self._path = path
-        self._loop = loop
-        self._done = done
         self._wanted = threading.Event()
         self._stopping = False
 
@@ -345,12 +331,10 @@ class _Checkpointer(threading.Thread):
                 self._wanted.clear()
                 if self._stopping:
                     return
-                # Nothing is appended meanwhile, so PASSIVE (no lock a writer needs) copies it all;
-                # one that fails leaves the WAL as it is, for the next request.
-                with contextlib.suppress(sqlite3.Error):
+                try:
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-                if not self._loop.is_closed():
-                    self._loop.call_soon_threadsafe(self._done)
+                except sqlite3.Error:
+                    time.sleep(0.1)  # busy or failing: the next request tries again
         finally:
             conn.close()
 
