@@ -1,27 +1,21 @@
-"""Storage: every object in memory, written through to SQLite.
+"""Storage: every object in memory, written through to SQLite by one writer thread.
 
 Reads are served from memory, so they never touch SQLite. Writes update memory at once (the
-event loop is the only writer, so each request sees the ones before it); the writes of one
-loop iteration are committed together at its end, in one transaction (group commit), and only
-then are the callers answered and watchers told. An answered write is therefore committed:
-SQLite in WAL mode with ``synchronous=NORMAL`` survives kill -9 of the process (not a power
-cut). resourceVersions come from one counter stored with every commit, so they keep increasing
-across restarts.
-
-The commit runs on the loop itself: in WAL mode with ``synchronous=NORMAL`` it is a few writes
-into the page cache, cheaper than handing the batch to a thread and back (a wake-up, GIL
-hand-offs and a loop wake-up per batch). What does wait on the disk, copying the WAL into the
-database and its fsync (the checkpoint), runs in a thread of its own, which the loop asks for
-after every few MiB written.
+event loop is the only writer, so each request sees the ones before it), then go to the writer
+thread, which commits whatever has queued up in one transaction (group commit) and hands the
+batch back to the loop; only then are the callers answered and watchers told. An answered write
+is therefore committed: SQLite in WAL mode with ``synchronous=NORMAL`` survives kill -9 of the
+process (not a power cut). resourceVersions come from one counter stored with every commit, so
+they keep increasing across restarts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import queue
 import sqlite3
 import threading
-import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -68,8 +62,6 @@ class _Pending:
 
 # How many recently written objects keep their JSON for answers and watch events.
 _ENCODED_KEPT = 2048
-# Bytes of objects written between checkpoints (SQLite's own default is 1000 pages, 4 MiB).
-_CHECKPOINT_BYTES = 4 * 1024 * 1024
 
 
 class Store:
@@ -85,10 +77,9 @@ class Store:
         self.history: deque[Change] = deque(maxlen=history)
         self.history_start = 0
         self._listeners: list[Callable[[Change], None]] = []
-        self._conn: sqlite3.Connection | None = None
-        self._checkpointer: _Checkpointer | None = None
-        self._unchecked = 0  # bytes written since the last checkpoint was asked for
-        # Changes of this loop iteration, committed in one transaction at its end.
+        self._writer: _Writer | None = None
+        # Changes of this loop iteration, handed to the writer in one go: waking the writer
+        # thread once per change costs more (GIL hand-offs) than the change itself.
         self._outbox: list[_Pending] = []
         # JSON of recently written objects by id (the object is kept, so the id stays its):
         # one encoding serves the database, the write's answer and every watcher.
@@ -106,20 +97,14 @@ class Store:
             self._loaded.add(id(obj))
         self.rv = rv
         self.history_start = rv
-        self._conn = await loop.run_in_executor(None, _connect, self._path, True)
-        if self._path is not None:
-            self._checkpointer = _Checkpointer(self._path)
-            self._checkpointer.start()
+        self._writer = _Writer(self._path, loop, self._committed)
+        self._writer.start()
 
     async def close(self) -> None:
         self._flush()
-        conn, self._conn = self._conn, None
-        checkpointer, self._checkpointer = self._checkpointer, None
-        loop = asyncio.get_running_loop()
-        if checkpointer is not None:
-            await loop.run_in_executor(None, checkpointer.stop)
-        if conn is not None:
-            await loop.run_in_executor(None, conn.close)
+        if self._writer is not None:
+            writer, self._writer = self._writer, None
+            await asyncio.get_running_loop().run_in_executor(None, writer.stop)
 
     # -- reads -----------------------------------------------------------------------------
     def encoded(self, obj: dict[str, Any]) -> bytes:
@@ -190,7 +175,7 @@ class Store:
             self._index(change.resource, change.namespace, change.name, change.obj)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
-        if self._conn is None:
+        if self._writer is None:
             raise RuntimeError("store is closed")
         if not self._outbox:
             loop.call_soon(self._flush)
@@ -205,15 +190,8 @@ class Store:
 
     def _flush(self) -> None:
         batch, self._outbox = self._outbox, []
-        if not batch or self._conn is None:
-            return
-        error = _commit(self._conn, batch)
-        if self._checkpointer is not None and error is None:
-            self._unchecked += sum(len(p.data) for p in batch)
-            if self._unchecked >= _CHECKPOINT_BYTES:
-                self._unchecked = 0
-                self._checkpointer.request()
-        self._committed(batch, error)
+        if batch and self._writer is not None:
+            self._writer.submit(batch)
 
     def subscribe(self, listener: Callable[[Change], None]) -> Callable[[], None]:
         """Call ``listener`` with every committed change, in resourceVersion order."""
@@ -269,7 +247,7 @@ class Store:
                         del self._dependents[ref["uid"]]
 
 
-def _connect(path: Path | None, writer: bool = False) -> sqlite3.Connection:
+def _connect(path: Path | None) -> sqlite3.Connection:
     if path is None:
         conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
     else:
@@ -278,9 +256,6 @@ def _connect(path: Path | None, writer: bool = False) -> sqlite3.Connection:
             conn = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            if writer:
-                # Checkpoints are the checkpointer thread's, never a commit's on the loop.
-                conn.execute("PRAGMA wal_autocheckpoint=0")
             conn.executescript(_SCHEMA)
         except sqlite3.DatabaseError as err:
             # Say which file, so a person can move a damaged database away.
@@ -304,95 +279,108 @@ def _load(path: Path | None) -> tuple[list[tuple[str, str, str, str]], int]:
         conn.close()
 
 
-class _Checkpointer(threading.Thread):
-    """Copies the WAL into the database (and syncs it) when asked, on a connection of its own,
-    so that the loop's commits never wait on the disk. A PASSIVE checkpoint takes no lock a
-    writer needs; SQLite starts the WAL over at a commit once a checkpoint has copied it all."""
+class _Writer(threading.Thread):
+    """The only thread that writes SQLite; commits everything queued in one transaction."""
 
-    def __init__(self, path: Path) -> None:
-        super().__init__(name="kubetrain-apiserver-checkpoint", daemon=True)
+    def __init__(
+        self,
+        path: Path | None,
+        loop: asyncio.AbstractEventLoop,
+        done: Callable[[list[_Pending], BaseException | None], None],
+    ) -> None:
+        super().__init__(name="kubetrain-apiserver-sqlite", daemon=True)
         self._path = path
-        self._wanted = threading.Event()
-        self._stopping = False
+        self._loop = loop
+        self._done = done
+        self._queue: queue.SimpleQueue[list[_Pending] | None] = queue.SimpleQueue()
 
-    def request(self) -> None:
-        self._wanted.set()
+    def submit(self, batch: list[_Pending]) -> None:
+        self._queue.put(batch)
 
     def stop(self) -> None:
-        self._stopping = True
-        self._wanted.set()
+        self._queue.put(None)
         self.join()
 
     def run(self) -> None:
         conn = _connect(self._path)
+        stopping = False
         try:
-            while True:
-                self._wanted.wait()
-                self._wanted.clear()
-                if self._stopping:
-                    return
-                try:
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-                except sqlite3.Error:
-                    time.sleep(0.1)  # busy or failing: the next request tries again
+            while not stopping:
+                first = self._queue.get()
+                if first is None:
+                    break
+                batch = list(first)
+                while len(batch) < 1000:
+                    try:
+                        nxt = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if nxt is None:
+                        stopping = True
+                        break
+                    batch += nxt
+                error = self._commit(conn, batch)
+                if not self._loop.is_closed():
+                    self._loop.call_soon_threadsafe(self._done, batch, error)
         finally:
             conn.close()
 
-
-def _commit(conn: sqlite3.Connection, batch: list[_Pending]) -> Exception | None:
-    """Write ``batch`` in one transaction; what failed it (the batch's callers get it), or None."""
-    upserts = []
-    deletes = []
-    for pending in batch:
-        c = pending.change
-        if c.type == "DELETED":
-            deletes.append((c.resource, c.namespace, c.name))
-        else:
-            upserts.append(
-                (
-                    c.resource,
-                    c.namespace,
-                    c.name,
-                    c.rv,
-                    pending.data,
+    @staticmethod
+    def _commit(conn: sqlite3.Connection, batch: list[_Pending]) -> BaseException | None:
+        upserts = []
+        deletes = []
+        for pending in batch:
+            c = pending.change
+            if c.type == "DELETED":
+                deletes.append((c.resource, c.namespace, c.name))
+            else:
+                upserts.append(
+                    (
+                        c.resource,
+                        c.namespace,
+                        c.name,
+                        c.rv,
+                        pending.data,
+                    )
                 )
+        try:
+            conn.execute("BEGIN")
+            # Deletes and upserts of one name in one batch must keep their order.
+            if deletes and upserts:
+                for pending in batch:
+                    c = pending.change
+                    if c.type == "DELETED":
+                        conn.execute(
+                            "DELETE FROM objects WHERE resource=? AND namespace=? AND name=?",
+                            (c.resource, c.namespace, c.name),
+                        )
+                    else:
+                        conn.execute(
+                            "INSERT OR REPLACE INTO objects VALUES (?, ?, ?, ?, ?)",
+                            (
+                                c.resource,
+                                c.namespace,
+                                c.name,
+                                c.rv,
+                                pending.data,
+                            ),
+                        )
+            else:
+                if deletes:
+                    conn.executemany(
+                        "DELETE FROM objects WHERE resource=? AND namespace=? AND name=?", deletes
+                    )
+                if upserts:
+                    conn.executemany(
+                        "INSERT OR REPLACE INTO objects VALUES (?, ?, ?, ?, ?)", upserts
+                    )
+            conn.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('rv', ?)",
+                (str(max(p.change.rv for p in batch)),),
             )
-    try:
-        conn.execute("BEGIN")
-        # Deletes and upserts of one name in one batch must keep their order.
-        if deletes and upserts:
-            for pending in batch:
-                c = pending.change
-                if c.type == "DELETED":
-                    conn.execute(
-                        "DELETE FROM objects WHERE resource=? AND namespace=? AND name=?",
-                        (c.resource, c.namespace, c.name),
-                    )
-                else:
-                    conn.execute(
-                        "INSERT OR REPLACE INTO objects VALUES (?, ?, ?, ?, ?)",
-                        (
-                            c.resource,
-                            c.namespace,
-                            c.name,
-                            c.rv,
-                            pending.data,
-                        ),
-                    )
-        else:
-            if deletes:
-                conn.executemany(
-                    "DELETE FROM objects WHERE resource=? AND namespace=? AND name=?", deletes
-                )
-            if upserts:
-                conn.executemany("INSERT OR REPLACE INTO objects VALUES (?, ?, ?, ?, ?)", upserts)
-        conn.execute(
-            "INSERT OR REPLACE INTO meta VALUES ('rv', ?)",
-            (str(max(p.change.rv for p in batch)),),
-        )
-        conn.execute("COMMIT")
-    except Exception as exc:
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
-        return exc
-    return None
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            return exc
+        return None
