@@ -129,13 +129,25 @@ async def test_connection_close_is_honoured_and_the_next_request_reconnects(raw:
 
 
 @pytest.mark.parametrize(
-    ("method", "sent_again"),
+    ("method", "resendable", "sent_again"),
     [
-        pytest.param("GET", True, id="an idempotent request is sent again on a new connection"),
-        pytest.param("POST", False, id="a create is not sent twice: a transport error instead"),
+        pytest.param(
+            "GET", None, True, id="an idempotent request is sent again on a new connection"
+        ),
+        pytest.param(
+            "POST", None, False, id="a create is not sent twice: a transport error instead"
+        ),
+        pytest.param(
+            "POST", True, True, id="a POST its caller may send twice (a review) is sent again"
+        ),
+        pytest.param(
+            "GET", False, False, id="a GET its caller must not send twice is not sent again"
+        ),
     ],
 )
-async def test_a_connection_closed_while_idle(raw: StartRaw, method: str, sent_again: bool) -> None:
+async def test_a_connection_closed_while_idle(
+    raw: StartRaw, method: str, resendable: bool | None, sent_again: bool
+) -> None:
     # The server answers the first request, then drops the next one unanswered: the race of a
     # keep-alive connection the server closes just as it is reused.
     async def first_only(_request: bytes, writer: asyncio.StreamWriter) -> None:
@@ -147,7 +159,7 @@ async def test_a_connection_closed_while_idle(raw: StartRaw, method: str, sent_a
     peer = await raw(first_only)
     pool = http1.Pool(f"http://127.0.0.1:{peer.port}", None, timeout=5)
     await get(pool)
-    call = pool.request(method, "/x", params={}, headers={}, content=b"{}")
+    call = pool.request(method, "/x", params={}, headers={}, content=b"{}", resendable=resendable)
     if sent_again:
         peer.requests.clear()  # the new connection's first request is answered
         assert (await call).status == 200
@@ -184,9 +196,31 @@ async def test_a_refused_connection_is_a_transport_error() -> None:
     server.close()
     await server.wait_closed()
     pool = http1.Pool(f"http://127.0.0.1:{port}", None, timeout=5)
-    with pytest.raises(TRANSPORT_ERRORS):
+    with pytest.raises(TRANSPORT_ERRORS) as refused:
         await get(pool)
     await pool.close()
+    # It names the address and keeps the cause (the API server words its webhook errors so).
+    assert isinstance(refused.value, http1.ConnectError)
+    assert (refused.value.host, refused.value.port) == ("127.0.0.1", port)
+    assert isinstance(refused.value.os_error, ConnectionRefusedError)
+
+
+async def test_an_answer_past_max_answer_is_a_transport_error_and_the_next_one_reconnects(
+    raw: StartRaw,
+) -> None:
+    async def sized(request: bytes, writer: asyncio.StreamWriter) -> None:
+        body = b"x" * (11 if b"/big" in request else 10)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+
+    peer = await raw(sized)
+    pool = http1.Pool(f"http://127.0.0.1:{peer.port}", None, timeout=5, max_answer=10)
+    assert (await get(pool, "/small")).body == b"x" * 10
+    with pytest.raises(TRANSPORT_ERRORS) as too_large:
+        await get(pool, "/big")
+    assert isinstance(too_large.value, http1.AnswerTooLarge)
+    assert (await get(pool, "/small")).status == 200
+    await pool.close()
+    assert peer.connections == 2
 
 
 async def test_a_streamed_answer_comes_as_it_is_sent(raw: StartRaw) -> None:

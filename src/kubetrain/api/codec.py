@@ -1,5 +1,5 @@
 """JSON in and out through msgspec: several times faster than ``json`` for large lists, for the
-embedded API server's writer thread (which holds the GIL) and for the controller's requests.
+embedded API server's writes and answers (on its one event loop) and for the controller's requests.
 msgspec comes with lightkube."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Lean HTTP/1.1 over the event loop's transports, messages parsed by httptools (llhttp, the
-parser of Node.js): the API client's requests and streams (``Pool``) and the admission
-webhook server (``Server``).
+parser of Node.js): the API client's requests and streams and the embedded API server's
+admission webhook calls (``Pool``), and the admission webhook server (``Server``).
 
 Why not aiohttp for these: a controller's work is thousands of small requests, and aiohttp's
 client spends most of its CPU per request around the exchange (request and response objects,
@@ -14,7 +14,10 @@ idle ones reused (a closed one is never handed out), ``timeout`` bounds connecti
 silence while an answer is awaited, and every transport failure is an ``OSError``
 (``ConnectionError``, ``TimeoutError``, ``ssl.SSLError``). A request whose reused connection
 closes before any byte of the answer came is sent again once on a new connection when it is
-idempotent, as Go's transport does for a connection the server closed while idle.
+idempotent (or its caller says it may be sent twice, as the API server says of an admission
+review), as Go's transport does for a connection the server closed while idle. A connection that
+cannot be made is a ``ConnectError`` naming the address; an answer past ``max_answer`` bytes is
+an ``AnswerTooLarge``.
 
 The server answers each request whole (read whole, up to a size limit), in order, keeps
 connections alive (closing one idle for ``keepalive_timeout``, aiohttp's 75 s) and answers
@@ -34,7 +37,17 @@ from dataclasses import dataclass
 
 import httptools
 
-__all__ = ["Answer", "Handler", "Pool", "Request", "Response", "Server", "Stream"]
+__all__ = [
+    "Answer",
+    "AnswerTooLarge",
+    "ConnectError",
+    "Handler",
+    "Pool",
+    "Request",
+    "Response",
+    "Server",
+    "Stream",
+]
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +72,27 @@ class _Reused(ConnectionError):
 STREAM_HIGH_WATER = 1 << 20
 
 
+class ConnectError(OSError):
+    """No connection to ``host:port``: ``os_error`` says why (refused, unreachable, ...)."""
+
+    def __init__(self, host: str, port: int, os_error: OSError) -> None:
+        super().__init__(f"cannot connect to {host}:{port}: {os_error}")
+        self.host = host
+        self.port = port
+        self.os_error = os_error
+
+
+class AnswerTooLarge(ConnectionError):
+    """The answer's body went past the pool's ``max_answer``; the connection was dropped."""
+
+
 class _Connection(asyncio.Protocol):
     """One HTTP/1.1 connection; one request at a time."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, max_answer: int | None = None) -> None:
         self._loop = loop
+        self._max_answer = max_answer
+        self._size = 0
         self.transport: asyncio.Transport | None = None
         self._parser = httptools.HttpResponseParser(self)
         self._waiter: asyncio.Future[None] | None = None
@@ -123,6 +152,13 @@ class _Connection(asyncio.Protocol):
 
     def on_body(self, body: bytes) -> None:
         self._chunks.append(body)
+        if self._max_answer is not None:
+            self._size += len(body)
+            if self._size > self._max_answer:
+                self._chunks = []
+                self._fail(AnswerTooLarge(f"the answer is over {self._max_answer} bytes"))
+                self.abort()
+                return
         if self._streaming:
             self._unread += len(body)
             if self._unread > STREAM_HIGH_WATER and not self._paused and self.transport:
@@ -165,6 +201,7 @@ class _Connection(asyncio.Protocol):
         """Send ``request`` and wait for its whole answer; ``timeout``: the longest silence."""
         assert self.transport is not None
         self._chunks = []
+        self._size = 0
         self._reason = None
         self._heard = False
         waiter = self._waiter = self._loop.create_future()
@@ -256,14 +293,19 @@ class Stream:
 
 class Pool:
     """Keep-alive connections to one server (``https`` with ``tls``, or ``http``), made in the
-    event loop of the first request."""
+    event loop of the first request. ``server_hostname``: the name the server's certificate is
+    verified against when it is not the address's host (a Service's DNS name in front of a pod
+    IP); ``max_answer``: the most bytes of an answer's body read (None: no limit)."""
 
     def __init__(self, server: str, tls: ssl.SSLContext | None, *, timeout: float,
-                 limit: int = 64, user_agent: str = "kubetrain") -> None:  # fmt: skip
+                 limit: int = 64, user_agent: str = "kubetrain", server_hostname: str | None = None,
+                 max_answer: int | None = None) -> None:  # fmt: skip
         parts = urllib.parse.urlsplit(server)
         self._secure = parts.scheme == "https"
         self._tls = tls if self._secure else None
         self._host = parts.hostname or "localhost"
+        self._server_hostname = (server_hostname or self._host) if self._tls else None
+        self._max_answer = max_answer
         self._port = parts.port or (443 if self._secure else 80)
         self._prefix = parts.path.rstrip("/")
         self._host_header = parts.netloc
@@ -283,10 +325,15 @@ class Pool:
         params: Mapping[str, str],
         headers: Mapping[str, str],
         content: bytes | None,
+        resendable: bool | None = None,
     ) -> Answer:
+        """The whole answer. ``resendable``: whether the request may be sent again on a reused
+        connection that closed before answering (None: when its method is idempotent)."""
         if self._closed:
             raise RuntimeError("the client has been closed")
         message = self._message(method, path, params, headers, content)
+        if resendable is None:
+            resendable = method in _IDEMPOTENT
         if self._slots is None:
             self._slots = asyncio.Semaphore(self._limit)
         async with self._slots:
@@ -296,7 +343,7 @@ class Pool:
                     answer = await conn.exchange(message, self.timeout)
                 except _Reused:
                     self._all.discard(conn)
-                    if attempt == 2 or method not in _IDEMPOTENT:
+                    if attempt == 2 or not resendable:
                         raise
                     continue
                 except BaseException:
@@ -347,13 +394,17 @@ class Pool:
         try:
             async with asyncio.timeout(self.timeout):
                 _, conn = await loop.create_connection(
-                    lambda: _Connection(loop), self._host, self._port,
-                    ssl=self._tls, server_hostname=self._host if self._tls else None,
+                    lambda: _Connection(loop, self._max_answer), self._host, self._port,
+                    ssl=self._tls, server_hostname=self._server_hostname,
                 )  # fmt: skip
         except TimeoutError:
             raise TimeoutError(
                 f"connecting to {self._host}:{self._port} took over {self.timeout:g} s"
             ) from None
+        except ssl.SSLError:
+            raise  # the handshake failed: the caller tells a certificate it does not trust
+        except OSError as err:
+            raise ConnectError(self._host, self._port, err) from err
         self._all.add(conn)
         return conn
 

@@ -67,6 +67,10 @@ _EVENT_HEAD = {t: b'{"type":"' + t.encode() + b'","object":' for t in _OBJECT_EV
 _TRUE = ("true", "1")
 # Subresources that stream to the kubelet instead of reading or writing the stored object.
 _STREAMING = frozenset({"exec", "attach", "portforward"})
+# The shortest time between two writes to one watch: events that come meanwhile go out in one
+# write (one TLS record and one send for the server, one read for the client), which under load
+# costs a fraction of a write per event; an idle watch's first event goes out at once.
+WATCH_WRITE_INTERVAL_S = 0.01
 # kube-apiserver's largest request body (MaxRequestBodyBytes: 3 MiB).
 MAX_BODY_BYTES = 3 * 1024 * 1024
 # Deeper bodies are refused before anything walks them (the schema, copies, patches recurse);
@@ -604,6 +608,10 @@ class HttpApi:
                     await response.write(b"".join(chunk))
                 if done:
                     break
+                if chunk and w.queue.empty():
+                    # Let the next events gather (see WATCH_WRITE_INTERVAL_S); what is queued
+                    # already goes out now, as kube-apiserver flushes only an emptied queue.
+                    await asyncio.sleep(WATCH_WRITE_INTERVAL_S)
         except (ConnectionResetError, ConnectionError):
             pass
         finally:

@@ -207,14 +207,11 @@ def request_attributes(method: str, path: str, query: Mapping[str, str]) -> Attr
     verb is the lower-cased HTTP method.
     """
     parts = [p for p in path.split("/") if p]
-    non_resource = Attributes(verb=method.lower(), path=path, resource_request=False)
-    if len(parts) < 3 or parts[0] not in ("api", "apis"):
-        return non_resource
+    if len(parts) < 3 or parts[0] not in ("api", "apis") or (parts[0] == "apis" and len(parts) < 4):
+        return Attributes(verb=method.lower(), path=path, resource_request=False)
     group = ""
     rest = parts[1:]
     if parts[0] == "apis":
-        if len(rest) < 3:
-            return non_resource
         group, rest = rest[0], rest[1:]
     version, rest = rest[0], rest[1:]
     verb = _VERBS.get(method.upper(), method.lower())

@@ -7,7 +7,8 @@ is decided by `applies` from each ``MutatingWebhookConfiguration`` /
 ``sub``/``*`` forms, ``scope``), ``namespaceSelector`` and ``objectSelector``. Each call is an
 AdmissionReview v1 over HTTPS, verified against the webhook's ``caBundle``, to its ``url`` or
 to its ``service`` resolved to a ready pod behind the Service (what kube-apiserver's service
-resolver does), with ``timeoutSeconds`` (default 10). Where pods run next to this server, the
+resolver does), with ``timeoutSeconds`` (default 10), on keep-alive connections of
+``kube.http1`` (one pool per address, verified name and CA). Where pods run next to this server, the
 call reaches the pod through the kubelet's ``dial`` (the pod's own network namespace), as
 kube-apiserver reaches pod IPs over the cluster network; this process has no route to them. Mutations are JSONPatches applied in
 order (configurations by name, webhooks in order); a webhook with ``reinvocationPolicy:
@@ -30,12 +31,14 @@ import contextlib
 import json
 import os
 import ssl
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kubetrain.api import codec
 from kubetrain.api.access import as_dict, as_list
+from kubetrain.kube import http1
 from kubetrain.local.apiserver import errors as E
 from kubetrain.local.apiserver.meta import new_uid
 from kubetrain.local.apiserver.patching import apply_json_patch
@@ -248,13 +251,18 @@ class _CallError(Exception):
 
 @dataclass
 class _Target:
-    connect_url: str
+    server: str  # scheme://host:port connected to
+    path: str
     shown_url: str
     server_hostname: str | None
     # The pod and port behind a Service: dialled through the kubelet when one is attached.
     pod: Mapping[str, Any] | None = None
     pod_port: int = 0
-    path: str = ""
+
+
+# A pool's own timeout only bounds a silence; a call's deadline is its `timeoutSeconds`,
+# at most 30 s in kube-apiserver's validation.
+_POOL_TIMEOUT_S = 30.0
 
 
 @dataclass
@@ -265,7 +273,9 @@ class WebhookDispatcher:
     calls: int = field(default=0, init=False)
     # Set by the server when pods run next to it (ApiServer.serve_pod_streams).
     dial: PodDialer | None = field(default=None, init=False)
-    _session: Any = field(default=None, init=False)
+    # Keep-alive connections by (address, verified name, caBundle), as kube-apiserver keeps one
+    # client per webhook's configuration.
+    _pools: dict[tuple[str, str | None, str], http1.Pool] = field(default_factory=dict, init=False)
     _contexts: dict[str, ssl.SSLContext] = field(default_factory=dict, init=False)
     # The webhooks whose rules match, by configuration kind and `_rule_key`: rebuilt after a
     # configuration changes (as kube-apiserver's informer-fed cache is), so that the writes
@@ -400,47 +410,47 @@ class WebhookDispatcher:
             raise call_failed(name, str(err)) from None
 
     async def _post(self, hook: Mapping[str, Any], attrs: AdmissionAttributes) -> dict[str, Any]:
-        import aiohttp
-
         timeout = int(hook.get("timeoutSeconds") or DEFAULT_TIMEOUT_S)
         config = as_dict(hook.get("clientConfig"))
         target = self._target(config, timeout)
-        context = self._context(str(config.get("caBundle") or ""))
+        ca_bundle = str(config.get("caBundle") or "")
+        context = self._context(ca_bundle)
         uid = new_uid()
         body = codec.dumps(review_request(attrs, uid))
-        if self._session is None or self._session.closed:
-            # One pool of keep-alive connections for every call; no cookies (a webhook's
-            # Set-Cookie must not reach the next call, as in kube-apiserver's client).
-            self._session = aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar())
         self.calls += 1
         failed = f'failed to call webhook: Post "{target.shown_url}"'
         try:
             async with asyncio.timeout(timeout):
                 if target.pod is not None and self.dial is not None:
-                    raw, status = await self._post_through_kubelet(target, body, context)
+                    answer = await self._post_through_kubelet(target, timeout, body, context)
                 else:
-                    raw, status = await _send(
-                        self._session, target.connect_url, body, context, target.server_hostname
-                    )
+                    key = (target.server, target.server_hostname, ca_bundle)
+                    pool = self._pools.get(key)
+                    if pool is None:
+                        pool = self._pools[key] = _pool(target, context)
+                    answer = await _send(pool, target.path, timeout, body)
         except TimeoutError:
             raise _CallError(f"{failed}: context deadline exceeded") from None
-        except aiohttp.ClientConnectorCertificateError as err:
-            raise _CallError(
-                f"{failed}: tls: failed to verify certificate: {err.certificate_error}"
-            ) from None
-        except aiohttp.ClientConnectorError as err:
+        except ssl.SSLCertVerificationError as err:
+            raise _CallError(f"{failed}: tls: failed to verify certificate: {err}") from None
+        except http1.ConnectError as err:
             # Go words it "connect: connection refused": the errno's text, lower case.
             errno = err.os_error.errno
-            why = os.strerror(errno).lower() if errno else str(err)
+            why = os.strerror(errno).lower() if errno else str(err.os_error)
             raise _CallError(f"{failed}: dial tcp {err.host}:{err.port}: connect: {why}") from None
-        except (aiohttp.ClientError, OSError) as err:
+        except http1.AnswerTooLarge:
+            raise _CallError(
+                "received invalid webhook response: the response is too large"
+            ) from None
+        except OSError as err:
             raise _CallError(f"{failed}: {err}") from None
+        status = answer.status
         if status < 200 or status >= 300:
             raise _CallError(
                 f"received invalid webhook response: the server responded with status {status}"
             )
         try:
-            review = codec.loads(raw)
+            review = codec.loads(answer.body)
         except codec.DecodeError as err:
             raise _CallError(f"received invalid webhook response: {err}") from None
         if not isinstance(review, dict) or (review.get("apiVersion"), review.get("kind")) != (
@@ -461,24 +471,27 @@ class WebhookDispatcher:
         return response_part
 
     async def _post_through_kubelet(
-        self, target: _Target, body: bytes, context: ssl.SSLContext
-    ) -> tuple[bytes, int]:
-        import aiohttp
-
+        self, target: _Target, timeout: int, body: bytes, context: ssl.SSLContext
+    ) -> http1.Answer:
         assert target.pod is not None and self.dial is not None
         # One connection per call: the relay ends with it.
-        async with (
-            _through_kubelet(self.dial, target.pod, target.pod_port) as port,
-            aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as session,
-        ):
-            url = f"https://127.0.0.1:{port}{target.path}"
-            return await _send(session, url, body, context, target.server_hostname)
+        async with _through_kubelet(self.dial, target.pod, target.pod_port) as port:
+            relayed = _Target(
+                f"https://127.0.0.1:{port}", target.path, target.shown_url, target.server_hostname
+            )
+            pool = _pool(relayed, context)
+            try:
+                return await _send(pool, target.path, timeout, body)
+            finally:
+                await pool.close()
 
     def _target(self, config: Mapping[str, Any], timeout: int) -> _Target:
         query = f"?timeout={timeout}s"
         if config.get("url"):
             url = str(config["url"])
-            return _Target(url + query, url + query, None)
+            parts = urllib.parse.urlsplit(url)
+            server = f"{parts.scheme}://{parts.netloc}"
+            return _Target(server, parts.path or "/", url + query, None)
         service = as_dict(config.get("service"))
         name, namespace = str(service.get("name") or ""), str(service.get("namespace") or "")
         port = int(service.get("port") or 443)
@@ -487,7 +500,7 @@ class WebhookDispatcher:
         shown = f"https://{host}:{port}{path}{query}"
         pod, number = self._resolve(name, namespace, port, shown)
         address = f"{as_dict(pod.get('status'))['podIP']}:{number}"
-        return _Target(f"https://{address}{path}{query}", shown, host, pod, number, path + query)
+        return _Target(f"https://{address}", path, shown, host, pod, number)
 
     def _resolve(
         self, name: str, namespace: str, port: int, shown: str
@@ -539,9 +552,9 @@ class WebhookDispatcher:
         return context
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        pools, self._pools = self._pools, {}
+        for pool in pools.values():
+            await pool.close()
 
 
 @contextlib.asynccontextmanager
@@ -586,36 +599,29 @@ async def _through_kubelet(
 _HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
 
 
-async def _send(
-    session: Any, url: str, body: bytes, context: ssl.SSLContext, server_hostname: str | None
-) -> tuple[bytes, int]:
-    """POST ``body``; the answer's body and status."""
-    import aiohttp
-
-    for attempt in (1, 2):
-        try:
-            async with session.post(
-                url, data=body, headers=_HEADERS, ssl=context, server_hostname=server_hostname
-            ) as response:
-                return await _read_all(response), int(response.status)
-        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as err:
-            # A pooled connection the webhook server closed as idle just as it was reused:
-            # sent again once on a new one, as Go's transport does.
-            if attempt == 2 or isinstance(err, aiohttp.ClientConnectorError):
-                raise
-    raise AssertionError("unreachable")
+def _pool(target: _Target, context: ssl.SSLContext) -> http1.Pool:
+    return http1.Pool(
+        target.server,
+        context,
+        timeout=_POOL_TIMEOUT_S,
+        user_agent="kube-apiserver-admission",
+        server_hostname=target.server_hostname,
+        max_answer=_MAX_RESPONSE,
+    )
 
 
-async def _read_all(response: Any) -> bytes:
-    """The whole body (to its end, so the connection goes back to the pool), at most 8 MiB."""
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.content.iter_any():
-        size += len(chunk)
-        if size > _MAX_RESPONSE:
-            raise _CallError("received invalid webhook response: the response is too large")
-        chunks.append(chunk)
-    return b"".join(chunks)
+async def _send(pool: http1.Pool, path: str, timeout: int, body: bytes) -> http1.Answer:
+    """POST ``body`` to ``path`` with kube-apiserver's ``timeout`` parameter. A review may be
+    sent again (once, by the pool's rule) when a kept-alive connection the webhook server
+    closed as idle broke just as it was reused: asking the same question twice changes nothing."""
+    return await pool.request(
+        "POST",
+        path,
+        params={"timeout": f"{timeout}s"},
+        headers=_HEADERS,
+        content=body,
+        resendable=True,
+    )
 
 
 def _container_port(pod: Mapping[str, Any], target: Any) -> int | None:
