@@ -263,6 +263,8 @@ class _Target:
 # A pool's own timeout only bounds a silence; a call's deadline is its `timeoutSeconds`,
 # at most 30 s in kube-apiserver's validation.
 _POOL_TIMEOUT_S = 30.0
+# Pools kept open at most, the least recently used closed first.
+_POOLS_KEPT = 32
 
 
 @dataclass
@@ -276,6 +278,7 @@ class WebhookDispatcher:
     # Keep-alive connections by (address, verified name, caBundle), as kube-apiserver keeps one
     # client per webhook's configuration.
     _pools: dict[tuple[str, str | None, str], http1.Pool] = field(default_factory=dict, init=False)
+    _closing: set[asyncio.Task[None]] = field(default_factory=set, init=False)
     _contexts: dict[str, ssl.SSLContext] = field(default_factory=dict, init=False)
     # The webhooks whose rules match, by configuration kind and `_rule_key`: rebuilt after a
     # configuration changes (as kube-apiserver's informer-fed cache is), so that the writes
@@ -424,10 +427,7 @@ class WebhookDispatcher:
                 if target.pod is not None and self.dial is not None:
                     answer = await self._post_through_kubelet(target, timeout, body, context)
                 else:
-                    key = (target.server, target.server_hostname, ca_bundle)
-                    pool = self._pools.get(key)
-                    if pool is None:
-                        pool = self._pools[key] = _pool(target, context)
+                    pool = self._pool_for(target, ca_bundle, context)
                     answer = await _send(pool, target.path, timeout, body)
         except TimeoutError:
             raise _CallError(f"{failed}: context deadline exceeded") from None
@@ -469,6 +469,20 @@ class WebhookDispatcher:
                 f'received invalid webhook response: expected response.uid="{uid}", got "{response_part.get("uid")}"'
             )
         return response_part
+
+    def _pool_for(self, target: _Target, ca_bundle: str, context: ssl.SSLContext) -> http1.Pool:
+        """The keep-alive pool of this address, name and CA, most recently used last; beyond
+        ``_POOLS_KEPT`` the least recently used is closed (webhook pods come and go, each
+        with an address of its own)."""
+        key = (target.server, target.server_hostname, ca_bundle)
+        pool = self._pools.pop(key, None) or _pool(target, context)
+        self._pools[key] = pool
+        if len(self._pools) > _POOLS_KEPT:
+            oldest = next(iter(self._pools))
+            closing = asyncio.create_task(self._pools.pop(oldest).close())
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
+        return pool
 
     async def _post_through_kubelet(
         self, target: _Target, timeout: int, body: bytes, context: ssl.SSLContext
@@ -555,6 +569,8 @@ class WebhookDispatcher:
         pools, self._pools = self._pools, {}
         for pool in pools.values():
             await pool.close()
+        if self._closing:
+            await asyncio.gather(*self._closing, return_exceptions=True)
 
 
 @contextlib.asynccontextmanager
