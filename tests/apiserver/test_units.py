@@ -424,6 +424,36 @@ def test_new_uids_are_distinct_version_4_uuids_in_canonical_text() -> None:
     assert {text[19] for text in uids} == set("89ab")
 
 
+def test_new_uids_stay_distinct_across_threads_and_a_forked_child() -> None:
+    import multiprocessing
+    import threading
+
+    from kubetrain.local.apiserver.meta import new_uid
+
+    drawn: list[list[str]] = [[] for _ in range(4)]
+    threads = [
+        threading.Thread(target=lambda out: out.extend(new_uid() for _ in range(2000)), args=(d,))
+        for d in drawn
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    every = [u for d in drawn for u in d]
+    assert len(set(every)) == len(every) == 8000
+    # Random bytes read ahead by the parent are never handed out again by a forked child.
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        child = pool.apply(_uids, (20,))
+    assert not set(child) & set(_uids(20))
+
+
+def _uids(n: int) -> list[str]:
+    from kubetrain.local.apiserver.meta import new_uid
+
+    return [new_uid() for _ in range(n)]
+
+
 @pytest.mark.parametrize(
     "element",
     [
