@@ -31,6 +31,11 @@ def _ephemeral_low() -> int:
         return 32768  # Linux's default
 
 
+# The ports distributed training listens on by default (torchrun's rendezvous 29400, torch's
+# and DeepSpeed's store 29500): a cache kept for a whole test session must never hold one.
+_TRAINING_PORTS = range(29_400, 29_600)
+
+
 def _free_port(taken: set[int]) -> int:
     """A free port below the kernel's ephemeral range. A cache process keeps its ports across
     restarts, as a pod keeps its address; a port the kernel hands out (``bind(0)``, or the
@@ -39,7 +44,7 @@ def _free_port(taken: set[int]) -> int:
     low = _ephemeral_low()
     for _ in range(200):
         port = random.randrange(max(1024, low - 12_000), low)
-        if port in taken:
+        if port in taken or port in _TRAINING_PORTS:
             continue
         with socket.socket() as s:
             try:
