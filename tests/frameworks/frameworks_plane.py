@@ -15,6 +15,7 @@ import base64
 import copy
 import os
 import random
+import subprocess
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -246,6 +247,18 @@ def wait_wildcard_port(port: int, timeout: float = 65.0) -> bool:
             return False
         time.sleep(0.5)
     return True
+
+
+def port_holders(port: int) -> str:
+    """What ``ss`` shows bound to ``port`` (sockets with their processes), for a skip message
+    that says who kept the port."""
+    try:
+        shown = subprocess.run(
+            ["ss", "-Htanp", f"sport = :{port}"], capture_output=True, text=True, timeout=10
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as err:
+        return f"(ss failed: {err})"
+    return " | ".join(" ".join(line.split()) for line in shown.splitlines()) or "(ss shows none)"
 
 
 def bwrap_usable() -> bool:

@@ -15,7 +15,13 @@ from typing import Any
 
 import pytest
 import yaml
-from frameworks_plane import bwrap_usable, default_runtime, run_trainjob, wait_wildcard_port
+from frameworks_plane import (
+    bwrap_usable,
+    default_runtime,
+    port_holders,
+    run_trainjob,
+    wait_wildcard_port,
+)
 
 from kubetrain.local.sandbox import PodSandbox
 
@@ -116,7 +122,7 @@ async def test_example_trains_across_two_pods(
 async def test_deepspeed_example_trains_on_cpu_across_two_pods(tmp_path: Path) -> None:
     pytest.importorskip("deepspeed")
     if not await asyncio.to_thread(wait_wildcard_port, 29500):
-        pytest.skip("port 29500 stays taken by another process on this machine")
+        pytest.skip(f"port 29500 stays taken by another process: {port_holders(29500)}")
     # DeepSpeed's store listens on 29500 of every address; its runtime declares no port.
     out = await run_trainjob(example("deepspeed"), tmp_path, timeout=120, serves={29500})
     launcher = out.log("launcher")
