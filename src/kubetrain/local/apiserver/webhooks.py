@@ -475,7 +475,7 @@ class WebhookDispatcher:
         ``_POOLS_KEPT`` the least recently used is closed (webhook pods come and go, each
         with an address of its own)."""
         key = (target.server, target.server_hostname, ca_bundle)
-        pool = self._pools.pop(key, None) or _pool(target, context)
+        pool = self._pools.pop(key, None) or _pool(target.server, target.server_hostname, context)
         self._pools[key] = pool
         if len(self._pools) > _POOLS_KEPT:
             oldest = next(iter(self._pools))
@@ -490,10 +490,7 @@ class WebhookDispatcher:
         assert target.pod is not None and self.dial is not None
         # One connection per call: the relay ends with it.
         async with _through_kubelet(self.dial, target.pod, target.pod_port) as port:
-            relayed = _Target(
-                f"https://127.0.0.1:{port}", target.path, target.shown_url, target.server_hostname
-            )
-            pool = _pool(relayed, context)
+            pool = _pool(f"https://127.0.0.1:{port}", target.server_hostname, context)
             try:
                 return await _send(pool, target.path, timeout, body)
             finally:
@@ -615,13 +612,13 @@ async def _through_kubelet(
 _HEADERS = {"Content-Type": "application/json", "Accept": "application/json"}
 
 
-def _pool(target: _Target, context: ssl.SSLContext) -> http1.Pool:
+def _pool(server: str, server_hostname: str | None, context: ssl.SSLContext) -> http1.Pool:
     return http1.Pool(
-        target.server,
+        server,
         context,
         timeout=_POOL_TIMEOUT_S,
         user_agent="kube-apiserver-admission",
-        server_hostname=target.server_hostname,
+        server_hostname=server_hostname,
         max_answer=_MAX_RESPONSE,
     )
 

@@ -42,9 +42,8 @@ def rv_of(obj: Mapping[str, Any]) -> int:
         return 0
 
 
-def _uid(obj: Mapping[str, Any] | None) -> str | None:
-    uid = obj_at(obj, "metadata").get("uid") if obj is not None else None
-    return None if uid is None else str(uid)
+def _uid(obj: Mapping[str, Any]) -> object:
+    return obj_at(obj, "metadata").get("uid")
 
 
 # Watch events and the answers to this executor's own writes arrive on different connections,
