@@ -145,9 +145,11 @@ async def test_the_example_streams_disjoint_halves_that_make_the_whole_table(
 # epoch 1 with one RecordBatch read ahead (prefetch=1) and its reader thread holding the next:
 # three of the four data files worker 0 streams, none of worker 1's rows. It says so, and the test
 # kills worker 0's pod; the LeaderWorkerSet takes the whole group down. The rank waits until
-# worker 1's pod no longer serves its rows (the old group is gone: the new one needs its pods
-# recreated and the table read before it serves again), then finishes the epoch: its reader
-# must retry on the new group and resume after the rows it already gave.
+# worker 1's pod no longer serves its rows, then finishes the epoch: its reader must retry on
+# the new group and resume after the rows it already gave. The test holds S3 stalled from the
+# kill until the reader has failed once, so the new group cannot have loaded the table and
+# be serving already when the reader reaches worker 1 (worker 0's last batch is small and
+# already buffered: that stream ends cleanly).
 MID_EPOCH_READER = """
 import time
 import pyarrow.flight as flight
@@ -222,7 +224,15 @@ async def test_a_cache_worker_killed_mid_epoch_takes_its_group_down_and_the_rank
         while not any("epoch 1 paused" in v for k, v in _logs(home, "kill-node-").items()):
             assert time.monotonic() < deadline, _logs(home, "kill-")
             await asyncio.sleep(0.2)
-        await api.delete(POD.api_version, POD.plural, "kill-cache-0-1", namespace="default")
+        with eight_file_table.s3.paused():
+            await api.delete(POD.api_version, POD.plural, "kill-cache-0-1", namespace="default")
+            while True:
+                trainer = "".join(_logs(home, "kill-node-0-0").values())
+                after = trainer.partition("epoch 1 resumes")[2]
+                if "retrying" in after or "epoch 1 rows" in after:
+                    break
+                assert time.monotonic() < deadline, _logs(home, "kill-")
+                await asyncio.sleep(0.2)
         obj = await _finish(api, "kill", 240)
         logs = _logs(home, "kill-")
         conds = {c["type"]: c for c in obj["status"]["conditions"]}

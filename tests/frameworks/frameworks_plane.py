@@ -15,12 +15,16 @@ import base64
 import copy
 import os
 import random
+import re
 import subprocess
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pytest
+import yaml
 
 from kubetrain.local.executor.podbuild import build_pod
 from kubetrain.local.executor.ports import WILDCARD, PortGate, declared_ports, port_is_free
@@ -41,13 +45,39 @@ from kubetrain.runtime.defaults import default_runtimes
 from kubetrain.runtime.sshkeys import generate_ssh_keypair
 
 __all__ = [
+    "EXAMPLES",
+    "HOST_PORT_29500",
     "Outcome",
     "OverlaySandbox",
     "default_runtime",
+    "digests",
+    "example_job",
     "plan_objects",
     "run_trainjob",
     "wait_wildcard_port",
 ]
+
+
+# DeepSpeed's store binds 29500 on every address, and XGBoost's tracker listens on its pod
+# address's 29500 without SO_REUSEADDR: the connections it closes stay in TIME-WAIT for 60 s,
+# and those block that wildcard bind (torch's store would fail the same way). The tests that
+# start either share this xdist group, so they never overlap; DeepSpeed's module sorts first,
+# and its wait for the port covers any other order.
+HOST_PORT_29500 = pytest.mark.xdist_group("host-port-29500")
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def example_job(name: str) -> dict[str, Any]:
+    """The TrainJob of ``examples/<name>``."""
+    data: dict[str, Any] = yaml.safe_load((EXAMPLES / name / "trainjob.yaml").read_text())
+    return data
+
+
+def digests(text: str) -> set[str]:
+    """The model digests the example scripts print: one per rank, all equal when the ranks
+    trained one model together."""
+    return set(re.findall(r"digest ([0-9a-f]{16})", text))
 
 
 class OverlaySandbox(PodSandbox):

@@ -9,14 +9,12 @@ framework hooks the engine calls (the sandbox's `pod_overlay`, the executor's
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from frameworks_plane import bwrap_usable, default_runtime
+from frameworks_plane import HOST_PORT_29500, bwrap_usable, default_runtime, digests, example_job
 
 from kubetrain.kube.client import connect
 from kubetrain.kube.kinds import POD, TRAINING_RUNTIME, TRAINJOB
@@ -27,11 +25,9 @@ pytestmark = [
     pytest.mark.skipif(not bwrap_usable(), reason="needs bubblewrap and openssh-server"),
 ]
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
 
 def example(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load((EXAMPLES / name / "trainjob.yaml").read_text())
+    data = example_job(name)
     data["metadata"]["namespace"] = "default"
     return data
 
@@ -100,11 +96,7 @@ def condition(obj: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
-def digests(text: str) -> set[str]:
-    return set(re.findall(r"digest ([0-9a-f]{16})", text))
-
-
-@pytest.mark.parametrize("name", ["jax", "xgboost"])
+@pytest.mark.parametrize("name", ["jax", pytest.param("xgboost", marks=HOST_PORT_29500)])
 async def test_the_example_completes_and_all_ranks_hold_one_model(home: Path, name: str) -> None:
     pytest.importorskip(name)
     obj, logs, _ = await run(home, example(name))

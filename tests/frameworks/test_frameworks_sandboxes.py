@@ -14,13 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from frameworks_plane import (
+    EXAMPLES,
+    HOST_PORT_29500,
     bwrap_usable,
     default_runtime,
-    port_holders,
+    digests,
+    example_job,
     run_trainjob,
-    wait_wildcard_port,
 )
 
 from kubetrain.local.sandbox import PodSandbox
@@ -33,18 +34,6 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture
 def mpi4py() -> None:
     pytest.importorskip("mpi4py", reason="the MPI tests' ranks use mpi4py")
-
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-def example(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = yaml.safe_load((EXAMPLES / name / "trainjob.yaml").read_text())
-    return data
-
-
-def digests(text: str) -> set[str]:
-    return set(re.findall(r"digest ([0-9a-f]{16})", text))
 
 
 def mpi_job(name: str, script: str, nodes: int, procs: int) -> dict[str, Any]:
@@ -66,7 +55,7 @@ def mpi_job(name: str, script: str, nodes: int, procs: int) -> dict[str, Any]:
 async def test_mpi_example_runs_6_ranks_on_3_pods_over_real_sshd(
     tmp_path: Path, mpi4py: None
 ) -> None:
-    out = await run_trainjob(example("mpi"), tmp_path, timeout=60)
+    out = await run_trainjob(example_job("mpi"), tmp_path, timeout=60)
     launcher = out.log("launcher")
     assert out.results["mpi-launcher-0-0"].succeeded, launcher
     assert "6 ranks on 3 pods: mpi-launcher-0-0, mpi-node-0-0, mpi-node-0-1" in launcher
@@ -96,7 +85,8 @@ async def test_mpi_without_run_launcher_as_node_puts_every_rank_on_the_node_pods
         pytest.param("jax", [r"allgather\(rank \+ 1\) = \[1, 2\]", r"\(2 devices in all\)"],
                      id="jax: jax.distributed.initialize across two pods"),
         pytest.param("xgboost", [r"trained on 4000 of 8000 rows \(allreduce\)"],
-                     id="xgboost: Rabit tracker on rank 0, two workers"),
+                     id="xgboost: Rabit tracker on rank 0, two workers",
+                     marks=HOST_PORT_29500),
         pytest.param("mlx", [r"all_sum\(rank \+ 1\) = 3 \(expected 3\)"],
                      id="mlx: MPI backend through the mlx-distributed runtime"),
     ],
@@ -105,7 +95,7 @@ async def test_example_trains_across_two_pods(
     tmp_path: Path, name: str, evidence: list[str]
 ) -> None:
     pytest.importorskip({"jax": "jax", "xgboost": "xgboost", "mlx": "mlx.core"}[name])
-    out = await run_trainjob(example(name), tmp_path, timeout=60)
+    out = await run_trainjob(example_job(name), tmp_path, timeout=60)
     text = "".join(out.logs.values())
     assert all(r.succeeded for r in out.results.values()), text
     for pattern in evidence:
@@ -116,20 +106,6 @@ async def test_example_trains_across_two_pods(
         acc = re.search(r"accuracy ([\d.]+) vs majority baseline ([\d.]+)", text)
         assert acc is not None and float(acc.group(1)) > float(acc.group(2)) + 0.1
     assert out.alive_after == []
-
-
-@pytest.mark.slow
-async def test_deepspeed_example_trains_on_cpu_across_two_pods(tmp_path: Path) -> None:
-    pytest.importorskip("deepspeed")
-    if not await asyncio.to_thread(wait_wildcard_port, 29500):
-        pytest.skip(f"port 29500 stays taken by another process: {port_holders(29500)}")
-    # DeepSpeed's store listens on 29500 of every address; its runtime declares no port.
-    out = await run_trainjob(example("deepspeed"), tmp_path, timeout=120, serves={29500})
-    launcher = out.log("launcher")
-    assert out.results["deepspeed-launcher-0-0"].succeeded, launcher
-    losses = [float(x) for x in re.findall(r"mean loss over 2 ranks ([\d.]+)", launcher)]
-    assert len(losses) == 3 and losses[-1] < losses[0]
-    assert len(digests(launcher)) == 1 and launcher.count("weights digest") == 2
 
 
 # -- failures end the job quickly and leave nothing behind ---------------------------------
@@ -183,7 +159,7 @@ async def test_a_node_pod_killed_mid_run_fails_the_launcher_within_30_s(
 
 async def test_the_overlay_leaves_the_rendered_job_unchanged(tmp_path: Path) -> None:
     # Guard: run_trainjob must not edit the caller's TrainJob (examples are loaded once).
-    job = example("mpi")
+    job = example_job("mpi")
     before = copy.deepcopy(job)
     from frameworks_plane import plan_objects
 

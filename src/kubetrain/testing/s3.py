@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -88,6 +89,18 @@ class S3Server:
     def stop(self) -> None:
         stop_process(self._proc)
         self._proc = None
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The server answers nothing until the block ends (SIGSTOP, then SIGCONT): clients
+        connect and wait, as against a stalled S3, and get their answers afterwards."""
+        if self._proc is None:
+            raise RuntimeError("the S3 server is not running")
+        self._proc.send_signal(signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            self._proc.send_signal(signal.SIGCONT)
 
     def _make_user(self) -> None:
         import boto3
