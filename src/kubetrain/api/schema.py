@@ -20,7 +20,7 @@ import copy
 import json
 import math
 import re
-from collections.abc import Hashable, Set
+from collections.abc import Callable, Hashable, Set
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -84,6 +84,7 @@ class _Node:
     """
 
     __slots__ = (
+        "checks",
         "default",
         "defaults",
         "embedded",
@@ -106,9 +107,11 @@ class _Node:
         "pattern_text",
         "preserve",
         "props",
+        "prune_skip",
         "quantity",
         "required",
         "type",
+        "types_ok",
         "values",
     )
 
@@ -139,8 +142,19 @@ class _Node:
         self.list_type: str | None = None
         self.map_keys: tuple[str, ...] = ()
         self.names: list[str] = []  # property names, for suggestions
+        # Decided once per node (`_settle`), so that a walk does not decide them per value:
+        # what `_type_ok` answers for exact types where the value does not matter, what
+        # checks a value of an exact type (None: nothing to check; absent: `_check`), and the
+        # exact types of values `_prune` changes nothing in.
+        self.types_ok: dict[type, bool] = {}
+        self.checks: dict[type, _Checker | None] = {}
+        self.prune_skip: frozenset[type] = _SCALARS
 
 
+# Exact types of JSON scalars: `_prune` and `_default` never change anything in them.
+_SCALARS: frozenset[type] = frozenset({str, int, float, bool, type(None)})
+# Checks a value against a node: (node, value, path, errors, strict).
+_Checker = Callable[["_Node", Any, str, list[FieldError], bool], None]
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 _NO_DEFAULT = object()
 
@@ -201,7 +215,49 @@ def _compile(s: Obj) -> _Node:
         or any(c is not None and c.default is not _NO_DEFAULT for c in (n.items, n.values))
         or any(c is not None and c.has_defaults for c in children)
     )
+    _settle(n)
     return n
+
+
+def _settle(n: _Node) -> None:
+    """Decide, from a compiled node's keywords, what walks would otherwise decide per value.
+
+    Exact types only (``type(v) is str``): a subclass of ``dict`` or ``str`` takes the walk's
+    ordinary path. Only ``float`` has a type check that depends on the value (``2.0``).
+    """
+    samples: tuple[Any, ...] = ("", True, 0, {}, [])
+    n.types_ok = {type(v): _type_ok(n, v) for v in samples}
+    n.checks = _checks(n)
+    skip = set(_SCALARS)
+    if n.items is None:
+        skip.add(list)
+    if n.props is None and n.values is None and n.preserve:
+        # Nothing named below and everything kept: nulls included.
+        skip.add(dict)
+    n.prune_skip = frozenset(skip)
+
+
+def _checks(n: _Node) -> dict[type, _Checker | None]:
+    """What `_check` comes down to for a value of each exact type it can tell in advance."""
+    if n.preserve and n.props is None:
+        # `_check` looks at nothing below such a node, whatever the value.
+        return dict.fromkeys((str, bool, int, float, dict, list))
+    if n.enum is not None:
+        return {}
+    checks: dict[type, _Checker | None] = {}
+    # Values of these types pass whatever they are (right type, nothing more to check).
+    if n.min_length is None and n.max_length is None and n.pattern is None:
+        checks[str] = None
+    checks[bool] = None
+    if n.minimum is None and n.maximum is None and not n.quantity:
+        checks[int] = None
+    checks = {t: c for t, c in checks.items() if n.types_ok[t]}
+    # Objects and arrays of the right type: what `_check` calls after its type check.
+    if n.types_ok[dict]:
+        checks[dict] = _check_object
+    if n.types_ok[list]:
+        checks[list] = _check_array
+    return checks
 
 
 class Structural:
@@ -220,6 +276,7 @@ class Structural:
             "metadata": _compile(_OBJECT_META),
         }
         root.names = list(root.props)
+        _settle(root)
         self._root = root
 
     # ``settled``: top-level fields an update leaves as this server stored them (already
@@ -434,7 +491,8 @@ def _prune(
     One walk does both."""
     if isinstance(value, dict):
         props = node.props
-        if nulls:
+        # ``None in values()``: JSON values equal None only when they are None.
+        if nulls and None in value.values():
             for k in [k for k, v in value.items() if v is None]:
                 child = props.get(k) if props is not None else node.values
                 if (child is None and not node.preserve) or (
@@ -442,24 +500,35 @@ def _prune(
                 ):
                     del value[k]
         if props is not None:
-            for k in list(value):
+            unknown: list[Any] = []
+            for k, v in value.items():
                 child = props.get(k)
                 if child is not None:
-                    if k not in settled:
-                        _prune(child, value[k], (at, k, False), dropped, nulls=nulls)
+                    if type(v) not in child.prune_skip and k not in settled:
+                        _prune(child, v, (at, k, False), dropped, nulls=nulls)
                 elif not node.preserve:
                     dropped.append(_spell((at, k, False)))
-                    del value[k]
+                    unknown.append(k)
+            # After the walk (one cannot delete from a dict while iterating it); fields are
+            # independent, so the paths come in the same order as deleting on the spot.
+            for k in unknown:
+                del value[k]
         elif node.values is not None:
+            values = node.values
+            skip = values.prune_skip
             for k, v in value.items():
-                _prune(node.values, v, (at, k, True), dropped, nulls=nulls)
+                if type(v) not in skip:
+                    _prune(values, v, (at, k, True), dropped, nulls=nulls)
         elif not node.preserve:
             # ``type: object`` and nothing more: no field is known.
             dropped.extend(_spell((at, k, False)) for k in value)
             value.clear()
     elif isinstance(value, list) and node.items is not None:
+        items = node.items
+        skip = items.prune_skip
         for i, v in enumerate(value):
-            _prune(node.items, v, (at, i, True), dropped, nulls=nulls)
+            if type(v) not in skip:
+                _prune(items, v, (at, i, True), dropped, nulls=nulls)
 
 
 def _spell(at: _At) -> str:
@@ -559,7 +628,8 @@ def _type_ok(node: _Node, value: Any) -> bool:
 def _check(node: _Node, value: Any, path: str, errors: list[FieldError], strict: bool) -> None:
     if node.preserve and node.props is None:
         return
-    if not _type_ok(node, value):
+    ok = node.types_ok.get(type(value))
+    if not (_type_ok(node, value) if ok is None else ok):
         expected = "integer or string" if node.int_or_string else node.type
         got = _PY_TYPE_NAMES.get(type(value), type(value).__name__)
         errors.append(
@@ -649,13 +719,19 @@ def _check_object(
                 if strict and not node.preserve:
                     errors.append(FieldError(_join(path, k), _unknown(k, node.names), "Invalid"))
             elif v is not None and k not in settled:
-                _check(child, v, _join(path, k), errors, strict)
+                check = child.checks.get(type(v), _check)
+                if check is not None:
+                    check(child, v, f"{path}.{k}" if path else k, errors, strict)
     elif node.values is not None:
+        values = node.values
+        checks = values.checks
         for k, v in value.items():
             if not isinstance(k, str):
                 errors.append(FieldError(f"{path}[{k}]", "Invalid value: map keys must be strings"))
             elif v is not None:
-                _check(node.values, v, f"{path}[{k}]", errors, strict)
+                check = checks.get(type(v), _check)
+                if check is not None:
+                    check(values, v, f"{path}[{k}]", errors, strict)
     elif strict and not node.preserve:
         # ``type: object`` and nothing more: pruning keeps no field of it.
         errors.extend(FieldError(_join(path, k), "unknown field", "Invalid") for k in value)
@@ -691,11 +767,14 @@ def _check_array(
         )
     items = node.items
     if items is not None:
+        checks = items.checks
         for i, v in enumerate(value):
             if v is None:
                 errors.append(FieldError(f"{path}[{i}]", "Invalid value: null: must not be null"))
             else:
-                _check(items, v, f"{path}[{i}]", errors, strict)
+                check = checks.get(type(v), _check)
+                if check is not None:
+                    check(items, v, f"{path}[{i}]", errors, strict)
     if node.list_type == "map" and node.map_keys:
         seen: set[Hashable] = set()
         for i, v in enumerate(value):
