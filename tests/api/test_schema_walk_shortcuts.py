@@ -43,7 +43,7 @@ def _errors(field: Obj, value: Any, *, strict: bool = False) -> list[tuple[str, 
 
 
 _INT32 = {"type": "integer", "format": "int32"}
-_QUANTITY = {
+_QUANTITY: Obj = {
     "x-kubernetes-int-or-string": True,
     "pattern": r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$",
 }
@@ -183,6 +183,6 @@ def test_values_pruning_skips_are_values_pruning_leaves_as_they_are() -> None:
     for path, node in _nodes():
         for kind in node.prune_skip:
             for value in _SAMPLES.get(kind, [None]):
-                pruned, dropped = copy.deepcopy(value), []
+                pruned, dropped = copy.deepcopy(value), list[str]()
                 _prune(node, pruned, None, dropped, nulls=True)
                 assert (pruned, dropped) == (value, []), (path, value)
