@@ -151,6 +151,7 @@ class _Node:
         self.prune_skip: frozenset[type] = _SCALARS
 
 
+_NONE_SETTLED: frozenset[str] = frozenset()
 # Exact types of JSON scalars: `_prune` and `_default` never change anything in them.
 _SCALARS: frozenset[type] = frozenset({str, int, float, bool, type(None)})
 # Checks a value against a node: (node, value, path, errors, strict).
@@ -244,20 +245,17 @@ def _checks(n: _Node) -> dict[type, _Checker | None]:
         return dict.fromkeys((str, bool, int, float, dict, list))
     if n.enum is not None:
         return {}
+    # Values of the right type: what `_check` calls after its type check, or None where that
+    # would find nothing whatever the value.
     checks: dict[type, _Checker | None] = {}
-    # Values of these types pass whatever they are (right type, nothing more to check).
-    if n.min_length is None and n.max_length is None and n.pattern is None:
-        checks[str] = None
+    plain_string = n.min_length is None and n.max_length is None and n.pattern is None
+    checks[str] = None if plain_string else _check_string
     checks[bool] = None
-    if n.minimum is None and n.maximum is None and not n.quantity:
-        checks[int] = None
-    checks = {t: c for t, c in checks.items() if n.types_ok[t]}
-    # Objects and arrays of the right type: what `_check` calls after its type check.
-    if n.types_ok[dict]:
-        checks[dict] = _check_object
-    if n.types_ok[list]:
-        checks[list] = _check_array
-    return checks
+    plain_number = n.minimum is None and n.maximum is None and not n.quantity
+    checks[int] = None if plain_number else _check_number
+    checks[dict] = _check_object
+    checks[list] = _check_array
+    return {t: c for t, c in checks.items() if n.types_ok[t]}
 
 
 class Structural:
@@ -500,25 +498,27 @@ def _prune(
                 ):
                     del value[k]
         if props is not None:
-            unknown: list[Any] = []
+            unknown: list[Any] | None = None
             for k, v in value.items():
                 child = props.get(k)
                 if child is not None:
                     if type(v) not in child.prune_skip and k not in settled:
-                        _prune(child, v, (at, k, False), dropped, nulls=nulls)
+                        _prune(child, v, (at, k, False), dropped, _NONE_SETTLED, nulls)
                 elif not node.preserve:
                     dropped.append(_spell((at, k, False)))
+                    if unknown is None:
+                        unknown = []
                     unknown.append(k)
             # After the walk (one cannot delete from a dict while iterating it); fields are
             # independent, so the paths come in the same order as deleting on the spot.
-            for k in unknown:
+            for k in unknown or ():
                 del value[k]
         elif node.values is not None:
             values = node.values
             skip = values.prune_skip
             for k, v in value.items():
                 if type(v) not in skip:
-                    _prune(values, v, (at, k, True), dropped, nulls=nulls)
+                    _prune(values, v, (at, k, True), dropped, _NONE_SETTLED, nulls)
         elif not node.preserve:
             # ``type: object`` and nothing more: no field is known.
             dropped.extend(_spell((at, k, False)) for k in value)
@@ -528,7 +528,7 @@ def _prune(
         skip = items.prune_skip
         for i, v in enumerate(value):
             if type(v) not in skip:
-                _prune(items, v, (at, i, True), dropped, nulls=nulls)
+                _prune(items, v, (at, i, True), dropped, _NONE_SETTLED, nulls)
 
 
 def _spell(at: _At) -> str:
@@ -586,9 +586,10 @@ def _dumps(value: Any, *, sort_keys: bool = False) -> str:
 def _identity(values: tuple[Any, ...]) -> Hashable:
     """What makes list-map keys (or a set's item) equal, as their JSON text would: strings, the
     usual case, stand for themselves; anything else is compared by its canonical JSON text."""
-    if all(type(v) is str for v in values):
-        return values
-    return _dumps(list(values), sort_keys=True)
+    for v in values:
+        if type(v) is not str:
+            return _dumps(list(values), sort_keys=True)
+    return values
 
 
 def _show(value: Any) -> str:
@@ -652,45 +653,52 @@ def _check(node: _Node, value: Any, path: str, errors: list[FieldError], strict:
     elif isinstance(value, list):
         _check_array(node, value, path, errors, strict)
     elif isinstance(value, str):
-        if node.max_length is not None and len(value) > node.max_length:
-            errors.append(
-                FieldError(
-                    path, f"Too long: may not be more than {node.max_length} bytes", "TooLong"
-                )
-            )
-        if node.min_length is not None and len(value) < node.min_length:
-            errors.append(
-                FieldError(
-                    path,
-                    f"Invalid value: {_show(value)}: should be at least {node.min_length} chars long",
-                )
-            )
-        if node.pattern is not None and node.pattern.search(value) is None:
-            errors.append(
-                FieldError(
-                    path, f"Invalid value: {_show(value)}: should match '{node.pattern_text}'"
-                )
-            )
+        _check_string(node, value, path, errors, strict)
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        if isinstance(value, float) and not math.isfinite(value):
-            errors.append(FieldError(path, f"Invalid value: {value}: must be a finite number"))
-        elif node.quantity and not _is_quantity(value):
-            errors.append(FieldError(path, f"Invalid value: {_show(value)}: not a quantity"))
-        if node.minimum is not None and value < node.minimum:
-            errors.append(
-                FieldError(
-                    path,
-                    f"Invalid value: {_show(value)}: should be greater than or equal to "
-                    f"{node.minimum}",
-                )
+        _check_number(node, value, path, errors, strict)
+
+
+def _check_string(
+    node: _Node, value: str, path: str, errors: list[FieldError], strict: bool
+) -> None:
+    if node.max_length is not None and len(value) > node.max_length:
+        errors.append(
+            FieldError(path, f"Too long: may not be more than {node.max_length} bytes", "TooLong")
+        )
+    if node.min_length is not None and len(value) < node.min_length:
+        errors.append(
+            FieldError(
+                path,
+                f"Invalid value: {_show(value)}: should be at least {node.min_length} chars long",
             )
-        if node.maximum is not None and value > node.maximum:
-            errors.append(
-                FieldError(
-                    path,
-                    f"Invalid value: {_show(value)}: should be less than or equal to {node.maximum}",
-                )
+        )
+    if node.pattern is not None and node.pattern.search(value) is None:
+        errors.append(
+            FieldError(path, f"Invalid value: {_show(value)}: should match '{node.pattern_text}'")
+        )
+
+
+def _check_number(
+    node: _Node, value: float, path: str, errors: list[FieldError], strict: bool
+) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        errors.append(FieldError(path, f"Invalid value: {value}: must be a finite number"))
+    elif node.quantity and not _is_quantity(value):
+        errors.append(FieldError(path, f"Invalid value: {_show(value)}: not a quantity"))
+    if node.minimum is not None and value < node.minimum:
+        errors.append(
+            FieldError(
+                path,
+                f"Invalid value: {_show(value)}: should be greater than or equal to {node.minimum}",
             )
+        )
+    if node.maximum is not None and value > node.maximum:
+        errors.append(
+            FieldError(
+                path,
+                f"Invalid value: {_show(value)}: should be less than or equal to {node.maximum}",
+            )
+        )
 
 
 def _check_object(
@@ -775,11 +783,14 @@ def _check_array(
                 check = checks.get(type(v), _check)
                 if check is not None:
                     check(items, v, f"{path}[{i}]", errors, strict)
+    if len(value) < 2:
+        return  # nothing to be a duplicate of
     if node.list_type == "map" and node.map_keys:
         seen: set[Hashable] = set()
+        keys = node.map_keys
         for i, v in enumerate(value):
             if isinstance(v, dict):
-                key = _identity(tuple(v.get(k) for k in node.map_keys))
+                key = _identity(tuple(map(v.get, keys)))
                 if key in seen:
                     shown = _show({k: v.get(k) for k in node.map_keys if k in v})
                     errors.append(
