@@ -12,6 +12,9 @@ rules (``x-kubernetes-validations``) are not evaluated here: the runtime layer's
 ``validate()`` enforces them.
 
 Schemas are read and compiled on first use and cached; importing this module costs nothing.
+Compiling also decides, per schema node, what the walks would otherwise decide per value (which
+exact value types need no check, or go straight to the object, array, string or number check,
+or cannot be changed by pruning): every write of a custom resource walks its whole object.
 """
 
 from __future__ import annotations
@@ -151,8 +154,9 @@ class _Node:
         self.prune_skip: frozenset[type] = _SCALARS
 
 
+# Inner calls of `_prune`: only top-level fields are ever settled.
 _NONE_SETTLED: frozenset[str] = frozenset()
-# Exact types of JSON scalars: `_prune` and `_default` never change anything in them.
+# Exact types of JSON scalars: `_prune` never changes anything in them.
 _SCALARS: frozenset[type] = frozenset({str, int, float, bool, type(None)})
 # Checks a value against a node: (node, value, path, errors, strict).
 _Checker = Callable[["_Node", Any, str, list[FieldError], bool], None]
@@ -661,6 +665,7 @@ def _check(node: _Node, value: Any, path: str, errors: list[FieldError], strict:
 def _check_string(
     node: _Node, value: str, path: str, errors: list[FieldError], strict: bool
 ) -> None:
+    """A string's length and pattern (``strict``: unused, a checker's signature)."""
     if node.max_length is not None and len(value) > node.max_length:
         errors.append(
             FieldError(path, f"Too long: may not be more than {node.max_length} bytes", "TooLong")
@@ -681,6 +686,7 @@ def _check_string(
 def _check_number(
     node: _Node, value: float, path: str, errors: list[FieldError], strict: bool
 ) -> None:
+    """A number's finiteness, quantity syntax and bounds (``strict``: unused, as above)."""
     if isinstance(value, float) and not math.isfinite(value):
         errors.append(FieldError(path, f"Invalid value: {value}: must be a finite number"))
     elif node.quantity and not _is_quantity(value):
