@@ -12,6 +12,9 @@ rules (``x-kubernetes-validations``) are not evaluated here: the runtime layer's
 ``validate()`` enforces them.
 
 Schemas are read and compiled on first use and cached; importing this module costs nothing.
+Compiling also decides, per schema node, what the walks would otherwise decide per value (which
+exact value types need no check, or go straight to the object, array, string or number check,
+or cannot be changed by pruning): every write of a custom resource walks its whole object.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import copy
 import json
 import math
 import re
-from collections.abc import Hashable, Set
+from collections.abc import Callable, Hashable, Set
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -84,6 +87,7 @@ class _Node:
     """
 
     __slots__ = (
+        "checks",
         "default",
         "defaults",
         "embedded",
@@ -106,9 +110,11 @@ class _Node:
         "pattern_text",
         "preserve",
         "props",
+        "prune_skip",
         "quantity",
         "required",
         "type",
+        "types_ok",
         "values",
     )
 
@@ -139,8 +145,21 @@ class _Node:
         self.list_type: str | None = None
         self.map_keys: tuple[str, ...] = ()
         self.names: list[str] = []  # property names, for suggestions
+        # Decided once per node (`_settle`), so that a walk does not decide them per value:
+        # what `_type_ok` answers for exact types where the value does not matter, what
+        # checks a value of an exact type (None: nothing to check; absent: `_check`), and the
+        # exact types of values `_prune` changes nothing in.
+        self.types_ok: dict[type, bool] = {}
+        self.checks: dict[type, _Checker | None] = {}
+        self.prune_skip: frozenset[type] = _SCALARS
 
 
+# Inner calls of `_prune`: only top-level fields are ever settled.
+_NONE_SETTLED: frozenset[str] = frozenset()
+# Exact types of JSON scalars: `_prune` never changes anything in them.
+_SCALARS: frozenset[type] = frozenset({str, int, float, bool, type(None)})
+# Checks a value against a node: (node, value, path, errors, strict).
+_Checker = Callable[["_Node", Any, str, list[FieldError], bool], None]
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 _NO_DEFAULT = object()
 
@@ -201,7 +220,46 @@ def _compile(s: Obj) -> _Node:
         or any(c is not None and c.default is not _NO_DEFAULT for c in (n.items, n.values))
         or any(c is not None and c.has_defaults for c in children)
     )
+    _settle(n)
     return n
+
+
+def _settle(n: _Node) -> None:
+    """Decide, from a compiled node's keywords, what walks would otherwise decide per value.
+
+    Exact types only (``type(v) is str``): a subclass of ``dict`` or ``str`` takes the walk's
+    ordinary path. Only ``float`` has a type check that depends on the value (``2.0``).
+    """
+    samples: tuple[Any, ...] = ("", True, 0, {}, [])
+    n.types_ok = {type(v): _type_ok(n, v) for v in samples}
+    n.checks = _checks(n)
+    skip = set(_SCALARS)
+    if n.items is None:
+        skip.add(list)
+    if n.props is None and n.values is None and n.preserve:
+        # Nothing named below and everything kept: nulls included.
+        skip.add(dict)
+    n.prune_skip = frozenset(skip)
+
+
+def _checks(n: _Node) -> dict[type, _Checker | None]:
+    """What `_check` comes down to for a value of each exact type it can tell in advance."""
+    if n.preserve and n.props is None:
+        # `_check` looks at nothing below such a node, whatever the value.
+        return dict.fromkeys((str, bool, int, float, dict, list))
+    if n.enum is not None:
+        return {}
+    # Values of the right type: what `_check` calls after its type check, or None where that
+    # would find nothing whatever the value.
+    checks: dict[type, _Checker | None] = {}
+    plain_string = n.min_length is None and n.max_length is None and n.pattern is None
+    checks[str] = None if plain_string else _check_string
+    checks[bool] = None
+    plain_number = n.minimum is None and n.maximum is None and not n.quantity
+    checks[int] = None if plain_number else _check_number
+    checks[dict] = _check_object
+    checks[list] = _check_array
+    return {t: c for t, c in checks.items() if n.types_ok[t]}
 
 
 class Structural:
@@ -220,6 +278,7 @@ class Structural:
             "metadata": _compile(_OBJECT_META),
         }
         root.names = list(root.props)
+        _settle(root)
         self._root = root
 
     # ``settled``: top-level fields an update leaves as this server stored them (already
@@ -434,7 +493,8 @@ def _prune(
     One walk does both."""
     if isinstance(value, dict):
         props = node.props
-        if nulls:
+        # ``None in values()``: JSON values equal None only when they are None.
+        if nulls and None in value.values():
             for k in [k for k, v in value.items() if v is None]:
                 child = props.get(k) if props is not None else node.values
                 if (child is None and not node.preserve) or (
@@ -442,24 +502,37 @@ def _prune(
                 ):
                     del value[k]
         if props is not None:
-            for k in list(value):
+            unknown: list[Any] | None = None
+            for k, v in value.items():
                 child = props.get(k)
                 if child is not None:
-                    if k not in settled:
-                        _prune(child, value[k], (at, k, False), dropped, nulls=nulls)
+                    if type(v) not in child.prune_skip and k not in settled:
+                        _prune(child, v, (at, k, False), dropped, _NONE_SETTLED, nulls)
                 elif not node.preserve:
                     dropped.append(_spell((at, k, False)))
-                    del value[k]
+                    if unknown is None:
+                        unknown = []
+                    unknown.append(k)
+            # After the walk (one cannot delete from a dict while iterating it); fields are
+            # independent, so the paths come in the same order as deleting on the spot.
+            for k in unknown or ():
+                del value[k]
         elif node.values is not None:
+            values = node.values
+            skip = values.prune_skip
             for k, v in value.items():
-                _prune(node.values, v, (at, k, True), dropped, nulls=nulls)
+                if type(v) not in skip:
+                    _prune(values, v, (at, k, True), dropped, _NONE_SETTLED, nulls)
         elif not node.preserve:
             # ``type: object`` and nothing more: no field is known.
             dropped.extend(_spell((at, k, False)) for k in value)
             value.clear()
     elif isinstance(value, list) and node.items is not None:
+        items = node.items
+        skip = items.prune_skip
         for i, v in enumerate(value):
-            _prune(node.items, v, (at, i, True), dropped, nulls=nulls)
+            if type(v) not in skip:
+                _prune(items, v, (at, i, True), dropped, _NONE_SETTLED, nulls)
 
 
 def _spell(at: _At) -> str:
@@ -517,9 +590,10 @@ def _dumps(value: Any, *, sort_keys: bool = False) -> str:
 def _identity(values: tuple[Any, ...]) -> Hashable:
     """What makes list-map keys (or a set's item) equal, as their JSON text would: strings, the
     usual case, stand for themselves; anything else is compared by its canonical JSON text."""
-    if all(type(v) is str for v in values):
-        return values
-    return _dumps(list(values), sort_keys=True)
+    for v in values:
+        if type(v) is not str:
+            return _dumps(list(values), sort_keys=True)
+    return values
 
 
 def _show(value: Any) -> str:
@@ -559,7 +633,8 @@ def _type_ok(node: _Node, value: Any) -> bool:
 def _check(node: _Node, value: Any, path: str, errors: list[FieldError], strict: bool) -> None:
     if node.preserve and node.props is None:
         return
-    if not _type_ok(node, value):
+    ok = node.types_ok.get(type(value))
+    if not (_type_ok(node, value) if ok is None else ok):
         expected = "integer or string" if node.int_or_string else node.type
         got = _PY_TYPE_NAMES.get(type(value), type(value).__name__)
         errors.append(
@@ -582,45 +657,54 @@ def _check(node: _Node, value: Any, path: str, errors: list[FieldError], strict:
     elif isinstance(value, list):
         _check_array(node, value, path, errors, strict)
     elif isinstance(value, str):
-        if node.max_length is not None and len(value) > node.max_length:
-            errors.append(
-                FieldError(
-                    path, f"Too long: may not be more than {node.max_length} bytes", "TooLong"
-                )
-            )
-        if node.min_length is not None and len(value) < node.min_length:
-            errors.append(
-                FieldError(
-                    path,
-                    f"Invalid value: {_show(value)}: should be at least {node.min_length} chars long",
-                )
-            )
-        if node.pattern is not None and node.pattern.search(value) is None:
-            errors.append(
-                FieldError(
-                    path, f"Invalid value: {_show(value)}: should match '{node.pattern_text}'"
-                )
-            )
+        _check_string(node, value, path, errors, strict)
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        if isinstance(value, float) and not math.isfinite(value):
-            errors.append(FieldError(path, f"Invalid value: {value}: must be a finite number"))
-        elif node.quantity and not _is_quantity(value):
-            errors.append(FieldError(path, f"Invalid value: {_show(value)}: not a quantity"))
-        if node.minimum is not None and value < node.minimum:
-            errors.append(
-                FieldError(
-                    path,
-                    f"Invalid value: {_show(value)}: should be greater than or equal to "
-                    f"{node.minimum}",
-                )
+        _check_number(node, value, path, errors, strict)
+
+
+def _check_string(
+    node: _Node, value: str, path: str, errors: list[FieldError], strict: bool
+) -> None:
+    """A string's length and pattern (``strict``: unused, a checker's signature)."""
+    if node.max_length is not None and len(value) > node.max_length:
+        errors.append(
+            FieldError(path, f"Too long: may not be more than {node.max_length} bytes", "TooLong")
+        )
+    if node.min_length is not None and len(value) < node.min_length:
+        errors.append(
+            FieldError(
+                path,
+                f"Invalid value: {_show(value)}: should be at least {node.min_length} chars long",
             )
-        if node.maximum is not None and value > node.maximum:
-            errors.append(
-                FieldError(
-                    path,
-                    f"Invalid value: {_show(value)}: should be less than or equal to {node.maximum}",
-                )
+        )
+    if node.pattern is not None and node.pattern.search(value) is None:
+        errors.append(
+            FieldError(path, f"Invalid value: {_show(value)}: should match '{node.pattern_text}'")
+        )
+
+
+def _check_number(
+    node: _Node, value: float, path: str, errors: list[FieldError], strict: bool
+) -> None:
+    """A number's finiteness, quantity syntax and bounds (``strict``: unused, as above)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        errors.append(FieldError(path, f"Invalid value: {value}: must be a finite number"))
+    elif node.quantity and not _is_quantity(value):
+        errors.append(FieldError(path, f"Invalid value: {_show(value)}: not a quantity"))
+    if node.minimum is not None and value < node.minimum:
+        errors.append(
+            FieldError(
+                path,
+                f"Invalid value: {_show(value)}: should be greater than or equal to {node.minimum}",
             )
+        )
+    if node.maximum is not None and value > node.maximum:
+        errors.append(
+            FieldError(
+                path,
+                f"Invalid value: {_show(value)}: should be less than or equal to {node.maximum}",
+            )
+        )
 
 
 def _check_object(
@@ -649,13 +733,19 @@ def _check_object(
                 if strict and not node.preserve:
                     errors.append(FieldError(_join(path, k), _unknown(k, node.names), "Invalid"))
             elif v is not None and k not in settled:
-                _check(child, v, _join(path, k), errors, strict)
+                check = child.checks.get(type(v), _check)
+                if check is not None:
+                    check(child, v, f"{path}.{k}" if path else k, errors, strict)
     elif node.values is not None:
+        values = node.values
+        checks = values.checks
         for k, v in value.items():
             if not isinstance(k, str):
                 errors.append(FieldError(f"{path}[{k}]", "Invalid value: map keys must be strings"))
             elif v is not None:
-                _check(node.values, v, f"{path}[{k}]", errors, strict)
+                check = checks.get(type(v), _check)
+                if check is not None:
+                    check(values, v, f"{path}[{k}]", errors, strict)
     elif strict and not node.preserve:
         # ``type: object`` and nothing more: pruning keeps no field of it.
         errors.extend(FieldError(_join(path, k), "unknown field", "Invalid") for k in value)
@@ -691,16 +781,22 @@ def _check_array(
         )
     items = node.items
     if items is not None:
+        checks = items.checks
         for i, v in enumerate(value):
             if v is None:
                 errors.append(FieldError(f"{path}[{i}]", "Invalid value: null: must not be null"))
             else:
-                _check(items, v, f"{path}[{i}]", errors, strict)
+                check = checks.get(type(v), _check)
+                if check is not None:
+                    check(items, v, f"{path}[{i}]", errors, strict)
+    if len(value) < 2:
+        return  # nothing to be a duplicate of
     if node.list_type == "map" and node.map_keys:
         seen: set[Hashable] = set()
+        keys = node.map_keys
         for i, v in enumerate(value):
             if isinstance(v, dict):
-                key = _identity(tuple(v.get(k) for k in node.map_keys))
+                key = _identity(tuple(map(v.get, keys)))
                 if key in seen:
                     shown = _show({k: v.get(k) for k in node.map_keys if k in v})
                     errors.append(

@@ -60,55 +60,71 @@ class SchemaRules(Protocol):
 _CRDS_KEY = ResourceDef.of(CUSTOM_RESOURCE_DEFINITION).key
 
 
+class _Kind:
+    """What one custom kind's schema is now: found again only when its stored CRD changes."""
+
+    __slots__ = ("crd", "qualified", "res", "source", "structural")
+
+    def __init__(self, res: ResourceDef) -> None:
+        self.res = res
+        self.qualified = res.qualified  # the stored CRD's name
+        # The stored CRD the rest was found with (stored objects are replaced, never changed
+        # in place: the same object means the same schema); a fresh entry has none yet.
+        self.crd: object = _UNSEEN
+        self.source: tuple[str, Mapping[str, Any]] | None = None
+        self.structural: Structural | None = None
+
+
+_UNSEEN = object()
+
+
 class CrdSchemas:
     """The schema of each custom kind of ``registry``, compiled once per CRD revision."""
 
     def __init__(self, registry: Registry, store: Store | None = None) -> None:
         self._registry = registry
         self._store = store
-        self._resources: dict[tuple[str, str], ResourceDef | None] = {}
+        # (apiVersion, kind) -> its entry, None for kinds that are not custom: every write
+        # asks several times, so a lookup is two dict reads while the CRD stays as it is.
+        self._kinds: dict[tuple[str, str], _Kind | None] = {}
         # (apiVersion, kind) -> (where the schema came from, the schema, compiled)
         self._compiled: dict[tuple[str, str], tuple[str, Mapping[str, Any], Structural]] = {}
 
-    def _resource(self, api_version: str, kind: str) -> ResourceDef | None:
+    def _kind(self, api_version: str, kind: str) -> _Kind | None:
         key = (api_version, kind)
-        if key not in self._resources:
-            self._resources[key] = self._registry.by_kind(api_version, kind)
-        return self._resources[key]
-
-    def _source(self, api_version: str, kind: str) -> tuple[str, Mapping[str, Any]] | None:
-        """(a token naming the schema's revision, the openAPIV3Schema), or None."""
-        res = self._resource(api_version, kind)
-        if res is None or not res.custom:
+        try:
+            entry = self._kinds[key]
+        except KeyError:
+            res = self._registry.by_kind(api_version, kind)
+            entry = self._kinds[key] = _Kind(res) if res is not None and res.custom else None
+        if entry is None:
             return None
-        stored = self._store.get(_CRDS_KEY, "", res.qualified) if self._store is not None else None
-        if stored is not None:
-            for version in dicts(obj_at(stored, "spec").get("versions")):
-                schema = obj_at(version, "schema", "openAPIV3Schema")
-                if version.get("name") == res.version and schema:
-                    rv = as_dict(stored.get("metadata")).get("resourceVersion", "")
-                    return f"stored:{rv}", schema
-        if res.schema is not None:
-            return "served", res.schema
-        builtin = schema_for(api_version, kind)
-        return ("builtin", builtin) if builtin is not None else None
+        crd = self._store.get(_CRDS_KEY, "", entry.qualified) if self._store is not None else None
+        if crd is not entry.crd:
+            entry.source = _source(key, entry.res, crd)
+            entry.structural = self._structural(key, entry.source)
+            entry.crd = crd
+        return entry
 
-    def _structural(self, api_version: str, kind: str) -> Structural | None:
-        source = self._source(api_version, kind)
+    def _structural(
+        self, key: tuple[str, str], source: tuple[str, Mapping[str, Any]] | None
+    ) -> Structural | None:
         if source is None:
             return None
         token, schema = source
-        cached = self._compiled.get((api_version, kind))
+        cached = self._compiled.get(key)
         if cached is None or cached[0] != token or cached[1] is not schema:
             cached = (token, schema, Structural(dict(schema)))
-            self._compiled[(api_version, kind)] = cached
+            self._compiled[key] = cached
         return cached[2]
 
     def _of(self, obj: Mapping[str, Any]) -> Structural | None:
-        return self._structural(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+        entry = self._kind(str(obj.get("apiVersion", "")), str(obj.get("kind", "")))
+        return entry.structural if entry is not None else None
 
     def knows(self, api_version: str, kind: str) -> bool:
-        return self._structural(api_version, kind) is not None
+        entry = self._kind(api_version, kind)
+        return entry is not None and entry.structural is not None
 
     def prune(self, obj: dict[str, Any], settled: Set[str] = frozenset()) -> list[str]:
         structural = self._of(obj)
@@ -124,8 +140,8 @@ class CrdSchemas:
         return structural.errors(obj, settled=settled) if structural is not None else []
 
     def schema_of(self, api_version: str, kind: str) -> Mapping[str, Any] | None:
-        source = self._source(api_version, kind)
-        return source[1] if source is not None else None
+        entry = self._kind(api_version, kind)
+        return entry.source[1] if entry is not None and entry.source is not None else None
 
     def read_defaults(self, obj: Mapping[str, Any]) -> dict[str, Any] | None:
         """``obj`` as read from storage: with its schema's defaults (a copy), or None where
@@ -135,3 +151,20 @@ class CrdSchemas:
             return None
         defaulted: dict[str, Any] = structural.default(codec.clone(dict(obj)))
         return defaulted if defaulted != obj else None
+
+
+def _source(
+    key: tuple[str, str], res: ResourceDef, stored: Mapping[str, Any] | None
+) -> tuple[str, Mapping[str, Any]] | None:
+    """(a token naming the schema's revision, the openAPIV3Schema) of a custom kind: from its
+    stored CRD, else the CRD the server was started with, else the built-in one; or None."""
+    if stored is not None:
+        for version in dicts(obj_at(stored, "spec").get("versions")):
+            schema = obj_at(version, "schema", "openAPIV3Schema")
+            if version.get("name") == res.version and schema:
+                rv = as_dict(stored.get("metadata")).get("resourceVersion", "")
+                return f"stored:{rv}", schema
+    if res.schema is not None:
+        return "served", res.schema
+    builtin = schema_for(*key)
+    return ("builtin", builtin) if builtin is not None else None
