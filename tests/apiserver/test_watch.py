@@ -191,3 +191,44 @@ async def test_a_view_watch_sends_the_served_shape(http: aiohttp.ClientSession) 
         event = json.loads(await asyncio.wait_for(r.content.readline(), 5))
     assert event["object"]["apiVersion"] == "events.k8s.io/v1"
     assert (event["object"]["note"], event["object"]["regarding"]["name"]) == ("hello", "p")
+
+
+async def _events_per_write(
+    response: aiohttp.ClientResponse, events: int, timeout: float = 30
+) -> list[int]:
+    """How many events each write of the server carried (one write is one HTTP chunk), until
+    ``events`` events have come."""
+    counts: list[int] = []
+    pending = b""
+    async with asyncio.timeout(timeout):
+        async for data, end_of_chunk in response.content.iter_chunks():
+            pending += data
+            if end_of_chunk:
+                counts.append(pending.count(b"\n"))
+                pending = b""
+                if sum(counts) >= events:
+                    break
+    return counts
+
+
+async def test_a_lone_event_goes_out_at_once_and_a_stream_of_them_in_a_few_writes(
+    http: aiohttp.ClientSession,
+) -> None:
+    start = await _cm(http, "start")
+    rv = start["metadata"]["resourceVersion"]
+    async with http.get(f"{CM}?watch=1&resourceVersion={rv}") as watch:
+        began = time.monotonic()
+        await _cm(http, "lone")
+        assert await _events_per_write(watch, 1) == [1]
+        # Measured from before the create: an idle watch does not hold its first event back.
+        assert time.monotonic() - began < 2
+        await asyncio.sleep(0.2)  # idle again
+        # One create after another (about a millisecond each): without a pause after each
+        # write, every event would go out alone, as it comes.
+        for i in range(100):
+            await _cm(http, f"stream-{i}")
+        counts = await _events_per_write(watch, 100)
+    assert sum(counts) == 100
+    # The watch gathers what comes while it pauses after a write, the longer the more that
+    # write carried: a stream of events takes a fraction of a write each.
+    assert len(counts) <= 40, counts
