@@ -119,3 +119,33 @@ def namespace_gone(core: Any, name: str, seconds: int = 10) -> bool:
         if event["type"] == "DELETED":
             return True
     return False
+
+
+def namespaced_crd(kind: str, plural: str, spec_properties: dict[str, Any]) -> dict[str, Any]:
+    """A CRD of the tests' own group ``kt-test.io``, version v1: kind ``kind`` whose ``spec``
+    has ``spec_properties``."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.kt-test.io"},
+        "spec": {
+            "group": "kt-test.io",
+            "scope": "Namespaced",
+            "names": {"plural": plural, "singular": kind.lower(), "kind": kind},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {
+                                "spec": {"type": "object", "properties": spec_properties}
+                            },
+                        }
+                    },
+                }
+            ],
+        },
+    }

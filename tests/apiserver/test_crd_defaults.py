@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from apiserver_support import namespaced_crd
 
 from kubetrain.kube.client import KubeClient, connect
 from kubetrain.kube.kinds import CUSTOM_RESOURCE_DEFINITION
@@ -37,38 +38,8 @@ def widget_crd(**spec_props: Any) -> Obj:
             },
         },
     }
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.kt-test.io"},
-        "spec": {
-            "group": "kt-test.io",
-            "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "properties": {
-                                "spec": {
-                                    "type": "object",
-                                    "properties": {
-                                        "size": {"type": "integer", "default": 1},
-                                        "ports": ports,
-                                        **spec_props,
-                                    },
-                                }
-                            },
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    size = {"type": "integer", "default": 1}
+    return namespaced_crd("Widget", "widgets", {"size": size, "ports": ports, **spec_props})
 
 
 def widget(**spec: Any) -> Obj:

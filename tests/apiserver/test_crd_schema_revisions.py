@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from apiserver_support import namespaced_crd
 
 from kubetrain.kube.client import KubeClient, connect
 from kubetrain.kube.kinds import CUSTOM_RESOURCE_DEFINITION
@@ -27,37 +28,8 @@ pytestmark = pytest.mark.skipif(
 
 def _crd(**spec_props: Any) -> Obj:
     """Kind Gadget: ``spec.size`` defaults to 1; ``spec_props`` add fields."""
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "gadgets.kt-test.io"},
-        "spec": {
-            "group": "kt-test.io",
-            "scope": "Namespaced",
-            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "properties": {
-                                "spec": {
-                                    "type": "object",
-                                    "properties": {
-                                        "size": {"type": "integer", "default": 1},
-                                        **spec_props,
-                                    },
-                                }
-                            },
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    size = {"type": "integer", "default": 1}
+    return namespaced_crd("Gadget", "gadgets", {"size": size, **spec_props})
 
 
 def _color(default: str) -> Obj:
