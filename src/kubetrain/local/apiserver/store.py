@@ -375,9 +375,8 @@ def _upsert(conn: sqlite3.Connection, rows: list[tuple[str, str, str, int, str]]
     """Write ``rows`` (in order: a later row of one name replaces an earlier one) in one
     transaction, in as few statements as the sizes allow. Why not ``executemany``: sqlite3
     releases the GIL around every statement it steps, once per row, and each time this thread
-    takes it back from the event loop's thread, which then waits for it (a convoy that cost
-    the API server more than SQLite's own work). One statement needs no BEGIN/COMMIT, and the
-    newest row records the resourceVersion (see `_load`)."""
+    takes it back from the event loop's thread, which then waits for it. One statement needs
+    no BEGIN/COMMIT, and the newest row records the resourceVersion (see `_load`)."""
     statements: list[tuple[str, list[Any]]] = []
     start = 0
     for size in _ROWS_PER_STATEMENT:
