@@ -143,6 +143,34 @@ async def test_a_webhook_that_is_down_refuses_with_the_api_servers_message_until
     assert created["metadata"]["uid"]
 
 
+async def test_through_the_kubelets_relay_a_webhook_answers_and_a_refused_port_is_named(
+    plane: Plane,
+) -> None:
+    """Pods in their own network namespaces are reached through a relay the kubelet starts
+    there. Here the real relay runs in this namespace (``env`` as the way in): a call through it
+    is answered, and when nothing listens on the pod's port the refusal says which dial failed
+    and why, not merely that the connection closed."""
+    from kubetrain.local.sandbox.enter import dial_pod
+
+    async def dial(pod: Any, port: int) -> Any:
+        return await dial_pod(("env",), "", port)
+
+    plane.server.webhooks.dial = dial
+    job = make_trainjob("relayed").pod_patch("example.com/m", "node", {"nodeSelector": {}}).obj()
+    created = await plane.kube.create(TRAINER, "trainjobs", job)
+    assert created["spec"]["runtimePatches"][0]["time"]  # the defaulter answered
+    await plane.webhook.stop()
+    with pytest.raises(ApiError) as down:
+        await plane.kube.create(TRAINER, "trainjobs", make_trainjob("while-down").obj())
+    assert down.value.message == (
+        'Internal error occurred: failed calling webhook "defaulter.trainjob.trainer.kubeflow.org": '
+        f'failed to call webhook: Post "{MUTATE_URL}": dial tcp 127.0.0.1:{plane.port}: '
+        f"failed to connect to localhost:{plane.port} inside the pod's network namespace: "
+        "Connection refused"
+    )
+    assert plane.stored("while-down") is None
+
+
 async def test_a_caBundle_that_did_not_sign_the_certificate_is_a_failed_call(plane: Plane) -> None:
     other = ensure_serving_cert(plane.tmp / "other-pki", ["elsewhere"], [])
     config = await plane.kube.get(

@@ -489,10 +489,20 @@ class WebhookDispatcher:
     ) -> http1.Answer:
         assert target.pod is not None and self.dial is not None
         # One connection per call: the relay ends with it.
-        async with _through_kubelet(self.dial, target.pod, target.pod_port) as port:
-            pool = _pool(f"https://127.0.0.1:{port}", target.server_hostname, context)
+        async with _through_kubelet(self.dial, target.pod, target.pod_port) as relay:
+            pool = _pool(f"https://127.0.0.1:{relay.port}", target.server_hostname, context)
             try:
                 return await _send(pool, target.path, timeout, body)
+            except OSError:
+                # The relay closes the call's connection when it cannot reach the pod's port:
+                # say why, as kube-apiserver names the dial that failed.
+                if relay.failed:
+                    address = target.server.removeprefix("https://")
+                    raise _CallError(
+                        f'failed to call webhook: Post "{target.shown_url}": '
+                        f"dial tcp {address}: {relay.failed}"
+                    ) from None
+                raise
             finally:
                 await pool.close()
 
@@ -570,16 +580,24 @@ class WebhookDispatcher:
             await asyncio.gather(*self._closing, return_exceptions=True)
 
 
+@dataclass
+class _Relay:
+    port: int  # on 127.0.0.1
+    failed: str = ""  # why the pod's port could not be reached, once the relay knows
+
+
 @contextlib.asynccontextmanager
 async def _through_kubelet(
     dial: PodDialer, pod: Mapping[str, Any], port: int
-) -> AsyncIterator[int]:
+) -> AsyncIterator[_Relay]:
     """A loopback port relayed to ``port`` of ``pod`` through the kubelet, for one call."""
+    state = _Relay(0)
 
     async def relay(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             conn = await dial(pod, port)
-        except Exception:
+        except Exception as err:  # the kubelet's words: the pod is not running, ...
+            state.failed = str(err) or type(err).__name__
             writer.close()  # the client sees the connection end: a failed call
             return
 
@@ -589,9 +607,13 @@ async def _through_kubelet(
             conn.write_eof()
 
         async def downstream() -> None:
+            answered = False
             while data := await conn.reader.read(65536):
+                answered = True
                 writer.write(data)
                 await writer.drain()
+            if not answered:  # known before the client sees the end, so it can tell why
+                state.failed = await conn.error()
             writer.close()
 
         try:
@@ -603,8 +625,9 @@ async def _through_kubelet(
             writer.close()
 
     server = await asyncio.start_server(relay, "127.0.0.1", 0)
+    state.port = int(server.sockets[0].getsockname()[1])
     try:
-        yield int(server.sockets[0].getsockname()[1])
+        yield state
     finally:
         server.close()
 
