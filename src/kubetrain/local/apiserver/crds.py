@@ -6,6 +6,11 @@ name check and status, so the apply succeeds and ``kubectl wait --for condition=
 answers. The kinds it serves come from its own table (``resources``), not from stored CRDs: a CRD
 for a kind the table serves is Established; one for any other kind is stored but not served, and
 its Established condition says so instead of pretending.
+
+Deleting a CRD takes its custom resources with it, as the apiextensions server's finalizer does:
+every instance is deleted first (their dependents collected), and a CRD whose instances are still
+held by finalizers stays ``Terminating`` with ``customresourcecleanup.apiextensions.k8s.io``
+until the last one goes; meanwhile no instance may be created.
 """
 
 from __future__ import annotations
@@ -14,11 +19,21 @@ from typing import Any
 
 from kubetrain.api.access import as_dict, as_list, obj_at
 from kubetrain.api.errors import FieldError
-from kubetrain.local.apiserver.resources import Registry
+from kubetrain.local.apiserver.resources import Registry, ResourceDef
 
-__all__ = ["crd_errors", "crd_status", "is_crd"]
+__all__ = [
+    "CLEANUP_FINALIZER",
+    "crd_errors",
+    "crd_name",
+    "crd_status",
+    "is_crd",
+    "served_resource",
+    "terminating",
+]
 
 GROUP = "apiextensions.k8s.io"
+# What the apiextensions server holds a deleted CRD with until its instances are gone.
+CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 
 
 def is_crd(group: str, kind: str) -> bool:
@@ -64,11 +79,13 @@ def crd_errors(crd: dict[str, Any]) -> list[FieldError]:
     return errors
 
 
-def crd_status(crd: dict[str, Any], registry: Registry, when: str) -> dict[str, Any]:
-    """The status the apiextensions controllers would settle on, stamped at once."""
-    spec = obj_at(crd, "spec")
-    names = obj_at(spec, "names")
-    storage = next(
+def crd_name(res: ResourceDef) -> str:
+    """The name of the CRD that would define ``res``: ``<plural>.<group>``."""
+    return f"{res.plural}.{res.group}"
+
+
+def _storage_version(spec: dict[str, Any]) -> str:
+    return next(
         (
             str(v.get("name"))
             for v in map(as_dict, as_list(spec.get("versions")))
@@ -76,6 +93,42 @@ def crd_status(crd: dict[str, Any], registry: Registry, when: str) -> dict[str, 
         ),
         "",
     )
+
+
+def served_resource(crd: dict[str, Any], registry: Registry) -> ResourceDef | None:
+    """The kind this server serves for ``crd``; None when it is stored but not served."""
+    spec = obj_at(crd, "spec")
+    names = obj_at(spec, "names")
+    served = registry.get(str(spec.get("group")), _storage_version(spec), str(names.get("plural")))
+    return served if served is not None and served.kind == names.get("kind") else None
+
+
+def terminating(crd: dict[str, Any], when: str) -> dict[str, Any]:
+    """``crd`` marked deleted and held by the cleanup finalizer while instances remain."""
+    marked = dict(crd)
+    meta = marked["metadata"] = dict(obj_at(crd, "metadata"))
+    meta["deletionTimestamp"] = when
+    meta["deletionGracePeriodSeconds"] = 0
+    meta["finalizers"] = [*as_list(meta.get("finalizers")), CLEANUP_FINALIZER]
+    status = marked["status"] = dict(obj_at(crd, "status"))
+    conditions = map(as_dict, as_list(status.get("conditions")))
+    status["conditions"] = [c for c in conditions if c.get("type") != "Terminating"] + [
+        {
+            "type": "Terminating",
+            "status": "True",
+            "lastTransitionTime": when,
+            "reason": "InstanceDeletionInProgress",
+            "message": "CustomResource deletion is in progress",
+        }
+    ]
+    return marked
+
+
+def crd_status(crd: dict[str, Any], registry: Registry, when: str) -> dict[str, Any]:
+    """The status the apiextensions controllers would settle on, stamped at once."""
+    spec = obj_at(crd, "spec")
+    names = obj_at(spec, "names")
+    storage = _storage_version(spec)
     accepted: dict[str, Any] = {
         "plural": names["plural"],
         "singular": names.get("singular") or str(names["kind"]).lower(),
@@ -85,8 +138,7 @@ def crd_status(crd: dict[str, Any], registry: Registry, when: str) -> dict[str, 
     for key in ("shortNames", "categories"):
         if names.get(key):
             accepted[key] = list(names[key])
-    served = registry.get(str(spec["group"]), storage, str(names["plural"]))
-    if served is not None and served.kind == names["kind"]:
+    if served_resource(crd, registry) is not None:
         established = {
             "type": "Established",
             "status": "True",

@@ -17,6 +17,13 @@ from kubetrain.api import codec
 from kubetrain.api.access import as_list, dicts, list_at, obj_at
 from kubetrain.api.errors import FieldError
 from kubetrain.local.apiserver import errors as E
+from kubetrain.local.apiserver.crds import (
+    CLEANUP_FINALIZER,
+    crd_name,
+    is_crd,
+    served_resource,
+    terminating,
+)
 from kubetrain.local.apiserver.ops import Op, Result
 from kubetrain.local.apiserver.resources import Registry, ResourceDef
 from kubetrain.local.apiserver.selectors import FieldSelector, LabelSelector
@@ -114,7 +121,10 @@ class Deletion:
         if res.kind == "Namespace" and not res.group:
             result = self._delete_namespace(op, res, obj)
         else:
-            result = self._delete(op, res, obj, policy, grace)
+            if is_crd(res.group, res.kind) and not meta.get("deletionTimestamp"):
+                result = self._delete_crd(op, res, obj, policy, grace)
+            else:
+                result = self._delete(op, res, obj, policy, grace)
             removed = self.store.get(res.key, meta.get("namespace", ""), name) is None
             if removed and (res.group, res.kind) not in RETURNS_DELETED_OBJECT:
                 details = {"name": name, "group": res.group, "kind": res.plural, "uid": meta["uid"]}
@@ -235,6 +245,8 @@ class Deletion:
                 self._collect(op, dep, "Background")
         for ref in dicts(meta.get("ownerReferences")):
             self._maybe_finish_foreground(op, ref.get("uid", ""))
+        if res.group:
+            self._maybe_finish_crd(op, res)
         if ns:
             if (res.group, res.kind, meta["name"]) == ("", "ServiceAccount", "default"):
                 # The ServiceAccount controller puts back a deleted `default` account.
@@ -278,6 +290,66 @@ class Deletion:
             )
         else:
             self._remove(op, res, new, rv)
+
+    def _delete_crd(
+        self, op: Op, res: ResourceDef, crd: dict[str, Any], policy: str, grace: int | None
+    ) -> Result:
+        """The apiextensions server's deletion of a CRD: its instances first (the cleanup
+        finalizer's pass, their dependents collected), then the CRD itself, at once when no
+        instance is held by a finalizer, else when the last one goes (``_maybe_finish_crd``)."""
+        served = served_resource(crd, self.registry)
+        if served is not None:
+            for obj in self.store.items(served.key):
+                self._delete(op, served, obj, "Background")
+            if any(True for _ in self.store.keys(served.key)):
+                marked = terminating(crd, self.clock())
+                rv = self.store.next_rv()
+                marked["metadata"]["resourceVersion"] = str(rv)
+                name = crd["metadata"]["name"]
+                op.futures.append(
+                    self.store.put(Change(rv, "MODIFIED", res.key, "", name, marked, crd))
+                )
+                return Result(marked, 200)
+        return self._delete(op, res, crd, policy, grace)
+
+    def _terminating_crd(self, res: ResourceDef) -> tuple[ResourceDef, dict[str, Any]] | None:
+        """The CRD defining ``res`` when it is being deleted (held by the cleanup finalizer)."""
+        crd_res = self.registry.get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        crd = self.store.get(crd_res.key, "", crd_name(res)) if crd_res is not None else None
+        if crd_res is None or crd is None:
+            return None
+        if CLEANUP_FINALIZER not in list_at(crd, "metadata", "finalizers"):
+            return None
+        return crd_res, crd
+
+    def refuse_while_crd_terminating(self, res: ResourceDef) -> None:
+        """What the apiextensions server answers a create of a kind whose CRD is going."""
+        if res.group and self._terminating_crd(res) is not None:
+            raise E.method_not_allowed(
+                "create not allowed while custom resource definition is terminating"
+            )
+
+    def _maybe_finish_crd(self, op: Op, res: ResourceDef) -> None:
+        """After an instance went: a terminating CRD with none left drops its finalizer."""
+        held = self._terminating_crd(res)
+        if held is None:
+            return
+        crd_res, crd = held
+        if any(True for _ in self.store.keys(res.key)):
+            return
+        finished = codec.clone(crd)
+        kept = [f for f in finished["metadata"]["finalizers"] if f != CLEANUP_FINALIZER]
+        rv = self.store.next_rv()
+        finished["metadata"]["resourceVersion"] = str(rv)
+        if kept:
+            finished["metadata"]["finalizers"] = kept
+            name = crd["metadata"]["name"]
+            op.futures.append(
+                self.store.put(Change(rv, "MODIFIED", crd_res.key, "", name, finished, crd))
+            )
+        else:
+            del finished["metadata"]["finalizers"]
+            self._remove(op, crd_res, finished, rv)
 
     def _delete_namespace(self, op: Op, res: ResourceDef, ns_obj: dict[str, Any]) -> Result:
         name = ns_obj["metadata"]["name"]

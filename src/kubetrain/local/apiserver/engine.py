@@ -207,6 +207,7 @@ class Engine(Deletion):
         obj = self._check_body(res, body)
         meta = obj["metadata"]
         ns = self._check_namespace(res, namespace, meta)
+        self.refuse_while_crd_terminating(res)
         if not meta.get("name"):
             if meta.get("generateName"):
                 for _ in range(8):
