@@ -156,15 +156,34 @@ class Cluster:
         """stdout of a kubectl that must succeed; with ``check=False``, stderr of one that fails."""
         done = self.run(*args, stdin=stdin)
         if check:
-            assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
+            assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}{self.state()}"
             return done.stdout
         assert done.returncode != 0, f"kubectl {' '.join(args)} succeeded: {done.stdout}"
         return done.stderr
 
+    def state(self) -> str:
+        """What a failed step needs beside kubectl's error: the controller pods' containers
+        (restarts and why), their logs (the previous container's too), the server's log."""
+        parts = []
+        pods = self.run("-n", NAMESPACE, "get", "pods", "-o", "json")
+        for pod in json.loads(pods.stdout)["items"] if pods.returncode == 0 else []:
+            name = pod["metadata"]["name"]
+            statuses = pod.get("status", {}).get("containerStatuses", [])
+            parts.append(f"pod {name}: {json.dumps(statuses)}")
+            for previous in ("--previous",) if any(c["restartCount"] for c in statuses) else ():
+                logs = self.run("-n", NAMESPACE, "logs", name, previous, "--tail=60")
+                parts.append(f"logs of its previous container:\n{logs.stdout}{logs.stderr}")
+            logs = self.run("-n", NAMESPACE, "logs", name, "--tail=60")
+            parts.append(f"its logs:\n{logs.stdout}{logs.stderr}")
+        served = self.kubeconfig.parent.parent / "serve.log"
+        if served.exists():
+            parts.append("the server's log:\n" + "\n".join(served.read_text().splitlines()[-40:]))
+        return "\n\n" + "\n".join(parts)
+
     def until(self, what: str, found: Any, timeout: float = 90) -> None:
         deadline = time.monotonic() + timeout
         while not found():
-            assert time.monotonic() < deadline, what
+            assert time.monotonic() < deadline, what + self.state()
             time.sleep(0.3)
 
     def wait_installed(self) -> None:
@@ -475,6 +494,9 @@ def test_without_the_jobset_rule_the_controller_reports_the_api_servers_403(
 
 def test_kubectl_delete_k_leaves_nothing_behind(installed: Cluster) -> None:
     kubectl = installed.kubectl
+    # An operator may uninstall with a TrainJob still training: it goes too, pods and all.
+    kubectl("apply", "-f", "-", stdin=trainjob("left", "import time; time.sleep(200)"))
+    installed.until("the last TrainJob never ran", lambda: installed.pod_of("left")[2] == "Running")
     # Namespace termination here deletes its objects at once, so kubectl's later deletes of
     # them find nothing (on a cluster the namespace controller is slower): hence --ignore-not-found.
     kubectl("delete", "-k", str(MANIFESTS), "--ignore-not-found", "--wait")
@@ -485,7 +507,12 @@ def test_kubectl_delete_k_leaves_nothing_behind(installed: Cluster) -> None:
     )  # fmt: skip
     assert "trainer" not in left
     assert NAMESPACE not in kubectl("get", "namespaces", "-o", "name")
-    assert not kubectl("get", "pods", "-A", "-o", "name").strip()
+    # Pods of TrainJobs the CRD's deletion took go by garbage collection, after `delete` returns.
+    installed.until(
+        "pods left after the uninstall",
+        lambda: not kubectl("get", "pods", "-A", "-o", "name").strip(),
+        timeout=60,
+    )
 
 
 def test_the_cert_manager_overlay_runs_with_the_test_in_cert_managers_place(
