@@ -7,6 +7,7 @@ answer comes, whether the connection stays open, how the body is framed.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -344,3 +345,58 @@ async def test_the_server_answers_expect_100_continue_and_garbage(served: int) -
     assert (await exchange(served, b"NOT HTTP AT ALL\r\n\r\n", until=1)).startswith(
         b"HTTP/1.1 400 "
     )
+
+
+async def test_a_stopping_server_answers_what_it_received_closes_the_idle_and_takes_no_more() -> (
+    None
+):
+    """As Go's ``Shutdown``: an admission review in flight when the pod is told to stop is
+    still answered (then its connection closes); an idle kept-alive connection closes at once;
+    no new connection is taken."""
+    answering, release = asyncio.Event(), asyncio.Event()
+
+    async def slow(request: http1.Request) -> http1.Response:
+        if request.path == "/slow":
+            answering.set()
+            await release.wait()
+        return http1.Response(200, request.path.encode())
+
+    server = http1.Server(slow)
+    port = await server.start("127.0.0.1", 0, None)
+    idle_reader, idle_writer = await asyncio.open_connection("127.0.0.1", port)
+    idle_writer.write(b"GET /fast HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert (await idle_reader.readuntil(b"/fast")).startswith(b"HTTP/1.1 200 OK")
+    busy_reader, busy_writer = await asyncio.open_connection("127.0.0.1", port)
+    busy_writer.write(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+    await asyncio.wait_for(answering.wait(), 5)
+    stopping = asyncio.create_task(server.stop(grace=30))
+    assert await asyncio.wait_for(idle_reader.read(), 5) == b""  # closed, answered nothing
+    with pytest.raises(OSError):
+        await asyncio.open_connection("127.0.0.1", port)
+    assert not stopping.done()
+    release.set()
+    answer = await asyncio.wait_for(busy_reader.read(), 5)  # the answer, then the close
+    assert answer.startswith(b"HTTP/1.1 200 OK") and b"Connection: close" in answer
+    assert answer.endswith(b"/slow")
+    await asyncio.wait_for(stopping, 5)
+    for writer in (idle_writer, busy_writer):
+        writer.close()
+
+
+async def test_a_stop_without_grace_drops_a_request_in_flight() -> None:
+    answering, never = asyncio.Event(), asyncio.Event()
+
+    async def stuck(_request: http1.Request) -> http1.Response:
+        answering.set()
+        await never.wait()
+        return http1.Response(200)
+
+    server = http1.Server(stuck)
+    port = await server.start("127.0.0.1", 0, None)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET /stuck HTTP/1.1\r\nHost: x\r\n\r\n")
+    await asyncio.wait_for(answering.wait(), 5)
+    await asyncio.wait_for(server.stop(), 5)
+    with contextlib.suppress(ConnectionResetError):
+        assert await asyncio.wait_for(reader.read(), 5) == b""
+    writer.close()

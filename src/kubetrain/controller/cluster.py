@@ -70,6 +70,9 @@ log = logging.getLogger(__name__)
 CONFIG_API_VERSION = "config.trainer.kubeflow.org/v1alpha1"
 SA_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 DEFAULT_CERT_DIR = Path("/tmp/k8s-webhook-server/serving-certs")
+# How long a stopping controller answers the admission reviews it has received: a review's
+# own deadline is the webhook's timeoutSeconds (10 s in the manifests, kube-apiserver's default).
+WEBHOOK_STOP_GRACE_S = 10.0
 _ADMISSION_REGISTRATION = "admissionregistration.k8s.io/v1"
 _TLS_VERSIONS = {
     "1.0": ssl.TLSVersion.TLSv1,
@@ -593,7 +596,8 @@ class ClusterController:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             if self.webhook is not None:
-                await self.webhook.stop()
+                # The pod is already out of the Service's endpoints: reviews in flight finish.
+                await self.webhook.stop(grace=WEBHOOK_STOP_GRACE_S)
             if self.status is not None:
                 await self.status.stop()
             for runner in reversed(self._runners):

@@ -385,9 +385,10 @@ class WebhookServer:
         self.started = True
         return bound
 
-    async def stop(self) -> None:
+    async def stop(self, grace: float = 0.0) -> None:
+        """Stop serving; reviews already received are answered for up to ``grace`` seconds."""
         self.started = False
-        await self._server.stop()
+        await self._server.stop(grace)
 
     async def _serve(self, request: http1.Request) -> http1.Response:
         if request.path not in _BY_PATH:

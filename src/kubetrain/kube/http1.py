@@ -21,7 +21,9 @@ an ``AnswerTooLarge``.
 
 The server answers each request whole (read whole, up to a size limit), in order, keeps
 connections alive (closing one idle for ``keepalive_timeout``, aiohttp's 75 s) and answers
-``Expect: 100-continue``. For the same reason as above: an admission review through aiohttp's
+``Expect: 100-continue``. It stops as Go's ``http.Server.Shutdown`` does (controller-runtime's
+webhook server on SIGTERM): no new connections, idle ones closed, requests already received
+answered (then their connections closed), all within a grace period. For the same reason as above: an admission review through aiohttp's
 server costs more CPU in the framework than in the review.
 """
 
@@ -493,6 +495,9 @@ class _Serving(asyncio.Protocol):
         self._pending: list[tuple[Request, bool, bool]] = []  # (request, keep-alive, too large)
         self._task: asyncio.Task[None] | None = None
         self._last_active = self._loop.time()
+        self._opened = self._loop.time()
+        self._requests = 0  # begun on this connection
+        self._receiving = False  # a request's bytes are arriving
         self._idle_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -521,6 +526,8 @@ class _Serving(asyncio.Protocol):
     def on_message_begin(self) -> None:
         self._url, self._headers, self._body, self._size = b"", {}, [], 0
         self._too_large = False
+        self._requests += 1
+        self._receiving = True
 
     def on_url(self, url: bytes) -> None:
         self._url += url
@@ -550,6 +557,7 @@ class _Serving(asyncio.Protocol):
         )
         # A body past the limit was not kept: answer 413 and close, as the rest may be unread.
         keep_alive = self._parser.should_keep_alive() and not self._too_large
+        self._receiving = False
         self._pending.append((request, keep_alive, self._too_large))
         if self._task is None:
             self._task = self._loop.create_task(self._answer_all())
@@ -568,7 +576,7 @@ class _Serving(asyncio.Protocol):
                     except Exception:
                         log.exception("answering %s %s", request.method, request.path)
                         response = Response(500, b"internal error", "text/plain")
-                close = not keep_alive
+                close = not keep_alive or self._server.stopping
                 self.transport.write(
                     _head(response.status, response.content_type, len(response.body), close)
                     + response.body
@@ -583,6 +591,18 @@ class _Serving(asyncio.Protocol):
     def _reply_and_close(self, status: int, text: bytes) -> None:
         if self.transport is not None and not self.transport.is_closing():
             self.transport.write(_head(status, "text/plain", len(text), True) + text)
+            self.transport.close()
+
+    @property
+    def busy(self) -> bool:
+        """A request is arriving, being answered or waiting its turn; or the connection is new
+        and has sent nothing yet, for up to 5 s (what Go's ``Shutdown`` grants such a one)."""
+        if self._task is not None or self._pending or self._receiving:
+            return True
+        return not self._requests and self._loop.time() - self._opened < 5.0
+
+    def close(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
 
     def _check_idle(self) -> None:
@@ -612,6 +632,7 @@ class Server:
         self.max_body = max_body
         self.keepalive_timeout = keepalive_timeout
         self.connections: set[_Serving] = set()
+        self.stopping = False
         self._server: asyncio.Server | None = None
 
     async def start(self, host: str, port: int, tls: ssl.SSLContext | None) -> int:
@@ -623,11 +644,21 @@ class Server:
         sockets = self._server.sockets or ()
         return int(sockets[0].getsockname()[1]) if sockets else port
 
-    async def stop(self) -> None:
+    async def stop(self, grace: float = 0.0) -> None:
+        """Stop listening; answer the requests already received for up to ``grace`` seconds
+        (each connection closed once answered, idle ones at once), then drop what is left."""
         if self._server is None:
             return
         server, self._server = self._server, None
         server.close()
+        self.stopping = True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        while self.connections and loop.time() < deadline:
+            for conn in list(self.connections):
+                if not conn.busy:
+                    conn.close()
+            await asyncio.sleep(0.02)
         for conn in list(self.connections):
             conn.abort()  # as Pool.close: a stopping loop must not be left a TLS close to finish
         await server.wait_closed()
