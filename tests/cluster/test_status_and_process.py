@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import ssl
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -203,9 +204,7 @@ async def test_controller_process_end_to_end(cluster_server: ApiServer, tmp_path
 
             await eventually(jobset)
             tls = trusting(ca_pem)
-            status, text = await get(process.metrics_port, "/metrics", tls)
-            assert status == 200
-            for name in (
+            wanted = (
                 'kubetrain_reconcile_total{kind="TrainJob",outcome="success"}',
                 "kubetrain_reconcile_seconds_count",
                 "kubetrain_workqueue_depth",
@@ -215,7 +214,18 @@ async def test_controller_process_end_to_end(cluster_server: ApiServer, tmp_path
                 'method="PATCH"}',
                 # One review posted above, one from the API server creating "one".
                 'kubetrain_admission_total{webhook="validator.trainjob.trainer.kubeflow.org",verdict="allowed"} 2',
-            ):
+            )
+
+            # The JobSet shows before its reconcile has ended and been counted: read until it is.
+            async def counted() -> bool:
+                status, text = await get(process.metrics_port, "/metrics", tls)
+                return status == 200 and all(name in text for name in wanted)
+
+            with contextlib.suppress(AssertionError):
+                await eventually(counted)
+            status, text = await get(process.metrics_port, "/metrics", tls)
+            assert status == 200
+            for name in wanted:
                 assert name in text, name
             lease = await kube.get(
                 "coordination.k8s.io/v1",
