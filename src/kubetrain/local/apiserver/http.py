@@ -52,7 +52,7 @@ from kubetrain.local.apiserver.streaming import PodStreamer, serve_exec, serve_p
 from kubetrain.local.apiserver.tables import table, wants_table
 from kubetrain.local.apiserver.watch import CLOSED, Watch
 
-__all__ = ["HttpApi", "Route"]
+__all__ = ["MAX_BODY_BYTES", "HttpApi", "Route", "error_response"]
 
 # (method, path, handler) of an extra endpoint, as ``app.router.add_route`` takes them.
 Route = tuple[str, str, Callable[[web.Request], Awaitable[web.StreamResponse]]]
@@ -102,8 +102,12 @@ def _respond(
     return web.Response(body=data + b"\n", status=code, headers=headers)
 
 
-def _error(err: E.ApiError) -> web.Response:
+def error_response(err: E.ApiError) -> web.Response:
+    """``err`` as kube-apiserver answers it: a Status, with its code."""
     return _respond(err.status(), err.code)
+
+
+_error = error_response
 
 
 def _not_found_path() -> E.ApiError:
@@ -145,6 +149,12 @@ class HttpApi:
             app.router.add_route(method, path, handler)
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
         return app
+
+    async def answer(self, request: web.Request) -> web.StreamResponse:
+        """What ``app()`` answers for a request of its catch-all route (authentication,
+        authorization and errors included), for a front that parses requests itself."""
+        response: web.StreamResponse = await self._middleware(request, self._dispatch)
+        return response
 
     def close_streams(self) -> None:
         """End every open watch and log follow (before the runner's cleanup waits on them)."""

@@ -28,6 +28,7 @@ from kubetrain.local.apiserver.admission import Admission, ObjectReader, TrainJo
 from kubetrain.local.apiserver.audit import AuditLog
 from kubetrain.local.apiserver.authz import PolicyCache, review_routes
 from kubetrain.local.apiserver.engine import Engine, WriteOptions
+from kubetrain.local.apiserver.front import Front
 from kubetrain.local.apiserver.http import HttpApi, Route
 from kubetrain.local.apiserver.rbac import User, bootstrap_policy, escalation
 from kubetrain.local.apiserver.resources import Registry, ResourceDef
@@ -203,6 +204,7 @@ class ApiServer:
             authorizer=self.policy,
         )
         self._runner: web.AppRunner | None = None
+        self._front: Front | None = None
         self._cert = ensure_serving_cert(self.home / "pki") if tls else None
 
     def _escalation(self, obj: dict[str, Any], user: Any) -> str | None:
@@ -281,19 +283,11 @@ class ApiServer:
         )
         await runner.setup()
         ssl_context = self._cert.ssl_context() if self._cert is not None else None
-        site = web.TCPSite(
-            runner,
-            self.host,
-            self.port,
-            reuse_address=True,
-            ssl_context=ssl_context,
-        )
-        await site.start()
+        assert runner.server is not None
+        # Plain requests are answered by the front; streams and upgrades by aiohttp.
+        self._front = Front(self.http, runner.server)
         self._runner = runner
-        server = getattr(site, "_server", None)
-        sockets = getattr(server, "sockets", None) or []
-        if sockets:
-            self.port = int(sockets[0].getsockname()[1])
+        self.port = await self._front.start(self.host, self.port, ssl_context)
         self.http.server_address = f"{self.host}:{self.port}"
         await self._publish_kubernetes_service()
 
@@ -332,6 +326,9 @@ class ApiServer:
     async def close(self) -> None:
         """End open watches and log follows, stop listening, then flush and close storage."""
         self.http.close_streams()
+        if self._front is not None:
+            front, self._front = self._front, None
+            await front.stop()
         if self._runner is not None:
             runner, self._runner = self._runner, None
             handlers = runner.server.connections if runner.server is not None else []
