@@ -189,8 +189,7 @@ class _Connection(asyncio.Protocol):
     # --- parser callbacks (httptools) -----------------------------------------------------
 
     def on_message_begin(self) -> None:
-        if self._ended_in_read:
-            self._pipelined = True
+        self._pipelined = self._ended_in_read
         self._reading = True
         self._url, self._headers, self._body = b"", CIMultiDict(), []
 
