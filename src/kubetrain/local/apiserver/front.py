@@ -151,6 +151,7 @@ class _Connection(asyncio.Protocol):
         self._ended_in_read = False
         self._pipelined = False
         self._hand_over = False
+        self._successor: asyncio.Protocol | None = None  # aiohttp's, once handed over
         self._pending: list[tuple[LeanRequest, bool]] = []  # (request, keep-alive)
         self._task: asyncio.Task[None] | None = None
         self._last_active = loop.time()
@@ -169,6 +170,10 @@ class _Connection(asyncio.Protocol):
             self._task.cancel()  # as aiohttp's handler_cancellation: the client went away
 
     def data_received(self, data: bytes) -> None:
+        if self._successor is not None:
+            # Read before the transport took the new protocol (a TLS record decrypted in parts).
+            self._successor.data_received(data)
+            return
         self._last_active = self._loop.time()
         if self._reading:
             self._raw.append(data)
@@ -293,7 +298,7 @@ class _Connection(asyncio.Protocol):
         """The connection is aiohttp's from this request on."""
         assert self.transport is not None
         self._gone()
-        protocol = self._front.aiohttp_protocol()
+        protocol = self._successor = self._front.aiohttp_protocol()
         self.transport.set_protocol(protocol)
         protocol.connection_made(self.transport)
         protocol.data_received(b"".join(self._raw))
