@@ -49,6 +49,10 @@ __all__ = [
 SUBNET = ipaddress.IPv4Network("10.88.0.0/16")
 GATEWAY = "10.88.0.1"
 BRIDGE = "kt0"
+# The gateway's own MAC (locally administered). A bridge left to itself takes the lowest MAC of
+# its ports and changes it when that port's pod goes: every other pod would then send to a MAC
+# that is gone until its ARP entry for the gateway expired (half a minute without egress).
+BRIDGE_MAC = "02:6b:74:00:00:01"
 # slirp4netns's fixed addresses: the holder's tap0 is 10.0.2.100, the host's loopback 10.0.2.2.
 HOST_LOOPBACK = "10.0.2.2"
 _MTU = 65520
@@ -234,7 +238,7 @@ class PodNetwork:
             enter = _enter(holder.pid, user=user)
             _run([*enter, "ip", "-batch", "-"], "bridge", (
                 "link set lo up\n"
-                f"link add {BRIDGE} type bridge\n"
+                f"link add {BRIDGE} address {BRIDGE_MAC} type bridge\n"
                 f"link set {BRIDGE} mtu {_MTU}\n"
                 f"addr add {GATEWAY}/{SUBNET.prefixlen} dev {BRIDGE}\n"
                 f"link set {BRIDGE} up\n"
