@@ -400,3 +400,24 @@ async def test_a_stop_without_grace_drops_a_request_in_flight() -> None:
     with contextlib.suppress(ConnectionResetError):
         assert await asyncio.wait_for(reader.read(), 5) == b""
     writer.close()
+
+
+async def test_a_kept_alive_connection_closes_once_idle_for_the_timeout_not_while_answering() -> (
+    None
+):
+    async def slow(_request: http1.Request) -> http1.Response:
+        await asyncio.sleep(0.8)  # longer than the keep-alive timeout below
+        return http1.Response(200, b"late")
+
+    server = http1.Server(slow, keepalive_timeout=0.3)
+    port = await server.start("127.0.0.1", 0, None)
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = await asyncio.wait_for(reader.readuntil(b"late"), 5)
+        assert answer.startswith(b"HTTP/1.1 200 OK")
+        # Idle from here on: closed after the timeout, without a word.
+        assert await asyncio.wait_for(reader.read(), 5) == b""
+        writer.close()
+    finally:
+        await server.stop()

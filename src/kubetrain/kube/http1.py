@@ -44,6 +44,7 @@ __all__ = [
     "AnswerTooLarge",
     "ConnectError",
     "Handler",
+    "IdleClose",
     "Pool",
     "Request",
     "Response",
@@ -479,6 +480,43 @@ def _head(status: int, content_type: str, length: int, close: bool) -> bytes:
     ).encode("latin-1")
 
 
+class IdleClose:
+    """Closes a kept-alive server connection idle for ``timeout`` seconds (aiohttp's 75 s):
+    ``touch`` on every read and answer; ``busy`` says a request is still open."""
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        transport: asyncio.BaseTransport,
+        timeout: float,
+        busy: Callable[[], bool],
+    ) -> None:
+        self._loop = loop
+        self._transport = transport
+        self._timeout = timeout
+        self._busy = busy
+        self._last_active = loop.time()
+        self._timer: asyncio.TimerHandle | None = loop.call_later(timeout, self._check)
+
+    def touch(self) -> None:
+        self._last_active = self._loop.time()
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _check(self) -> None:
+        self._timer = None
+        if self._transport.is_closing():
+            return
+        idle_until = self._last_active + self._timeout
+        if not self._busy() and self._loop.time() >= idle_until:
+            self._transport.close()
+            return
+        self._timer = self._loop.call_at(max(idle_until, self._loop.time() + 1.0), self._check)
+
+
 class _Serving(asyncio.Protocol):
     """One server-side connection: requests are answered one after another, in order."""
 
@@ -494,26 +532,28 @@ class _Serving(asyncio.Protocol):
         self._too_large = False
         self._pending: list[tuple[Request, bool, bool]] = []  # (request, keep-alive, too large)
         self._task: asyncio.Task[None] | None = None
-        self._last_active = self._loop.time()
         self._opened = self._loop.time()
         self._requests = 0  # begun on this connection
         self._receiving = False  # a request's bytes are arriving
-        self._idle_timer: asyncio.TimerHandle | None = None
+        self._idle: IdleClose | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # a stream transport
         self._server.connections.add(self)
-        self._idle_timer = self._loop.call_later(self._server.keepalive_timeout, self._check_idle)
+        self._idle = IdleClose(
+            self._loop, transport, self._server.keepalive_timeout, lambda: self._task is not None
+        )
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._server.connections.discard(self)
-        if self._idle_timer is not None:
-            self._idle_timer.cancel()
+        if self._idle is not None:
+            self._idle.cancel()
         if self._task is not None:
             self._task.cancel()
 
     def data_received(self, data: bytes) -> None:
-        self._last_active = self._loop.time()
+        if self._idle is not None:
+            self._idle.touch()
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -581,7 +621,8 @@ class _Serving(asyncio.Protocol):
                     _head(response.status, response.content_type, len(response.body), close)
                     + response.body
                 )
-                self._last_active = self._loop.time()
+                if self._idle is not None:
+                    self._idle.touch()
                 if close:
                     self.transport.close()
                     return
@@ -604,17 +645,6 @@ class _Serving(asyncio.Protocol):
     def close(self) -> None:
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
-
-    def _check_idle(self) -> None:
-        if self.transport is None or self.transport.is_closing():
-            return
-        idle_until = self._last_active + self._server.keepalive_timeout
-        if self._task is None and self._loop.time() >= idle_until:
-            self.transport.close()  # idle for the whole keep-alive time, as aiohttp's server
-            return
-        self._idle_timer = self._loop.call_at(
-            max(idle_until, self._loop.time() + 1.0), self._check_idle
-        )
 
     def abort(self) -> None:
         if self.transport is not None:

@@ -34,6 +34,7 @@ import httptools
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy, MultiDict, MultiDictProxy
 
+from kubetrain.kube.http1 import IdleClose
 from kubetrain.local.apiserver import errors as E
 from kubetrain.local.apiserver.http import MAX_BODY_BYTES, HttpApi, error_response
 
@@ -154,15 +155,19 @@ class _Connection(asyncio.Protocol):
         self._successor: asyncio.Protocol | None = None  # aiohttp's, once handed over
         self._pending: list[tuple[LeanRequest, bool]] = []  # (request, keep-alive)
         self._task: asyncio.Task[None] | None = None
-        self._last_active = loop.time()
-        self._idle_timer: asyncio.TimerHandle | None = None
+        self._idle: IdleClose | None = None
 
     # --- protocol -------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
         self._front.connections.add(self)
-        self._idle_timer = self._loop.call_later(KEEPALIVE_TIMEOUT_S, self._check_idle)
+        self._idle = IdleClose(
+            self._loop,
+            transport,
+            KEEPALIVE_TIMEOUT_S,
+            lambda: self._task is not None or self._reading,
+        )
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._gone()
@@ -174,7 +179,8 @@ class _Connection(asyncio.Protocol):
             # Read before the transport took the new protocol (a TLS record decrypted in parts).
             self._successor.data_received(data)
             return
-        self._last_active = self._loop.time()
+        if self._idle is not None:
+            self._idle.touch()
         if self._reading:
             self._raw.append(data)
         else:
@@ -254,7 +260,8 @@ class _Connection(asyncio.Protocol):
                     self.abort()
                     return
                 self._write(response, close=not keep_alive)
-                self._last_active = self._loop.time()
+                if self._idle is not None:
+                    self._idle.touch()
                 if not keep_alive:
                     self.transport.close()
                     return
@@ -308,21 +315,9 @@ class _Connection(asyncio.Protocol):
 
     def _gone(self) -> None:
         self._front.connections.discard(self)
-        if self._idle_timer is not None:
-            self._idle_timer.cancel()
-            self._idle_timer = None
-
-    def _check_idle(self) -> None:
-        self._idle_timer = None
-        if self.transport is None or self.transport.is_closing():
-            return
-        idle_until = self._last_active + KEEPALIVE_TIMEOUT_S
-        if self._task is None and not self._reading and self._loop.time() >= idle_until:
-            self.transport.close()
-            return
-        self._idle_timer = self._loop.call_at(
-            max(idle_until, self._loop.time() + 1.0), self._check_idle
-        )
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
 
     def abort(self) -> None:
         if self.transport is not None:
