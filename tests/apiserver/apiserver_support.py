@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from kubetrain.kube.client import KubeClient
     from kubetrain.local.apiserver import ApiServer, ServerThread
 
 TRAINER = ("trainer.kubeflow.org", "v1alpha1")
@@ -149,3 +152,20 @@ def namespaced_crd(kind: str, plural: str, spec_properties: dict[str, Any]) -> d
             ],
         },
     }
+
+
+@contextlib.asynccontextmanager
+async def own_server(tmp_path: Path, crds: list[dict[str, Any]]) -> AsyncIterator[KubeClient]:
+    """A client of a server of the test's own (in memory, plain HTTP, no authentication),
+    started with ``crds``: for tests that change what the shared server must keep."""
+    from kubetrain.kube.client import connect
+    from kubetrain.local.apiserver import ApiServer
+
+    server = ApiServer(tmp_path, crds=crds, in_memory=True, tls=False, auth=False)
+    await server.start()
+    client = connect(server.write_kubeconfig(tmp_path / "kubeconfig"))
+    try:
+        yield client
+    finally:
+        await client.close()
+        await server.close()

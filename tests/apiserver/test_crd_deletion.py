@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from apiserver_support import namespaced_crd
+from apiserver_support import namespaced_crd, own_server
 
-from kubetrain.kube.client import ApiError, KubeClient, connect
+from kubetrain.kube.client import ApiError, KubeClient
 from kubetrain.kube.kinds import CUSTOM_RESOURCE_DEFINITION
-from kubetrain.local.apiserver import ApiServer
 
 Obj = dict[str, Any]
 GADGETS = ("kt-test.io/v1", "gadgets")
@@ -34,16 +33,10 @@ def _crd() -> Obj:
 
 @pytest.fixture
 async def api(tmp_path: Path) -> AsyncIterator[KubeClient]:
-    server = ApiServer(tmp_path, crds=[_crd()], in_memory=True, tls=False, auth=False)
-    await server.start()
-    client = connect(server.write_kubeconfig(tmp_path / "kubeconfig"))
-    try:
+    async with own_server(tmp_path, [_crd()]) as client:
         await client.create(*CRDS, _crd())
         await client.create("v1", "namespaces", {"metadata": {"name": "other"}})
         yield client
-    finally:
-        await client.close()
-        await server.close()
 
 
 def _gadget(name: str, namespace: str = "default", **meta: Any) -> Obj:
