@@ -235,9 +235,12 @@ async def test_a_trainjob_runs_through_controller_and_executor_to_complete(home:
 
 # torchrun's side of the example without its training (tests/cli trains the example itself):
 # every rank says where it sits, a few all-reduce steps cross both nodes, rank 0 saves a
-# tensor where the example saves its model.
+# tensor where the example saves its model. Both ranks of a pod share its log, and containers
+# run with PYTHONUNBUFFERED, where print() writes the text and its newline apart: each line
+# goes out in one write so the two ranks' lines cannot interleave.
 TORCHRUN_SCRIPT = """\
 import os
+import sys
 from pathlib import Path
 
 import torch
@@ -246,7 +249,7 @@ import torch.distributed as dist
 dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()
 env = ("RANK", "LOCAL_RANK", "GROUP_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
-print("env " + " ".join(f"{name}={os.environ[name]}" for name in env), flush=True)
+sys.stdout.write("env " + " ".join(f"{name}={os.environ[name]}" for name in env) + "\\n")
 where = [torch.zeros(2, dtype=torch.long) for _ in range(world)]
 dist.all_gather(where, torch.tensor([int(os.environ["GROUP_RANK"]), int(os.environ["LOCAL_RANK"])]))
 total = torch.zeros(1)
