@@ -26,9 +26,9 @@ __all__ = [
     "crd_errors",
     "crd_name",
     "crd_status",
+    "held_for_cleanup",
     "is_crd",
     "served_resource",
-    "terminating",
 ]
 
 GROUP = "apiextensions.k8s.io"
@@ -103,14 +103,13 @@ def served_resource(crd: dict[str, Any], registry: Registry) -> ResourceDef | No
     return served if served is not None and served.kind == names.get("kind") else None
 
 
-def terminating(crd: dict[str, Any], when: str) -> dict[str, Any]:
-    """``crd`` marked deleted and held by the cleanup finalizer while instances remain."""
-    marked = dict(crd)
-    meta = marked["metadata"] = dict(obj_at(crd, "metadata"))
-    meta["deletionTimestamp"] = when
-    meta["deletionGracePeriodSeconds"] = 0
+def held_for_cleanup(crd: dict[str, Any], when: str) -> dict[str, Any]:
+    """``crd`` with the cleanup finalizer and its ``Terminating`` condition, to be deleted while
+    instances remain (the deletion marks it)."""
+    held = dict(crd)
+    meta = held["metadata"] = dict(obj_at(crd, "metadata"))
     meta["finalizers"] = [*as_list(meta.get("finalizers")), CLEANUP_FINALIZER]
-    status = marked["status"] = dict(obj_at(crd, "status"))
+    status = held["status"] = dict(obj_at(crd, "status"))
     conditions = map(as_dict, as_list(status.get("conditions")))
     status["conditions"] = [c for c in conditions if c.get("type") != "Terminating"] + [
         {
@@ -121,7 +120,7 @@ def terminating(crd: dict[str, Any], when: str) -> dict[str, Any]:
             "message": "CustomResource deletion is in progress",
         }
     ]
-    return marked
+    return held
 
 
 def crd_status(crd: dict[str, Any], registry: Registry, when: str) -> dict[str, Any]:

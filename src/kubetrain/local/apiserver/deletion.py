@@ -20,9 +20,9 @@ from kubetrain.local.apiserver import errors as E
 from kubetrain.local.apiserver.crds import (
     CLEANUP_FINALIZER,
     crd_name,
+    held_for_cleanup,
     is_crd,
     served_resource,
-    terminating,
 )
 from kubetrain.local.apiserver.ops import Op, Result
 from kubetrain.local.apiserver.resources import Registry, ResourceDef
@@ -280,16 +280,7 @@ class Deletion:
         res = self._resource_of(where[0])
         if res is None:
             return
-        new = codec.clone(owner)
-        new["metadata"]["finalizers"] = [f for f in finalizers if f != "foregroundDeletion"]
-        rv = self.store.next_rv()
-        new["metadata"]["resourceVersion"] = str(rv)
-        if new["metadata"]["finalizers"]:
-            op.futures.append(
-                self.store.put(Change(rv, "MODIFIED", where[0], where[1], where[2], new, owner))
-            )
-        else:
-            self._remove(op, res, new, rv)
+        self._drop_finalizer(op, res, owner, "foregroundDeletion")
 
     def _delete_crd(
         self, op: Op, res: ResourceDef, crd: dict[str, Any], policy: str, grace: int | None
@@ -302,14 +293,7 @@ class Deletion:
             for obj in self.store.items(served.key):
                 self._delete(op, served, obj, "Background")
             if any(True for _ in self.store.keys(served.key)):
-                marked = terminating(crd, self.clock())
-                rv = self.store.next_rv()
-                marked["metadata"]["resourceVersion"] = str(rv)
-                name = crd["metadata"]["name"]
-                op.futures.append(
-                    self.store.put(Change(rv, "MODIFIED", res.key, "", name, marked, crd))
-                )
-                return Result(marked, 200)
+                crd = held_for_cleanup(crd, self.clock())
         return self._delete(op, res, crd, policy, grace)
 
     def _terminating_crd(self, res: ResourceDef) -> tuple[ResourceDef, dict[str, Any]] | None:
@@ -335,21 +319,24 @@ class Deletion:
         if held is None:
             return
         crd_res, crd = held
-        if any(True for _ in self.store.keys(res.key)):
-            return
-        finished = codec.clone(crd)
-        kept = [f for f in finished["metadata"]["finalizers"] if f != CLEANUP_FINALIZER]
+        if not any(True for _ in self.store.keys(res.key)):
+            self._drop_finalizer(op, crd_res, crd, CLEANUP_FINALIZER)
+
+    def _drop_finalizer(
+        self, op: Op, res: ResourceDef, obj: dict[str, Any], finalizer: str
+    ) -> None:
+        """A deleted object's ``finalizer`` done with: it is written back without it, or
+        removed once no finalizer is left."""
+        new = codec.clone(obj)
+        meta = new["metadata"]
+        meta["finalizers"] = [f for f in as_list(meta.get("finalizers")) if f != finalizer]
         rv = self.store.next_rv()
-        finished["metadata"]["resourceVersion"] = str(rv)
-        if kept:
-            finished["metadata"]["finalizers"] = kept
-            name = crd["metadata"]["name"]
-            op.futures.append(
-                self.store.put(Change(rv, "MODIFIED", crd_res.key, "", name, finished, crd))
-            )
+        meta["resourceVersion"] = str(rv)
+        if meta["finalizers"]:
+            where = (res.key, meta.get("namespace", ""), meta["name"])
+            op.futures.append(self.store.put(Change(rv, "MODIFIED", *where, new, obj)))
         else:
-            del finished["metadata"]["finalizers"]
-            self._remove(op, crd_res, finished, rv)
+            self._remove(op, res, new, rv)
 
     def _delete_namespace(self, op: Op, res: ResourceDef, ns_obj: dict[str, Any]) -> Result:
         name = ns_obj["metadata"]["name"]
