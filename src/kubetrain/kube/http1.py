@@ -23,8 +23,9 @@ The server answers each request whole (read whole, up to a size limit), in order
 connections alive (closing one idle for ``keepalive_timeout``, aiohttp's 75 s) and answers
 ``Expect: 100-continue``. It stops as Go's ``http.Server.Shutdown`` does (controller-runtime's
 webhook server on SIGTERM): no new connections, idle ones closed, requests already received
-answered (then their connections closed), all within a grace period. For the same reason as above: an admission review through aiohttp's
-server costs more CPU in the framework than in the review.
+answered (then their connections closed), all within a grace period. For the same reason as
+above: an admission review through aiohttp's server costs more CPU in the framework than in
+the review.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from dataclasses import dataclass
 import httptools
 
 __all__ = [
+    "KEEPALIVE_TIMEOUT_S",
     "Answer",
     "AnswerTooLarge",
     "ConnectError",
@@ -54,6 +56,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+# How long a server keeps an idle connection open: aiohttp's server's.
+KEEPALIVE_TIMEOUT_S = 75.0
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 # What a path may hold unescaped (RFC 3986 pchar and "/"); names of Kubernetes objects always do.
 _PATH_SAFE = "/:@!$&'()*+,;=-._~"
@@ -656,7 +660,11 @@ class Server:
     is read whole (up to ``max_body`` bytes, else 413) and handed to ``handler``."""
 
     def __init__(
-        self, handler: Handler, *, max_body: int = 8 * 1024 * 1024, keepalive_timeout: float = 75.0
+        self,
+        handler: Handler,
+        *,
+        max_body: int = 8 * 1024 * 1024,
+        keepalive_timeout: float = KEEPALIVE_TIMEOUT_S,
     ) -> None:
         self.handler = handler
         self.max_body = max_body

@@ -20,8 +20,6 @@ away is cancelled, and an idle kept-alive connection is closed after 75 s.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import http
 import logging
 import re
 import time
@@ -34,7 +32,7 @@ import httptools
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy, MultiDict, MultiDictProxy
 
-from kubetrain.kube.http1 import IdleClose
+from kubetrain.kube.http1 import KEEPALIVE_TIMEOUT_S, IdleClose
 from kubetrain.local.apiserver import errors as E
 from kubetrain.local.apiserver.http import MAX_BODY_BYTES, HttpApi, error_response
 
@@ -42,7 +40,6 @@ __all__ = ["Front", "LeanRequest"]
 
 log = logging.getLogger(__name__)
 
-KEEPALIVE_TIMEOUT_S = 75.0  # aiohttp's, which the connections had before
 _LEAN_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE"})
 # Last path segments whose answers stream (pods/log, exec, attach, portforward; proxies).
 _STREAMED = frozenset({"log", "exec", "attach", "portforward", "proxy"})
@@ -141,8 +138,9 @@ class _Connection(asyncio.Protocol):
         self._loop = loop
         self._parser = httptools.HttpRequestParser(self)
         self.transport: asyncio.Transport | None = None
-        # The request being read.
+        # The request being read: its URL, then its method, path and query once the head is in.
         self._url = b""
+        self._head = ("", "", "")
         self._headers: CIMultiDict[str] = CIMultiDict()
         self._body: list[bytes] = []
         # Bytes since the current request began (to hand it over whole), and whether a request
@@ -217,12 +215,12 @@ class _Connection(asyncio.Protocol):
         parsed = httptools.parse_url(self._url)
         path = urllib.parse.unquote(parsed.path.decode("latin-1"))
         query = (parsed.query or b"").decode("latin-1")
+        self._head = (method, path, query)
         if self._front.streams(method, path, query, self._headers):
             if self._pipelined or self._task is not None or self._pending:
                 self._reply_and_close(400, "a streamed request may not be pipelined")
-                self._hand_over = False
-                return
-            self._hand_over = True
+            else:
+                self._hand_over = True
             return
         if self._headers.get("expect", "").lower() == "100-continue" and self.transport:
             self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
@@ -236,14 +234,7 @@ class _Connection(asyncio.Protocol):
         self._ended_in_read = True
         if self._hand_over or self.transport is None or self.transport.is_closing():
             return
-        parsed = httptools.parse_url(self._url)
-        request = LeanRequest(
-            self._parser.get_method().decode("latin-1"),
-            urllib.parse.unquote(parsed.path.decode("latin-1")),
-            (parsed.query or b"").decode("latin-1"),
-            self._headers,
-            b"".join(self._body),
-        )
+        request = LeanRequest(*self._head, self._headers, b"".join(self._body))
         self._pending.append((request, self._parser.should_keep_alive()))
         if self._task is None:
             self._task = self._loop.create_task(self._answer_all())
@@ -285,7 +276,7 @@ class _Connection(asyncio.Protocol):
         assert self.transport is not None
         body = cast(bytes, response.body)
         status = response.status
-        reason = response.reason or _reason(status)
+        reason = response.reason or "Unknown"  # aiohttp's phrase; none for odd codes
         lines = [f"HTTP/1.1 {status} {reason}"]
         lines += [f"{k}: {v}" for k, v in response.headers.items() if k.lower() != "content-length"]
         if "Content-Type" not in response.headers:
@@ -322,9 +313,3 @@ class _Connection(asyncio.Protocol):
     def abort(self) -> None:
         if self.transport is not None:
             self.transport.abort()
-
-
-def _reason(status: int) -> str:
-    with contextlib.suppress(ValueError):
-        return http.HTTPStatus(status).phrase
-    return "Unknown"

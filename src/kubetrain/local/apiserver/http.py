@@ -107,9 +107,6 @@ def error_response(err: E.ApiError) -> web.Response:
     return _respond(err.status(), err.code)
 
 
-_error = error_response
-
-
 def _not_found_path() -> E.ApiError:
     return E.ApiError(404, "NotFound", "the server could not find the requested resource", {})
 
@@ -175,14 +172,16 @@ class HttpApi:
             response: web.StreamResponse = await handler(request)
             return response
         except E.ApiError as err:
-            return _error(err)
+            return error_response(err)
         except web.HTTPException:
             raise
         except (ConnectionResetError, asyncio.CancelledError):
             raise
         except Exception as exc:  # every failure must still be a Status
             log.exception("internal error serving %s %s", request.method, request.path)
-            return _error(E.ApiError(500, "InternalError", f"Internal error occurred: {exc}"))
+            return error_response(
+                E.ApiError(500, "InternalError", f"Internal error occurred: {exc}")
+            )
 
     def _authenticate(self, request: web.Request) -> User:
         auth = request.headers.get("Authorization", "")
