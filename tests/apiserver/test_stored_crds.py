@@ -10,40 +10,17 @@ from typing import Any
 
 import pytest
 import yaml
-from apiserver_support import Cluster
+from apiserver_support import Cluster, namespaced_crd
 
 Obj = dict[str, Any]
 
 
 def _widget_crd(**spec: Any) -> Obj:
-    """A CRD for a kind the server does not serve."""
-    body: Obj = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.kt-test.io"},
-        "spec": {
-            "group": "kt-test.io",
-            "scope": "Namespaced",
-            "names": {
-                "plural": "widgets",
-                "singular": "widget",
-                "kind": "Widget",
-                "shortNames": ["wd"],
-            },
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
+    """A CRD for a kind the server does not serve (short name ``wd``, any fields kept)."""
+    body = namespaced_crd("Widget", "widgets", {})
+    body["spec"]["names"]["shortNames"] = ["wd"]
+    body["spec"]["versions"][0]["schema"] = {
+        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
     }
     body["spec"].update(spec)
     return body
