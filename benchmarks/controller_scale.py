@@ -450,6 +450,11 @@ def main(argv: list[str] | None = None) -> int:
         help="audit-log the controller's requests and report them per TrainJob (costs server CPU)",
     )
     args = parser.parse_args(argv)
+    from kubetrain.kube.eventloop import tune_gc
+
+    # This process shares the machine with what it measures: its own collector (thousands of
+    # pending creates, every watched object decoded) is made as cheap as the API server's.
+    tune_gc()
     rows = []
     if not args.json:
         print(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -231,3 +232,27 @@ def test_a_serving_process_runs_on_uvloop_where_it_is_installed() -> None:
         return type(asyncio.get_running_loop()).__module__
 
     assert run(loop_module()).startswith("uvloop")
+
+
+@pytest.mark.parametrize(
+    ("holds_objects", "young", "frozen"),
+    [
+        pytest.param(True, 50_000, True, id="a process holding API objects collects them rarely"),
+        pytest.param(False, 700, False, id="any other process keeps CPython's collector"),
+    ],
+)
+def test_the_garbage_collector_of_a_process_that_holds_objects(
+    holds_objects: bool, young: int, frozen: bool
+) -> None:
+    # In a process of its own: the collector's settings are the whole interpreter's.
+    script = (
+        "import gc\n"
+        "from kubetrain.kube.eventloop import run\n"
+        "async def settings():\n"
+        "    return gc.get_threshold()[0], gc.get_freeze_count() > 0\n"
+        f"print(*run(settings(), holds_objects={holds_objects}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.split() == [str(young), str(frozen)]

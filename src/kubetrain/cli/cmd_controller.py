@@ -169,8 +169,9 @@ def run(args: argparse.Namespace) -> int:
     from kubetrain.kube.eventloop import run as run_loop
 
     # uvloop where installed: the controller is bound by the CPU its requests and its webhook
-    # answers cost, and uvloop's compiled loop and TLS cost less of it.
-    return run_loop(main())
+    # answers cost, and uvloop's compiled loop and TLS cost less of it. Its caches hold every
+    # TrainJob, JobSet and child ConfigMap it watches.
+    return run_loop(main(), holds_objects=True)
 
 
 if __name__ == "__main__":  # pragma: no cover  (python -m kubetrain.cli.cmd_controller ...)

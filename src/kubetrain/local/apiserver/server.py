@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import gc
 import os
 import secrets
 from collections.abc import Callable, Coroutine, Iterable, Mapping
@@ -60,26 +59,7 @@ def run_serving(main: Coroutine[Any, Any, T]) -> T:
     else on asyncio's own loop (``kubetrain.kube.eventloop.run``, which the controller and the initializers use too)."""
     from kubetrain.kube.eventloop import run
 
-    _tune_gc()
-    return run(main)
-
-
-# Young-generation size of the cyclic garbage collector in a serving process (CPython: 700).
-_GC_YOUNG = 50_000
-
-
-def _tune_gc() -> None:
-    """Make the cyclic garbage collector cheap for a process that keeps every object in memory.
-
-    Stored objects are acyclic JSON trees that reference counting frees; the collector finds
-    nothing in them, yet every full collection walks all of them and its default young size
-    (700 allocations) runs a collection every few requests: together about a tenth of the
-    server's CPU under load. What is loaded at start-up (modules, schemas) is frozen out of
-    collections, and the young generation is collected every 50,000 allocations instead.
-    """
-    gc.freeze()
-    _, middle, old = gc.get_threshold()
-    gc.set_threshold(_GC_YOUNG, middle, old)
+    return run(main, holds_objects=True)
 
 
 def default_home() -> Path:
