@@ -97,6 +97,22 @@ async def _answer_to(
     return await _answer(reader)
 
 
+@pytest.mark.parametrize(
+    "query",
+    [
+        pytest.param("watch=true", id="watch=true streams"),
+        pytest.param("limit=5&watch=1", id="watch among other parameters streams"),
+        pytest.param("wat%63h=true", id="a percent-encoded watch parameter streams"),
+    ],
+)
+async def test_a_watch_however_its_query_spells_it_streams(port: int, query: str) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(_get(f"{CONFIGMAPS}?{query}"))
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+    assert head.startswith(b"HTTP/1.1 200 ") and b"chunked" in head.lower()
+    writer.close()
+
+
 async def test_pipelined_requests_are_answered_in_order(port: int) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(_post(CONFIGMAPS, _configmap("one")) + _get(f"{CONFIGMAPS}/one") + _get("/nope"))

@@ -63,18 +63,40 @@ class LeanRequest(dict[str, Any]):
     @property
     def query(self) -> MultiDictProxy[str]:
         if self._query is None:
-            pairs = urllib.parse.parse_qsl(self._query_string, keep_blank_values=True)
-            self._query = MultiDictProxy(MultiDict(pairs))
+            self._query = parsed_query(self._query_string)
         return self._query
 
     async def read(self) -> bytes:
         return self._body
 
 
-def _route_pattern(path: str) -> re.Pattern[str]:
-    """An aiohttp route path (``/a/{name}/b``) as a regular expression for whole paths."""
-    parts = re.split(r"(\{[^}]+\})", path)
-    return re.compile("".join("[^/]+" if p.startswith("{") else re.escape(p) for p in parts) + "$")
+# A controller sends the same few query strings again and again (``fieldManager=...``).
+_QUERIES: dict[str, MultiDictProxy[str]] = {}
+_QUERIES_KEPT = 256
+
+
+def parsed_query(query: str) -> MultiDictProxy[str]:
+    """A query string's parameters (read-only, so one parse serves every request with it)."""
+    found = _QUERIES.get(query)
+    if found is None:
+        if len(_QUERIES) >= _QUERIES_KEPT:
+            _QUERIES.clear()
+        pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
+        found = _QUERIES[query] = MultiDictProxy(MultiDict(pairs))
+    return found
+
+
+def _routes_pattern(paths: list[str]) -> re.Pattern[str] | None:
+    """aiohttp route paths (``/a/{name}/b``) as one regular expression for whole paths."""
+    if not paths:
+        return None
+    alternatives = (
+        "".join(
+            "[^/]+" if p.startswith("{") else re.escape(p) for p in re.split(r"(\{[^}]+\})", path)
+        )
+        for path in paths
+    )
+    return re.compile("(?:" + "|".join(alternatives) + ")$")
 
 
 class Front:
@@ -84,7 +106,7 @@ class Front:
         self.api = api
         self.aiohttp_protocol = aiohttp_protocol
         self.connections: set[_Connection] = set()
-        self._extras = [_route_pattern(path) for _, path, _ in api.routes]
+        self._extras = _routes_pattern([path for _, path, _ in api.routes])
         self._server: asyncio.Server | None = None
         self._date = ("", 0)
 
@@ -114,14 +136,14 @@ class Front:
         segments = path.rstrip("/").split("/")
         if segments[-1] in _STREAMED or "watch" in segments:
             return True
-        if query and "watch" in {k for k, _ in urllib.parse.parse_qsl(query, True)}:
+        if ("watch" in query or "%" in query) and "watch" in parsed_query(query):
             return True
         if "chunked" in headers.get("transfer-encoding", "").lower():
             return True
         length = headers.get("content-length", "0")
         if not length.isdigit() or int(length) > MAX_BODY_BYTES:
             return True
-        return any(p.match(path) for p in self._extras)
+        return self._extras is not None and self._extras.match(path) is not None
 
     def date(self) -> str:
         now = int(time.time())
