@@ -470,6 +470,21 @@ async def _start_mpi_job(plane: Plane) -> Controller:
     return controller
 
 
+async def test_what_a_jobset_mounts_is_written_before_the_jobset(plane: Plane) -> None:
+    # resourceVersions order every write: the Secret and both ConfigMaps must all have been
+    # written before the JobSet, so its pods never start before what they mount.
+    await _start_mpi_job(plane)
+    jobset = await plane.get(JOBSETS, "mpi")
+    mounted = [
+        await plane.get(("v1", "secrets"), "mpi-mpi-ssh-auth"),
+        await plane.get(CONFIGMAPS, "mpi-mpi-hostfile"),
+        await plane.get(CONFIGMAPS, "mpi-runtime-snapshot"),
+    ]
+    assert jobset is not None and all(obj is not None for obj in mounted)
+    written = [int(obj["metadata"]["resourceVersion"]) for obj in mounted if obj is not None]
+    assert max(written) < int(jobset["metadata"]["resourceVersion"])
+
+
 async def test_an_mpi_job_gets_its_ssh_secret_once_and_keeps_it(plane: Plane) -> None:
     controller = await _start_mpi_job(plane)
     secret = await eventually(
