@@ -63,7 +63,7 @@ class LeanRequest(dict[str, Any]):
     @property
     def query(self) -> MultiDictProxy[str]:
         if self._query is None:
-            self._query = parsed_query(self._query_string)
+            self._query = _parsed_query(self._query_string)
         return self._query
 
     async def read(self) -> bytes:
@@ -75,7 +75,7 @@ _QUERIES: dict[str, MultiDictProxy[str]] = {}
 _QUERIES_KEPT = 256
 
 
-def parsed_query(query: str) -> MultiDictProxy[str]:
+def _parsed_query(query: str) -> MultiDictProxy[str]:
     """A query string's parameters (read-only, so one parse serves every request with it)."""
     found = _QUERIES.get(query)
     if found is None:
@@ -136,7 +136,7 @@ class Front:
         segments = path.rstrip("/").split("/")
         if segments[-1] in _STREAMED or "watch" in segments:
             return True
-        if ("watch" in query or "%" in query) and "watch" in parsed_query(query):
+        if ("watch" in query or "%" in query) and "watch" in _parsed_query(query):
             return True
         if "chunked" in headers.get("transfer-encoding", "").lower():
             return True
