@@ -455,11 +455,8 @@ def main(argv: list[str] | None = None) -> int:
         help="audit-log the controller's requests and report them per TrainJob (costs server CPU)",
     )
     args = parser.parse_args(argv)
-    from kubetrain.kube.eventloop import run, tune_gc
+    from kubetrain.kube.eventloop import run
 
-    # This process shares the machine with what it measures: it runs on the same event loop
-    # (uvloop where installed) and with the same cheap collector as the API server.
-    tune_gc()
     rows = []
     if not args.json:
         print(
@@ -471,6 +468,8 @@ def main(argv: list[str] | None = None) -> int:
     for n in args.jobs:
         with tempfile.TemporaryDirectory(prefix="kubetrain-bench-") as tmp:
             os.environ["KUBETRAIN_HOME"] = tmp
+            # This process shares the machine with what it measures: it runs on the same
+            # event loop (uvloop where installed) and with the same cheap collector.
             r = run(
                 _run_once(
                     n,
@@ -481,7 +480,8 @@ def main(argv: list[str] | None = None) -> int:
                     args.engine_src,
                     args.limit,
                     args.request_mix,
-                )
+                ),
+                holds_objects=True,
             )
         rows.append(r)
         if args.json:

@@ -12,7 +12,7 @@ import gc
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-__all__ = ["run", "tune_gc"]
+__all__ = ["run"]
 
 T = TypeVar("T")
 
@@ -20,9 +20,9 @@ T = TypeVar("T")
 def run(main: Coroutine[Any, Any, T], *, holds_objects: bool = False) -> T:
     """``asyncio.run(main)``, on uvloop where it is installed. ``holds_objects``: the process
     keeps thousands of API objects in memory (an API server's store, a controller's caches),
-    so its garbage collector is made cheap for them (`tune_gc`)."""
+    so its garbage collector is made cheap for them (`_tune_gc`)."""
     if holds_objects:
-        tune_gc()
+        _tune_gc()
     try:
         import uvloop
     except ImportError:
@@ -35,7 +35,7 @@ def run(main: Coroutine[Any, Any, T], *, holds_objects: bool = False) -> T:
 _GC_YOUNG = 50_000
 
 
-def tune_gc() -> None:
+def _tune_gc() -> None:
     """Make the cyclic garbage collector cheap for a process that keeps API objects in memory.
 
     Those objects are acyclic JSON trees that reference counting frees; the collector finds

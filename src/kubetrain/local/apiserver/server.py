@@ -14,9 +14,9 @@ import asyncio
 import base64
 import os
 import secrets
-from collections.abc import Callable, Coroutine, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import yaml
 from aiohttp import web
@@ -43,23 +43,12 @@ __all__ = [
     "ApiServer",
     "default_home",
     "kubeconfig_dict",
-    "run_serving",
 ]
 
 CONTEXT = "kubetrain-local"
 DEFAULT_NAMESPACES = ("default", "kube-system", "kube-public", "kubeflow-system")
 
 SeedObjects = Iterable[Mapping[str, Any]] | Callable[[], Iterable[Mapping[str, Any]]]
-T = TypeVar("T")
-
-
-def run_serving(main: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(main)`` for a process that serves the API: on uvloop where it is
-    installed (its event loop and TLS are compiled, which cuts the server's CPU per request),
-    else on asyncio's own loop (``kubetrain.kube.eventloop.run``, which the controller and the initializers use too)."""
-    from kubetrain.kube.eventloop import run
-
-    return run(main, holds_objects=True)
 
 
 def default_home() -> Path:
