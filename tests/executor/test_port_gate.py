@@ -7,6 +7,7 @@ job leaves on the port at another loopback address.
 
 from __future__ import annotations
 
+import random
 import socket
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -19,20 +20,32 @@ from kubetrain.local.executor.ports import WILDCARD, PortGate, port_is_free
 POD_IP = "127.0.0.5"
 OTHER = "127.0.0.9"  # an earlier job's pod address
 
+# Each case's port lies below the kernel's ephemeral range (32768 and up here): a port the
+# kernel hands out (to another test's outgoing connection or port-0 listener) could take it
+# between the case's set-up and its checks, and the wildcard probe would then fail. The cases
+# run on one worker, so they never pick the same port at once either.
+pytestmark = pytest.mark.xdist_group("port-gate")
+_FIRST, _LAST = 11_000, 19_999  # no port the project or its tests name explicitly
+
+
+def _unclaimed_port() -> int:
+    for port in random.sample(range(_FIRST, _LAST + 1), 200):
+        if port_is_free(OTHER, port) and port_is_free(WILDCARD, port):
+            return port
+    raise AssertionError(f"no free port between {_FIRST} and {_LAST}")
+
 
 def _listener(stack: ExitStack, *, reuse: bool) -> socket.socket:
     server = stack.enter_context(socket.socket())
     if reuse:
         server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    server.bind((OTHER, 0))
+    server.bind((OTHER, _unclaimed_port()))
     server.listen()
     return server
 
 
 def nothing(stack: ExitStack) -> int:
-    with socket.socket() as probe:
-        probe.bind((OTHER, 0))
-        return int(probe.getsockname()[1])
+    return _unclaimed_port()
 
 
 def a_listener(stack: ExitStack) -> int:
