@@ -47,7 +47,7 @@ async def test_the_sdk_reads_a_completed_job_and_its_events(plane: Plane) -> Non
     assert job.status == "Complete"
     events = await asyncio.to_thread(client.get_job_events, "tj")
     reasons = {e.reason for e in events if e.involved_object_kind == "TrainJob"}
-    assert {"JobSetCreated", "Completed"} <= reasons
+    assert "Completed" in reasons
 
 
 async def test_the_sdk_sees_a_job_that_cannot_render_as_failed(plane: Plane) -> None:

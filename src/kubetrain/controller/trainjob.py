@@ -13,7 +13,8 @@ One reconcile, for the TrainJob as the cache holds it:
 4. a terminal state already reached is kept exactly (``conditions.keep_terminal``);
 5. status written through the ``status`` subresource as a JSON merge patch of what changed,
    never touching ``trainerStatus`` (owned by the status server's manager ``trainer-status``);
-6. Events for each transition; requeue after the deadline's remaining time.
+6. Events for each transition of the job's state and each failed apply; requeue after the
+   deadline's remaining time.
 
 Divergences from upstream (trainer v2.3.0 pkg/controller/trainjob_controller.go), each on purpose:
 - Terminal is terminal. Upstream drops a non-deadline ``Failed`` at the start of every reconcile
@@ -38,6 +39,10 @@ Divergences from upstream (trainer v2.3.0 pkg/controller/trainjob_controller.go)
 - A JobSet or snapshot still controlled by an earlier TrainJob of the same name (deleted and
   re-created before garbage collection finished) is neither adopted nor read: the new job
   waits for it to go, instead of inheriting the old job's Complete/Failed.
+- An Event tells of each transition (Normal ``Suspended``, ``Resumed``, ``Completed``; Warning
+  with the ``Failed`` reason), which ``kubectl describe`` and the SDK's ``get_job_events`` show;
+  upstream records only ``TrainJobResourcesCreationFailed``. As upstream, a successful apply
+  records nothing: an Event per created JobSet would be one more API write for every TrainJob.
 - ConfigMaps the cache already shows with the Plan's exact content are not re-applied
   (upstream sends the same apply on every reconcile).
 - The watch event of the controller's own write (an applied child, the status it wrote) queues
@@ -162,7 +167,6 @@ class _Pass:
     jobset: Obj | None
     requeue_after: float | None = None
     error: ReconcileError | None = None
-    created_jobset: bool = False
 
 
 _APPLY_ORDER = {"ConfigMap": 0, "Secret": 0, "PodGroup": 1, "JobSet": 3}
@@ -225,7 +229,7 @@ class TrainJobReconciler:
 
         new_status = c.keep_terminal(old_status, outcome.status)
         await self._write_status(trainjob, old_status, new_status)
-        self._transition_events(trainjob, old_status, new_status, step)
+        self._transition_events(trainjob, old_status, new_status)
         if step.error is not None:
             raise step.error
         if c.is_finished(new_status):
@@ -315,7 +319,6 @@ class TrainJobReconciler:
             self._events.record(trainjob, "Warning", CREATION_FAILED, _note(err))
             return
         if not had_jobset and step.jobset is not None:
-            step.created_jobset = True
             for warning in outcome.warnings:
                 self._events.record(trainjob, "Warning", "TrainJobRenderWarning", warning)
 
@@ -512,10 +515,7 @@ class TrainJobReconciler:
             acted_on = ours and _inputs(written) == _inputs(trainjob)
             self._caches.trainjobs.observe(written, acted_on=acted_on)
 
-    def _transition_events(self, trainjob: Obj, old: Obj, new: Obj, step: _Pass) -> None:
-        if step.created_jobset and step.jobset is not None:
-            name = obj_at(step.jobset, "metadata").get("name")
-            self._events.record(trainjob, "Normal", "JobSetCreated", f"Created JobSet {name}")
+    def _transition_events(self, trainjob: Obj, old: Obj, new: Obj) -> None:
         before, after = c.find(old, c.SUSPENDED), c.find(new, c.SUSPENDED)
         if after is not None and (before or {}).get("status") != after.get("status"):
             self._events.record(
