@@ -143,6 +143,35 @@ async def test_a_webhook_that_is_down_refuses_with_the_api_servers_message_until
     assert created["metadata"]["uid"]
 
 
+async def _pod_unready(kube: KubeClient) -> None:
+    status = {"conditions": [{"type": "Ready", "status": "False"}]}
+    await kube.patch("v1", "pods", "controller-0", {"status": status},
+                     namespace=NAMESPACE, subresource="status")  # fmt: skip
+
+
+async def _service_selects_other_pods(kube: KubeClient) -> None:
+    await kube.patch("v1", "services", NAME, {"spec": {"selector": {"app": "other"}}},
+                     namespace=NAMESPACE)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "change",
+    [_pod_unready, _service_selects_other_pods],
+    ids=["a pod that turns unready", "a Service that selects other pods"],
+)
+async def test_the_next_call_after_a_change_behind_the_service_finds_no_endpoints(
+    plane: Plane, change: Any
+) -> None:
+    """The pod a call resolved is kept only while no Service or Pod is written."""
+    trainjobs = (TRAINER, "trainjobs")
+    await plane.kube.create(*trainjobs, make_trainjob("before").obj())
+    await change(plane.kube)
+    with pytest.raises(ApiError) as refused:
+        await plane.kube.create(*trainjobs, make_trainjob("after").obj())
+    assert refused.value.message.endswith(f'no endpoints available for service "{NAME}"')
+    assert plane.stored("after") is None
+
+
 async def test_through_the_kubelets_relay_a_webhook_answers_and_a_refused_port_is_named(
     plane: Plane,
 ) -> None:

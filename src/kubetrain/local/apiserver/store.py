@@ -78,6 +78,7 @@ class Store:
         self.history: deque[Change] = deque(maxlen=history)
         self.history_start = 0
         self._listeners: list[Callable[[Change], None]] = []
+        self._writes: dict[str, int] = {}
         self._writer: _Writer | None = None
         # Changes of this loop iteration, handed to the writer in one go: waking the writer
         # thread once per change costs more (GIL hand-offs) than the change itself.
@@ -128,6 +129,11 @@ class Store:
         table = self._objects.get(resource, {})
         keys = sorted(table) if namespace is None else sorted(k for k in table if k[0] == namespace)
         return [table[k] for k in keys]
+
+    def writes(self, resource: str) -> int:
+        """How many times objects of ``resource`` were written or removed in memory: what is
+        derived from them is still true while this number is the same."""
+        return self._writes.get(resource, 0)
 
     def keys(self, resource: str) -> Iterable[Key]:
         return self._objects.get(resource, {}).keys()
@@ -214,6 +220,7 @@ class Store:
 
     # -- indexes ---------------------------------------------------------------------------
     def _index(self, resource: str, namespace: str, name: str, obj: dict[str, Any]) -> None:
+        self._writes[resource] = self._writes.get(resource, 0) + 1
         table = self._objects.setdefault(resource, {})
         previous = table.get((namespace, name))
         if previous is not None:
@@ -229,6 +236,7 @@ class Store:
                 self._dependents.setdefault(ref["uid"], set()).add(ident)
 
     def _unindex(self, resource: str, namespace: str, name: str) -> None:
+        self._writes[resource] = self._writes.get(resource, 0) + 1
         previous = self._objects.get(resource, {}).pop((namespace, name), None)
         if previous is not None:
             self._drop_refs(resource, namespace, name, previous)

@@ -286,6 +286,11 @@ class WebhookDispatcher:
     _by_rules: dict[tuple[str, _RuleKey], list[dict[str, Any]]] = field(
         default_factory=dict, init=False
     )
+    # A Service's ready pod and port by (name, namespace, port), while no Service or Pod has
+    # been written since (`Store.writes`): a lookup instead of a walk over every pod per call.
+    _endpoints: dict[tuple[str, str, int], tuple[tuple[int, int], Mapping[str, Any], int]] = field(
+        default_factory=dict, init=False
+    )
 
     def __post_init__(self) -> None:
         self.store.subscribe(self._changed)
@@ -527,6 +532,19 @@ class WebhookDispatcher:
         self, name: str, namespace: str, port: int, shown: str
     ) -> tuple[Mapping[str, Any], int]:
         """A ready pod behind the Service and its port (kube-apiserver's service resolver)."""
+        version = (self.store.writes("/services"), self.store.writes("/pods"))
+        known = self._endpoints.get((name, namespace, port))
+        if known is not None and known[0] == version:
+            return known[1], known[2]
+        pod, number = self._endpoint(name, namespace, port, shown)
+        if len(self._endpoints) >= _POOLS_KEPT:
+            self._endpoints.clear()
+        self._endpoints[(name, namespace, port)] = (version, pod, number)
+        return pod, number
+
+    def _endpoint(
+        self, name: str, namespace: str, port: int, shown: str
+    ) -> tuple[Mapping[str, Any], int]:
         failed = f'failed to call webhook: Post "{shown}"'
         svc = self.store.get("/services", namespace, name)
         if svc is None:
