@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -280,6 +281,44 @@ def test_apply_paths_name_associative_list_elements_and_keep_other_lists_atomic(
         ("conds", 'k:{"type":"A"}', "status"),
         ("tags",),
     }
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"),
+    [
+        (
+            {"kind": "K", "tags": ["x"], "conds": [{"type": "B"}, {"type": "A", "status": "T"}]},
+            {"f:conds": {'k:{"type":"A"}': {"f:status": {}, "f:type": {}},
+                         'k:{"type":"B"}': {"f:type": {}}},
+             "f:tags": {}},
+        ),
+        (
+            {"conds": [{"type": "A", "status": "T"}, {"type": "A", "reason": "R"}]},
+            {"f:conds": {'k:{"type":"A"}': {"f:reason": {}, "f:status": {}, "f:type": {}}}},
+        ),
+        (
+            {"metadata": {"name": "n", "uid": "u", "labels": {"b": "1", "a": "2"}}, "z": {},
+             "y": {"x": 1}},
+            {"f:metadata": {"f:labels": {"f:a": {}, "f:b": {}}}, "f:y": {"f:x": {}}, "f:z": {}},
+        ),
+        ({"metadata": {"name": "n", "resourceVersion": "1"}}, {}),
+    ],
+    ids=[
+        "fields and list elements come sorted, type fields and atomic lists are leaves",
+        "two elements with one key own what they have between them",
+        "metadata the server sets is nobody's, and an empty map is a leaf",
+        "an object with nothing but its name owns nothing",
+    ],
+)  # fmt: skip
+def test_an_applys_managed_fields_are_the_paths_it_owns_spelled_in_order(
+    obj: dict[str, Any], expected: dict[str, Any]
+) -> None:
+    from kubetrain.local.apiserver.patching import fields_v1
+    from kubetrain.local.apiserver.ssa import owned_fields_v1, owned_paths
+
+    document = owned_fields_v1(obj, LIST_MAP)
+    assert json.dumps(document) == json.dumps(expected)  # the order too
+    assert json.dumps(fields_v1(owned_paths(obj, LIST_MAP))) == json.dumps(expected)
 
 
 def test_apply_merge_by_key_and_element_removal() -> None:

@@ -45,7 +45,6 @@ from kubetrain.local.apiserver.ops import Op, Result, WriteOptions, ns_key
 from kubetrain.local.apiserver.patching import (
     apply_json_patch,
     merge_patch,
-    spell_fields,
     strategic_merge_patch,
 )
 from kubetrain.local.apiserver.resources import Registry, ResourceDef
@@ -237,7 +236,7 @@ class Engine(Deletion):
             obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         # An applier owns what it applied, not what defaulting and admission added.
         applied_fields = (
-            spell_fields(ssa.owned_tree(obj, self.schema.schema_of(res.api_version, res.kind)))
+            ssa.owned_fields_v1(obj, self.schema.schema_of(res.api_version, res.kind))
             if operation == "Apply"
             else None
         )

@@ -23,7 +23,6 @@ __all__ = [
     "leaf_paths",
     "merge_patch",
     "paths_from_fields_v1",
-    "spell_fields",
     "strategic_merge_patch",
 ]
 
@@ -96,16 +95,16 @@ def fields_v1(paths: set[tuple[str, ...]]) -> dict[str, Any]:
         node = tree
         for part in path:
             node = node.setdefault(part, {})
-    return spell_fields(tree)
+    return _spelled(tree)
 
 
-def spell_fields(tree: Mapping[str, Any]) -> dict[str, Any]:
+def _spelled(tree: Mapping[str, Any]) -> dict[str, Any]:
     """A ``fieldsV1`` document for a tree of path components (``{"spec": {"x": {}}}``), each
-    level sorted by component as `fields_v1` orders it."""
+    level sorted by component."""
     # Sorting each level's few components costs less than sorting every whole path; sorting
     # the items (keys are unique: no value is ever compared) saves a lookup per component.
     return {
-        (part if part[:2] == "k:" else "f:" + part): (spell_fields(sub) if sub else {})
+        (part if part[:2] == "k:" else "f:" + part): (_spelled(sub) if sub else {})
         for part, sub in sorted(tree.items())
     }
 

@@ -17,8 +17,9 @@ from typing import Any
 import msgspec
 
 from kubetrain.api.access import as_list, obj_at
+from kubetrain.local.apiserver.patching import paths_from_fields_v1
 
-__all__ = ["Path", "apply_merge", "owned_paths", "owned_tree", "remove_path", "value_at"]
+__all__ = ["Path", "apply_merge", "owned_fields_v1", "owned_paths", "remove_path", "value_at"]
 
 Path = tuple[str, ...]
 _NO_SCHEMA: Mapping[str, Any] = {}
@@ -73,58 +74,62 @@ def _items_schema(schema: Mapping[str, Any]) -> Mapping[str, Any]:
     return items if isinstance(items, Mapping) else _NO_SCHEMA
 
 
-def _grow(value: Any, schema: Mapping[str, Any], node: dict[str, Any]) -> None:
-    """Add below ``node`` (the tree node of ``value``'s path) the components of the paths
-    ``value`` owns; a value without any (a scalar, an atomic list, ``{}``) is itself a leaf.
+def _spelled(value: Any, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``fieldsV1`` document of what ``value`` owns below its own path, each level sorted
+    as `patching.fields_v1` sorts it: ``{}`` for a leaf (a scalar, an atomic list, ``{}``).
     (`_child` and `_map_keys` written out: this runs for every field an apply creates.)"""
     if isinstance(value, dict):
-        if value:
-            props = schema.get("properties")
-            extra = schema.get("additionalProperties")
-            other = extra if isinstance(extra, Mapping) else _NO_SCHEMA
-            known = props if isinstance(props, dict) else _NO_SCHEMA
-            for key, item in value.items():
-                _grow(item, known.get(key, other), node.setdefault(key, {}))
-    elif isinstance(value, list) and value:
+        if not value:
+            return {}
+        props = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        other = extra if isinstance(extra, Mapping) else _NO_SCHEMA
+        known = props if isinstance(props, dict) else _NO_SCHEMA
+        # "f:" + key sorts as the keys do (they are unique: no value is ever compared).
+        return {"f:" + k: _spelled(v, known.get(k, other)) for k, v in sorted(value.items())}
+    if isinstance(value, list) and value:
         keys = _map_keys(schema)
         if keys and all(isinstance(i, dict) for i in value):
             items = _items_schema(schema)
+            out: dict[str, Any] = {}
             for element in value:
-                _grow(element, items, node.setdefault(_component(element, keys), {}))
+                component = _component(element, keys)
+                below = _spelled(element, items)
+                # Elements with the same key (refused elsewhere) own what they have between them.
+                out[component] = _merged(out[component], below) if component in out else below
+            return dict(sorted(out.items()))
+    return {}
 
 
-def owned_tree(obj: Mapping[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The paths a manager owns by applying ``obj`` (type fields and server metadata
-    excluded) as a tree of their components, one walk: `patching.spell_fields` makes it a
-    ``fieldsV1`` document, `owned_paths` lists its leaves."""
-    tree: dict[str, Any] = {}
+def _merged(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    both = {k: _merged(a[k], v) if k in a else v for k, v in b.items()}
+    return dict(sorted({**a, **both}.items()))
+
+
+def owned_fields_v1(obj: Mapping[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ``fieldsV1`` document of what a manager owns by applying ``obj`` (type fields and
+    server metadata excluded), in one walk."""
     root = schema or _NO_SCHEMA
-    for key, value in obj.items():
+    out: dict[str, Any] = {}
+    for key, value in sorted(obj.items()):
         if key in ("apiVersion", "kind"):
             continue
         if key == "metadata" and isinstance(value, Mapping):
-            for meta_key, meta_value in value.items():
-                if meta_key not in _UNOWNED_META:
-                    meta = tree.setdefault("metadata", {})
-                    _grow(meta_value, _NO_SCHEMA, meta.setdefault(meta_key, {}))
+            meta = {
+                "f:" + k: _spelled(v, _NO_SCHEMA)
+                for k, v in sorted(value.items())
+                if k not in _UNOWNED_META
+            }
+            if meta:
+                out["f:metadata"] = meta
             continue
-        _grow(value, _child(root, key), tree.setdefault(key, {}))
-    return tree
+        out["f:" + key] = _spelled(value, _child(root, key))
+    return out
 
 
 def owned_paths(obj: Mapping[str, Any], schema: Mapping[str, Any] | None) -> set[Path]:
-    """The paths a manager owns by applying ``obj``: the leaves of `owned_tree`."""
-    out: set[Path] = set()
-    stack: list[tuple[Path, dict[str, Any]]] = [((), owned_tree(obj, schema))]
-    while stack:
-        prefix, node = stack.pop()
-        for part, below in node.items():
-            path = (*prefix, part)
-            if below:
-                stack.append((path, below))
-            else:
-                out.add(path)
-    return out
+    """The paths a manager owns by applying ``obj``: the leaves of `owned_fields_v1`."""
+    return paths_from_fields_v1(owned_fields_v1(obj, schema))
 
 
 def apply_merge(target: Any, applied: Any, schema: Mapping[str, Any] | None) -> Any:
