@@ -673,7 +673,7 @@ class Engine(Deletion):
                 # objects are never changed in place): admission walks only what differs
                 # from the old object, which its schema settled when it was written.
                 new = dict(old)
-                # managedFields stay shared until they are copied below, before they change.
+                # managedFields stay shared (`record_manager` copies what it changes).
                 new["metadata"] = codec.clone(
                     {k: v for k, v in old_meta.items() if k != "managedFields"}
                 )
@@ -725,7 +725,8 @@ class Engine(Deletion):
             raise _Raced(res.group, res.plural, name)
         meta = new["metadata"]
         meta["resourceVersion"] = old_meta["resourceVersion"]
-        meta["managedFields"] = codec.clone(old_meta.get("managedFields", []))
+        # The stored entries, shared: `record_manager` replaces the entries it changes.
+        meta["managedFields"] = list(old_meta.get("managedFields", []))
         manager = opts.field_manager or "unknown"
         if new == old and (
             apply_paths is None

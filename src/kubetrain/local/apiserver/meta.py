@@ -213,7 +213,8 @@ def record_manager(
     """Update (or add) the managedFields entry of ``manager`` for ``operation``.
 
     Apply entries own exactly what was last applied (``replace_paths``); Update entries gather
-    every field the manager has changed.
+    every field the manager has changed. The entries ``meta`` holds are never changed in place:
+    they may be a stored object's.
     """
     entries = [dict(e) for e in dicts(meta.get("managedFields"))]
     mine = next(
