@@ -33,10 +33,12 @@ from kubetrain.local.apiserver.discovery import (
 from kubetrain.local.apiserver.engine import Engine, Result, WriteOptions
 from kubetrain.local.apiserver.logs import LogRequest, log_file, pick_container, stream_log
 from kubetrain.local.apiserver.openapi import OpenAPI
+from kubetrain.local.apiserver.ops import ns_key
 from kubetrain.local.apiserver.patching import apply_json_patch, merge_patch
 from kubetrain.local.apiserver.rbac import (
     ADMIN,
     MASTERS,
+    Attributes,
     User,
     forbidden_message,
     request_attributes,
@@ -61,6 +63,8 @@ log = logging.getLogger(__name__)
 
 JSON = "application/json"
 _PUBLIC = frozenset({"/version", "/healthz", "/livez", "/readyz"})
+# What RBAC decided a request is (verb, resource, name, ...), kept for a second decision.
+_ATTRIBUTES_KEY = web.RequestKey("kubetrain.attributes", Attributes)
 _OBJECT_EVENTS = ("ADDED", "MODIFIED", "DELETED")
 # A watch event's JSON up to its object, as ``{"type": ..., "object": ...}`` encodes.
 _EVENT_HEAD = {t: b'{"type":"' + t.encode() + b'","object":' for t in _OBJECT_EVENTS}
@@ -197,7 +201,9 @@ class HttpApi:
         assert self.authorizer is not None
         if MASTERS in user.groups:
             return  # the privileged-group authorizer, before RBAC builds anything
-        attributes = request_attributes(request.method, request.path, request.query)
+        attributes = request[_ATTRIBUTES_KEY] = request_attributes(
+            request.method, request.path, request.query
+        )
         decision = self.authorizer.authorize(user, attributes)
         if not decision.allowed:
             details: dict[str, Any] = {}
@@ -217,15 +223,9 @@ class HttpApi:
         user = request.get(USER_KEY)
         if self.authorizer is None or user is None or MASTERS in user.groups:
             return
-        try:
-            self.engine.get(res, namespace, name)
+        if self.engine.store.get(res.key, ns_key(res, namespace), name) is not None:
             return
-        except E.ApiError as err:
-            if err.code != 404:
-                raise
-        attributes = request_attributes(request.method, request.path, request.query).with_verb(
-            "create"
-        )
+        attributes = request[_ATTRIBUTES_KEY].with_verb("create")
         decision = self.authorizer.authorize(user, attributes)
         if not decision.allowed:
             qualified = res.plural + (f".{res.group}" if res.group else "")
