@@ -442,7 +442,7 @@ def _default(node: _Node, value: Any, settled: Set[str] = frozenset()) -> None:
             for name, default in node.defaults:
                 # A nullable field's null stays null; any other null takes the default.
                 if name not in value or (value[name] is None and not props[name].nullable):
-                    value[name] = copy.deepcopy(default)
+                    value[name] = _fresh(default)
             # Then below every field, defaulted ones included: a default of ``{}`` gets its
             # fields' defaults.
             for k, v in value.items():
@@ -455,13 +455,19 @@ def _default(node: _Node, value: Any, settled: Set[str] = frozenset()) -> None:
         _default_each(node.items, value)
 
 
+def _fresh(default: Any) -> Any:
+    """A default to put into an object: a copy of a map or list (the object may change it),
+    a scalar as it is (most defaults are scalars, and copying one costs a call chain)."""
+    return copy.deepcopy(default) if isinstance(default, (dict, list)) else default
+
+
 def _default_each(node: _Node, values: dict[str, Any] | list[Any]) -> None:
     """Map values or array items: a non-nullable null takes the node's default."""
     keys: Any = values.keys() if isinstance(values, dict) else range(len(values))
     for k in keys:
         v = values[k]
         if v is None and not node.nullable and node.default is not _NO_DEFAULT:
-            values[k] = copy.deepcopy(node.default)
+            values[k] = _fresh(node.default)
         _default(node, values[k])
 
 
