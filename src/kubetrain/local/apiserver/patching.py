@@ -109,18 +109,28 @@ def _spelled(tree: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def paths_from_fields_v1(
-    doc: Mapping[str, Any], prefix: tuple[str, ...] = ()
-) -> set[tuple[str, ...]]:
+def paths_from_fields_v1(doc: Mapping[str, Any]) -> set[tuple[str, ...]]:
     """The leaf paths a ``fieldsV1`` document records (``f:`` fields and ``k:`` list elements)."""
     out: set[tuple[str, ...]] = set()
-    for key, value in doc.items():
-        if key.startswith("f:"):
+    _add_leaves(doc, (), out)
+    return out
+
+
+def _add_leaves(
+    node: Mapping[str, Any], prefix: tuple[str, ...], out: set[tuple[str, ...]]
+) -> bool:
+    """Add the leaf paths below ``node`` to ``out``; whether it has any (a level without fields
+    or elements, ``{}`` or only ``"."``, is itself the leaf)."""
+    found = False
+    for key, value in node.items():
+        mark = key[:2]
+        if mark == "f:":
             path = (*prefix, key[2:])
-        elif key.startswith("k:"):
+        elif mark == "k:":
             path = (*prefix, key)
         else:
             continue
-        children = paths_from_fields_v1(value, path) if isinstance(value, Mapping) else set()
-        out |= children or {path}
-    return out
+        found = True
+        if not (value and isinstance(value, Mapping) and _add_leaves(value, path, out)):
+            out.add(path)
+    return found

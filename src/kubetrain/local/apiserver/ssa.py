@@ -11,7 +11,7 @@ without wiping each other's. Other lists are atomic: the list is one field. With
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -74,10 +74,19 @@ def _items_schema(schema: Mapping[str, Any]) -> Mapping[str, Any]:
     return items if isinstance(items, Mapping) else _NO_SCHEMA
 
 
-def _spelled(value: Any, schema: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``fieldsV1`` document of what ``value`` owns below its own path, each level sorted
-    as `patching.fields_v1` sorts it: ``{}`` for a leaf (a scalar, an atomic list, ``{}``).
-    (`_child` and `_map_keys` written out: this runs for every field an apply creates.)"""
+# How each level of an owned-fields document is ordered: by component for ``fieldsV1`` (as
+# `patching.fields_v1` orders it), as walked where only its leaves are read.
+_Order = Callable[[Iterable[tuple[str, Any]]], Iterable[tuple[str, Any]]]
+
+
+def _as_walked(items: Iterable[tuple[str, Any]]) -> Iterable[tuple[str, Any]]:
+    return items
+
+
+def _owned_below(value: Any, schema: Mapping[str, Any], order: _Order) -> dict[str, Any]:
+    """The owned-fields document of what ``value`` owns below its own path: ``{}`` for a leaf
+    (a scalar, an atomic list, ``{}``). (`_child` and `_map_keys` written out: this runs for
+    every field an apply sends.)"""
     if isinstance(value, dict):
         if not value:
             return {}
@@ -86,7 +95,9 @@ def _spelled(value: Any, schema: Mapping[str, Any]) -> dict[str, Any]:
         other = extra if isinstance(extra, Mapping) else _NO_SCHEMA
         known = props if isinstance(props, dict) else _NO_SCHEMA
         # "f:" + key sorts as the keys do (they are unique: no value is ever compared).
-        return {"f:" + k: _spelled(v, known.get(k, other)) for k, v in sorted(value.items())}
+        return {
+            "f:" + k: _owned_below(v, known.get(k, other), order) for k, v in order(value.items())
+        }
     if isinstance(value, list) and value:
         keys = _map_keys(schema)
         if keys and all(isinstance(i, dict) for i in value):
@@ -94,10 +105,10 @@ def _spelled(value: Any, schema: Mapping[str, Any]) -> dict[str, Any]:
             out: dict[str, Any] = {}
             for element in value:
                 component = _component(element, keys)
-                below = _spelled(element, items)
+                below = _owned_below(element, items, order)
                 # Elements with the same key (refused elsewhere) own what they have between them.
                 out[component] = _merged(out[component], below) if component in out else below
-            return dict(sorted(out.items()))
+            return dict(order(out.items()))
     return {}
 
 
@@ -106,30 +117,38 @@ def _merged(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return dict(sorted({**a, **both}.items()))
 
 
-def owned_fields_v1(obj: Mapping[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The ``fieldsV1`` document of what a manager owns by applying ``obj`` (type fields and
-    server metadata excluded), in one walk."""
+def _owned(
+    obj: Mapping[str, Any], schema: Mapping[str, Any] | None, order: _Order
+) -> dict[str, Any]:
+    """What a manager owns by applying ``obj`` (type fields and server metadata excluded), as
+    an owned-fields document, in one walk."""
     root = schema or _NO_SCHEMA
     out: dict[str, Any] = {}
-    for key, value in sorted(obj.items()):
+    for key, value in order(obj.items()):
         if key in ("apiVersion", "kind"):
             continue
         if key == "metadata" and isinstance(value, Mapping):
             meta = {
-                "f:" + k: _spelled(v, _NO_SCHEMA)
-                for k, v in sorted(value.items())
+                "f:" + k: _owned_below(v, _NO_SCHEMA, order)
+                for k, v in order(value.items())
                 if k not in _UNOWNED_META
             }
             if meta:
                 out["f:metadata"] = meta
             continue
-        out["f:" + key] = _spelled(value, _child(root, key))
+        out["f:" + key] = _owned_below(value, _child(root, key), order)
     return out
 
 
+def owned_fields_v1(obj: Mapping[str, Any], schema: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The ``fieldsV1`` document of what a manager owns by applying ``obj``."""
+    return _owned(obj, schema, sorted)
+
+
 def owned_paths(obj: Mapping[str, Any], schema: Mapping[str, Any] | None) -> set[Path]:
-    """The paths a manager owns by applying ``obj``: the leaves of `owned_fields_v1`."""
-    return paths_from_fields_v1(owned_fields_v1(obj, schema))
+    """The paths a manager owns by applying ``obj``: the leaves of its owned fields (the same
+    walk as `owned_fields_v1`, without ordering what only its leaves are read from)."""
+    return paths_from_fields_v1(_owned(obj, schema, _as_walked))
 
 
 def apply_merge(target: Any, applied: Any, schema: Mapping[str, Any] | None) -> Any:
