@@ -286,11 +286,12 @@ class WebhookDispatcher:
     _by_rules: dict[tuple[str, _RuleKey], list[dict[str, Any]]] = field(
         default_factory=dict, init=False
     )
-    # A Service's ready pod and port by (name, namespace, port), while no Service or Pod has
-    # been written since (`Store.writes`): a lookup instead of a walk over every pod per call.
-    _endpoints: dict[tuple[str, str, int], tuple[tuple[int, int], Mapping[str, Any], int]] = field(
+    # A Service's ready pod and port by (name, namespace, port), found since Services and Pods
+    # were last written (`Store.writes` then): a lookup instead of a walk over every pod per call.
+    _endpoints: dict[tuple[str, str, int], tuple[Mapping[str, Any], int]] = field(
         default_factory=dict, init=False
     )
+    _endpoints_writes: tuple[int, int] = field(default=(-1, -1), init=False)
 
     def __post_init__(self) -> None:
         self.store.subscribe(self._changed)
@@ -532,15 +533,16 @@ class WebhookDispatcher:
         self, name: str, namespace: str, port: int, shown: str
     ) -> tuple[Mapping[str, Any], int]:
         """A ready pod behind the Service and its port (kube-apiserver's service resolver)."""
-        version = (self.store.writes("/services"), self.store.writes("/pods"))
-        known = self._endpoints.get((name, namespace, port))
-        if known is not None and known[0] == version:
-            return known[1], known[2]
-        pod, number = self._endpoint(name, namespace, port, shown)
-        if len(self._endpoints) >= _POOLS_KEPT:
+        writes = (self.store.writes("/services"), self.store.writes("/pods"))
+        if writes != self._endpoints_writes:
             self._endpoints.clear()
-        self._endpoints[(name, namespace, port)] = (version, pod, number)
-        return pod, number
+            self._endpoints_writes = writes
+        known = self._endpoints.get((name, namespace, port))
+        if known is None:
+            known = self._endpoints[(name, namespace, port)] = self._endpoint(
+                name, namespace, port, shown
+            )
+        return known
 
     def _endpoint(
         self, name: str, namespace: str, port: int, shown: str
