@@ -91,6 +91,55 @@ def test_a_crash_loop_keeps_the_last_termination_and_counts_restarts() -> None:
     assert cs["restartCount"] == 1 and "running" in cs["state"]
 
 
+EXEC = {"exec": {"command": ["true"]}}
+
+
+@pytest.mark.parametrize(
+    ("probes", "seen"),
+    [
+        pytest.param(
+            {},
+            [(True, True), (True, True), (True, True)],
+            id="without probes a running container is started and ready at once",
+        ),
+        pytest.param(
+            {"startupProbe": EXEC},
+            [(False, False), (True, True), (False, False)],
+            id="a startup probe holds started and ready back until it passes, again after a restart",
+        ),
+        pytest.param(
+            {"startupProbe": EXEC, "readinessProbe": EXEC},
+            [(False, False), (True, False), (False, False)],
+            id="after the startup probe passes the readiness probe still decides ready",
+        ),
+        pytest.param(
+            {"livenessProbe": EXEC},
+            [(True, True), (True, True), (True, True)],
+            id="a liveness probe alone holds nothing back",
+        ),
+    ],
+)
+def test_started_and_ready_follow_the_startup_probe(
+    probes: dict[str, Any], seen: list[tuple[bool, bool]]
+) -> None:
+    spec = pod("OnFailure")
+    spec["spec"]["containers"][0].update(probes)
+    m = PodStatusModel(spec, pod_ip="127.0.0.2", host_ip="127.0.0.1", now=T0)
+
+    def started_ready() -> tuple[bool, bool]:
+        cs = m.status(T1)["containerStatuses"][0]
+        return cs["started"], cs["ready"]
+
+    m.started("node", 0, T1)
+    after = [started_ready()]
+    m.startup_passed("node")
+    after.append(started_ready())
+    m.exited("node", 143, T2)
+    m.started("node", 1, T2)
+    after.append(started_ready())
+    assert after == seen
+
+
 def test_a_container_whose_end_was_not_seen_reports_status_unknown() -> None:
     m = model()
     m.started("node", 0, T0)

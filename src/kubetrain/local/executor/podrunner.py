@@ -2,7 +2,9 @@
 ``restartPolicy`` says, and report every change as Pod status and Events.
 
 Init containers run one after another; the containers then run side by side, each restarted in
-place after a doubling back-off when the policy asks for it. A pod adopted after a daemon
+place after a doubling back-off when the policy asks for it. A running container is probed as
+the kubelet probes it: its startup probe first, then readiness and liveness side by side; one
+that fails its liveness or startup probe is killed, and the policy says whether it restarts. A pod adopted after a daemon
 restart continues from the containers the previous daemon left: live ones are waited for, dead
 ones report the exit code their sandbox recorded (137, ContainerStatusUnknown, when none was).
 """
@@ -17,7 +19,7 @@ from typing import Any
 
 from kubetrain.api.access import dicts, obj_at
 from kubetrain.local.sandbox import ContainerProcess, PodSandbox, SandboxContext, SandboxError
-from kubetrain.local.sandbox.probes import Probe, Readiness, run_network_probe
+from kubetrain.local.sandbox.probes import Probe, Verdict, run_network_probe
 
 from .jobs import FINAL_FAILURE_REASON
 from .podstatus import PodStatusModel
@@ -204,7 +206,7 @@ class PodRunner:
             if proc is None:
                 code = 128
             else:
-                prober = self._readiness(name, init)
+                prober = self._probing(name, init, proc)
                 try:
                     code = await proc.wait()
                 finally:
@@ -237,34 +239,96 @@ class PodRunner:
                 return code
             restarts += 1
 
-    def _readiness(self, name: str, init: bool) -> asyncio.Task[None] | None:
-        """Start probing a container's readiness (when it has a probe) while it runs."""
+    def _probing(self, name: str, init: bool, proc: ContainerProcess) -> asyncio.Task[None] | None:
+        """Start probing a running container (when it has probes); the task ends with it."""
         container = next(
             (c for c in dicts(obj_at(self.pod, "spec").get("containers")) if c["name"] == name),
             None,
         )
-        probe = Probe.of(container) if container is not None and not init else None
-        if probe is None:
+        if container is None or init:
             return None
-        return asyncio.create_task(self._probe(name, probe), name=f"readiness-{self.name}-{name}")
+        startup, readiness, liveness = (
+            Probe.of(container, f) for f in ("startupProbe", "readinessProbe", "livenessProbe")
+        )
+        if startup is None and readiness is None and liveness is None:
+            return None
+        began = asyncio.get_running_loop().time()
+        return asyncio.create_task(
+            self._probe_all(name, proc, began, startup, readiness, liveness),
+            name=f"probes-{self.name}-{name}",
+        )
 
-    async def _probe(self, name: str, probe: Probe) -> None:
-        verdict = Readiness(probe)
+    async def _probe_all(
+        self,
+        name: str,
+        proc: ContainerProcess,
+        began: float,
+        startup: Probe | None,
+        readiness: Probe | None,
+        liveness: Probe | None,
+    ) -> None:
+        # As the kubelet's prober: readiness and liveness wait for the startup probe to pass;
+        # every probe's initialDelaySeconds counts from the container's start.
+        if startup is not None:
+            verdict = await self._probe(name, startup, "Startup", began)
+            if not verdict.ok:
+                await self._kill_unhealthy(name, proc, startup, "startup")
+                return
+            self.model.startup_passed(name)
+            await self.publish()
+        ready = (
+            asyncio.ensure_future(self._probe(name, readiness, "Readiness", began))
+            if readiness is not None
+            else None
+        )
+        try:
+            if liveness is not None:
+                await self._probe(name, liveness, "Liveness", began)
+                await self._kill_unhealthy(name, proc, liveness, "liveness")
+            elif ready is not None:
+                await ready
+        finally:
+            if ready is not None:
+                ready.cancel()
+
+    async def _probe(self, name: str, probe: Probe, what: str, began: float) -> Verdict:
+        """Run ``probe`` every period while the container runs. A readiness probe's verdicts go
+        into the status and it never ends; a startup probe ends when it passes or fails for
+        good, a liveness probe when it fails for good. The verdict it ended with."""
+        verdict = Verdict(probe)
         warned = False  # one Unhealthy event per run of failures, not one per period
-        await asyncio.sleep(probe.initial_delay_s)
+        loop = asyncio.get_running_loop()
+        await asyncio.sleep(max(0.0, began + probe.initial_delay_s - loop.time()))
         while not self.stopping and self.sandbox is not None:
             if probe.kind == "exec":
                 why = await self.sandbox.exec_probe(name, probe.command, probe.timeout_s)
             else:
                 enter = self.sandbox.ctx.enter_netns
                 why = await run_network_probe(probe, pod_ip=self.model.pod_ip, enter=enter)
-            if verdict.observe(why is None):
-                self.model.probed(name, verdict.ready)
-                await self.publish()
+            changed = verdict.observe(why is None)
             if why is not None and not warned:
-                await self.emit("Warning", "Unhealthy", f"Readiness probe failed: {why}")
+                await self.emit("Warning", "Unhealthy", f"{what} probe failed: {why}")
             warned = why is not None
+            if what == "Readiness" and changed:
+                self.model.probed(name, verdict.ok)
+                await self.publish()
+            elif (what == "Startup" and verdict.ok) or (what != "Readiness" and verdict.failed):
+                return verdict
             await asyncio.sleep(probe.period_s)
+        return verdict  # stopping
+
+    async def _kill_unhealthy(
+        self, name: str, proc: ContainerProcess, probe: Probe, what: str
+    ) -> None:
+        """Kill a container that failed its liveness or startup probe, as the kubelet does;
+        whether it restarts is the restart policy's to say."""
+        if self.stopping:
+            return
+        await self.emit(
+            "Normal", "Killing", f"Container {name} failed {what} probe, will be restarted"
+        )
+        grace = probe.termination_grace_s
+        await proc.terminate(self._grace(None) if grace is None else grace)
 
     async def _stop_sidecars(self, names: list[str]) -> None:
         assert self.sandbox is not None

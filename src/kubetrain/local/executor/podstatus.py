@@ -38,14 +38,21 @@ class ContainerRecord:
     container_id: str = ""
     # Its readiness probe's verdict; None for a container without one (ready while running).
     probed_ready: bool | None = None
+    # Whether its startup probe has passed; None for a container without one (started while
+    # running). Until it passes, the container is neither started nor ready.
+    probed_started: bool | None = None
 
     @property
     def running(self) -> bool:
         return "running" in self.state
 
     @property
+    def started(self) -> bool:
+        return self.running and self.probed_started is not False
+
+    @property
     def ready(self) -> bool:
-        return self.running and self.probed_ready is not False
+        return self.started and self.probed_ready is not False
 
     @property
     def terminated(self) -> dict[str, Any] | None:
@@ -58,7 +65,7 @@ class ContainerRecord:
             "image": self.image,
             "imageID": "",
             "ready": self.ready,
-            "started": self.running,
+            "started": self.started,
             "restartCount": self.restart_count,
             "state": copy.deepcopy(self.state),
             "lastState": copy.deepcopy(self.last_state),
@@ -87,6 +94,7 @@ class PodStatusModel:
                 str(c["name"]),
                 str(c.get("image", "")),
                 probed_ready=False if c.get("readinessProbe") else None,
+                probed_started=False if c.get("startupProbe") else None,
             )
             for c in dicts(spec.get("containers"))
         ]
@@ -138,12 +146,22 @@ class PodStatusModel:
         rec.restart_count = restart_count
         rec.state = {"running": {"startedAt": now}}
         rec.container_id = container_id
+        # A fresh start is neither started nor ready until its probes say so.
         if rec.probed_ready is not None:
-            rec.probed_ready = False  # a fresh start is not ready until its probe says so
+            rec.probed_ready = False
+        if rec.probed_started is not None:
+            rec.probed_started = False
 
     def probed(self, name: str, ready: bool) -> None:
         """The readiness probe's verdict for container ``name``."""
         self.record(name).probed_ready = ready
+
+    def startup_passed(self, name: str) -> None:
+        """Container ``name``'s startup probe has passed (it is not run again until a restart);
+        nothing for a container without one."""
+        rec = self.record(name)
+        if rec.probed_started is not None:
+            rec.probed_started = True
 
     def exited(
         self,

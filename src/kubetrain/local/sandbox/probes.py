@@ -1,8 +1,8 @@
-"""Readiness probes (``httpGet``, ``tcpSocket``, ``exec``) as the kubelet runs them.
+"""Container probes (``httpGet``, ``tcpSocket``, ``exec``) as the kubelet runs them.
 
-`Probe.of` reads a container's probe (named ports resolved, the kubelet's defaults: period 10 s,
-timeout 1 s, success threshold 1, failure threshold 3); `Readiness` applies the thresholds to
-results. Network probes run where the pod's ports are: inside the pod's network namespace
+`Probe.of` reads a container's startup, readiness or liveness probe (named ports resolved, the
+kubelet's defaults: period 10 s, timeout 1 s, success threshold 1, failure threshold 3);
+`Verdict` applies the thresholds to results. Network probes run where the pod's ports are: inside the pod's network namespace
 (``enter``: the argv prefix containers get) through `netprobe`'s script, or in this process
 when pods share the host's network. An exec probe runs its command in the container's sandbox
 (`PodSandbox.exec_probe`).
@@ -21,7 +21,7 @@ from kubetrain.api.access import as_list, dicts
 
 from . import netprobe
 
-__all__ = ["Probe", "Readiness", "run_argv", "run_network_probe"]
+__all__ = ["Probe", "Verdict", "run_argv", "run_network_probe"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,9 @@ class Probe:
     timeout_s: float = 1.0
     success_threshold: int = 1
     failure_threshold: int = 3
+    # The probe's own terminationGracePeriodSeconds (liveness and startup probes): the grace a
+    # container killed for failing it gets instead of the pod's.
+    termination_grace_s: float | None = None
 
     @classmethod
     def of(cls, container: Mapping[str, Any], field_name: str = "readinessProbe") -> Probe | None:
@@ -52,6 +55,11 @@ class Probe:
             "timeout_s": float(spec.get("timeoutSeconds") or 1),
             "success_threshold": int(spec.get("successThreshold") or 1),
             "failure_threshold": int(spec.get("failureThreshold") or 3),
+            "termination_grace_s": (
+                None
+                if spec.get("terminationGracePeriodSeconds") is None
+                else float(spec["terminationGracePeriodSeconds"])
+            ),
         }
         if isinstance(spec.get("exec"), Mapping):
             command = tuple(str(c) for c in as_list(spec["exec"].get("command")))
@@ -84,24 +92,31 @@ def _port(value: Any, container: Mapping[str, Any]) -> int:
 
 
 @dataclass
-class Readiness:
-    """Consecutive results against the thresholds; not ready until the first success."""
+class Verdict:
+    """Consecutive results against a probe's thresholds: ``ok`` turns True after
+    ``successThreshold`` successes in a row and False after ``failureThreshold`` failures in a
+    row. It starts False: a container is neither ready nor started before its first success."""
 
     probe: Probe
-    ready: bool = False
+    ok: bool = False
     _streak: int = field(default=0)
     _last: bool | None = None
 
     def observe(self, ok: bool) -> bool:
-        """Record one result; True when ``ready`` changed."""
+        """Record one result; True when ``ok`` changed."""
         self._streak = self._streak + 1 if ok == self._last else 1
         self._last = ok
-        before = self.ready
+        before = self.ok
         if ok and self._streak >= self.probe.success_threshold:
-            self.ready = True
+            self.ok = True
         elif not ok and self._streak >= self.probe.failure_threshold:
-            self.ready = False
-        return before != self.ready
+            self.ok = False
+        return before != self.ok
+
+    @property
+    def failed(self) -> bool:
+        """``failureThreshold`` failures in a row: what a liveness or startup probe kills on."""
+        return self._last is False and self._streak >= self.probe.failure_threshold
 
 
 async def run_network_probe(probe: Probe, *, pod_ip: str, enter: Sequence[str]) -> str | None:
