@@ -4,9 +4,10 @@
 Init containers run one after another; the containers then run side by side, each restarted in
 place after a doubling back-off when the policy asks for it. A running container is probed as
 the kubelet probes it: its startup probe first, then readiness and liveness side by side; one
-that fails its liveness or startup probe is killed, and the policy says whether it restarts. A pod adopted after a daemon
-restart continues from the containers the previous daemon left: live ones are waited for, dead
-ones report the exit code their sandbox recorded (137, ContainerStatusUnknown, when none was).
+that fails its liveness or startup probe is killed, and the policy says whether it restarts. A
+pod adopted after a daemon restart continues from the containers the previous daemon left: live
+ones are waited for, dead ones report the exit code their sandbox recorded (137,
+ContainerStatusUnknown, when none was).
 """
 
 from __future__ import annotations
