@@ -92,6 +92,7 @@ def test_a_crash_loop_keeps_the_last_termination_and_counts_restarts() -> None:
 
 
 EXEC = {"exec": {"command": ["true"]}}
+GRPC = {"grpc": {"port": 9000}}
 
 
 @pytest.mark.parametrize(
@@ -116,6 +117,11 @@ EXEC = {"exec": {"command": ["true"]}}
             {"livenessProbe": EXEC},
             [(True, True), (True, True), (True, True)],
             id="a liveness probe alone holds nothing back",
+        ),
+        pytest.param(
+            {"startupProbe": GRPC, "readinessProbe": GRPC},
+            [(True, True), (True, True), (True, True)],
+            id="grpc probes are not run here and hold nothing back",
         ),
     ],
 )

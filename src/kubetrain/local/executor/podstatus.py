@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubetrain.api.access import dicts, obj_at
+from kubetrain.local.sandbox.probes import Probe
 
 __all__ = [
     "UNKNOWN_MESSAGE",
@@ -93,8 +94,9 @@ class PodStatusModel:
             ContainerRecord(
                 str(c["name"]),
                 str(c.get("image", "")),
-                probed_ready=False if c.get("readinessProbe") else None,
-                probed_started=False if c.get("startupProbe") else None,
+                # Held back only by a probe that runs here (`Probe.of`: not a grpc one).
+                probed_ready=False if Probe.of(c, "readinessProbe") else None,
+                probed_started=False if Probe.of(c, "startupProbe") else None,
             )
             for c in dicts(spec.get("containers"))
         ]
